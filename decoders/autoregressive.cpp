@@ -1,0 +1,79 @@
+// Baseline: one prompt Forward, then one token per target Forward.
+#include <vector>
+
+#include "decoders/common.h"
+#include "decoders/sampler.h"
+#include "decoders/speculative.h"
+#include "models/error.h"
+#include "models/forward.h"
+
+namespace specsweep {
+namespace {
+
+class AutoregressiveDecoder : public Decoder {
+ public:
+  AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o) : target_(target), opt_(o) {}
+  const DecoderOptions& options() const override { return opt_; }
+
+  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override {
+    const Model& m = *target_.model;
+    const ModelConfig& c = m.config;
+    CheckPrompt(prompt, c.vocab_size, c.max_seq_len, target_.name);
+    GenerationResult res;
+    GenerationStats& st = res.stats;
+    st.prompt_tokens = static_cast<int>(prompt.size());
+    Rng rng(opt_.sampling.seed);
+    KVCache cache(c);
+    std::vector<float> probs;  // [vocab]
+    const auto start = Clock::now();
+    auto first = start;
+
+    auto t0 = Clock::now();
+    std::span<const float> logits = Forward(m, prompt, 0, cache, /*all_logits=*/false);  // [1][vocab]
+    st.prefill_s = Seconds(t0, Clock::now());
+    int n_seq = static_cast<int>(prompt.size());
+    while (st.generated_tokens < opt_.max_new_tokens && n_seq < c.max_seq_len) {
+      t0 = Clock::now();
+      int tok;
+      if (opt_.sampling.greedy()) {
+        tok = Argmax(logits);
+      } else {
+        ComputeProbs(logits, opt_.sampling, probs);
+        tok = SampleFromProbs(probs, rng);
+      }
+      st.verify_s += Seconds(t0, Clock::now());
+      if (opt_.stop_at_eos && tok == c.eos_id) {
+        st.stopped_at_eos = true;
+        break;
+      }
+      res.tokens.push_back(tok);
+      ++n_seq;
+      if (++st.generated_tokens == 1) first = Clock::now();
+      if (cb) cb(std::span<const int>(&res.tokens.back(), 1));
+      // The last token needs no Forward: nothing will be sampled after it.
+      if (st.generated_tokens == opt_.max_new_tokens || n_seq == c.max_seq_len) break;
+      t0 = Clock::now();
+      logits = Forward(m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
+      st.verify_s += Seconds(t0, Clock::now());
+      ++st.target_calls;
+    }
+    FinishStats(st, start, first, Clock::now());
+    res.text = DecodeGenerated(target_.tokenizer.get(), prompt, res.tokens);
+    return res;
+  }
+
+ private:
+  LoadedModel target_;
+  DecoderOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o) {
+  if (!target.model) Fail("decoder: target: no model loaded");
+  if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
+  ValidateSampling(o.sampling, "decoder");
+  return std::make_unique<AutoregressiveDecoder>(target, o);
+}
+
+}  // namespace specsweep

@@ -1,0 +1,39 @@
+#include "decoders/common.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "models/error.h"
+
+namespace specsweep {
+
+void CheckPrompt(std::span<const int> prompt, int vocab_size, int context, const std::string& model) {
+  if (prompt.empty()) Fail("{}: prompt: empty (need at least one token, e.g. BOS)", model);
+  if (static_cast<int>(prompt.size()) > context)
+    Fail("{}: prompt: {} tokens is longer than the context of {}", model, prompt.size(), context);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab_size)
+      Fail("{}: prompt: token {} at position {} outside vocabulary of {}", model, prompt[i], i, vocab_size);
+}
+
+std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, std::span<const int> tokens) {
+  if (!tok) return "";
+  std::vector<int> all(prompt.begin(), prompt.end());  // [prompt + generated]
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  const std::string full = tok->Decode(all), head = tok->Decode(prompt);
+  if (full.compare(0, head.size(), head) == 0) return full.substr(head.size());
+  return tok->Decode(tokens);
+}
+
+void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,
+                 Clock::time_point end) {
+  s.total_s = Seconds(start, end);
+  s.other_s = std::max(0.0, s.total_s - s.prefill_s - s.draft_s - s.verify_s);
+  s.first_token_latency_s = s.generated_tokens > 0 ? Seconds(start, first_token) : 0.0;
+  s.mean_next_token_latency_s =
+      s.generated_tokens > 1 ? (s.total_s - s.first_token_latency_s) / (s.generated_tokens - 1) : 0.0;
+  const double decode_s = s.total_s - s.prefill_s;
+  s.tokens_per_s = decode_s > 0 ? s.generated_tokens / decode_s : 0.0;
+}
+
+}  // namespace specsweep

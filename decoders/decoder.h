@@ -1,0 +1,95 @@
+// Public decoding API shared by the CLI and the harness.
+// Owned by the decoders work; the harness calls only what is declared here.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/loader.h"
+#include "quant/qtype.h"
+
+namespace specsweep {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy (argmax)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  uint64_t seed = 0;
+  bool greedy() const { return temperature <= 0.0f; }
+};
+
+enum class DecoderKind { Autoregressive, Assisted, SelfSpec };
+enum class KPolicy { Constant, Heuristic, Threshold, Adaptive };
+
+struct DecoderOptions {
+  DecoderKind kind = DecoderKind::Autoregressive;
+  int k = 4;                            // draft length (initial K for adaptive policies)
+  KPolicy k_policy = KPolicy::Constant;
+  float draft_p_min = 0.8f;             // threshold policy: stop below this top prob
+  std::string draft_model;              // assisted: separate draft model ("" = the target)
+  int draft_layers = 0;                 // early-exit draft: first L blocks (0 = all)
+  std::optional<QType> draft_quant;     // draft weights quantized in memory
+  int max_new_tokens = 64;
+  bool stop_at_eos = true;
+  SamplingParams sampling;
+};
+
+struct GenerationStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  int target_calls = 0;   // target Forward calls after prefill
+  int draft_calls = 0;    // draft Forward calls (including catch-up of accepted tokens)
+  int64_t drafted = 0;    // draft tokens proposed
+  int64_t accepted = 0;   // draft tokens accepted
+  std::vector<int64_t> drafted_at_pos;   // [K_max] drafted tokens at draft position i+1
+  std::vector<int64_t> accepted_at_pos;  // [K_max] accepted tokens at draft position i+1
+  std::vector<int> k_per_step;           // K actually drafted in each step
+  double prefill_s = 0, draft_s = 0, verify_s = 0, other_s = 0, total_s = 0;
+  double first_token_latency_s = 0;      // prompt in -> first new token out
+  double mean_next_token_latency_s = 0;  // (total - first token) / (generated - 1)
+  double tokens_per_s = 0;               // generated / (total - prefill)
+  bool stopped_at_eos = false;           // generation ended on EOS (EOS not emitted)
+
+  double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
+  // Tokens emitted per target call, bonus token included (Spec-Bench/vLLM convention).
+  double mean_accepted_length() const {
+    return target_calls ? double(generated_tokens) / double(target_calls) : 0.0;
+  }
+};
+
+struct GenerationResult {
+  std::vector<int> tokens;  // generated ids (prompt excluded)
+  std::string text;         // decoded generated text
+  GenerationStats stats;
+};
+
+// Called with each batch of newly accepted tokens, for streaming.
+using TokenCallback = std::function<void(std::span<const int> new_tokens)>;
+
+// A ready-to-run decoder: the target plus whatever draft the options describe.
+// Building it validates the options (K, draft layers, vocabulary match, threshold)
+// and throws Error with a one-line message.
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb = {}) = 0;
+  virtual const DecoderOptions& options() const = 0;
+};
+
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
+                                     const std::string& models_dir = "");
+// Assisted decoding with an already-loaded draft (options.draft_model is ignored;
+// draft_layers/draft_quant still apply to it). Same validation as above.
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
+                                     const LoadedModel& draft);
+
+DecoderKind ParseDecoderKind(std::string_view s);  // "ar", "assisted", "self-spec"
+KPolicy ParseKPolicy(std::string_view s);          // "constant", "heuristic", "threshold", "adaptive"
+std::string_view DecoderKindName(DecoderKind k);
+std::string_view KPolicyName(KPolicy p);
+
+}  // namespace specsweep

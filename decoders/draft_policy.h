@@ -1,0 +1,64 @@
+// Draft-length policies: how many tokens to draft in the next step, and when to stop
+// drafting early on low draft confidence.
+#pragma once
+#include <memory>
+
+#include "decoders/decoder.h"
+
+namespace specsweep {
+
+// What to do with the token the draft is about to propose.
+enum class DraftAction {
+  Keep,         // propose it and keep drafting (up to the step's K)
+  KeepAndStop,  // propose it, then stop this step
+  DropAndStop,  // do not propose it; stop this step
+};
+
+class DraftPolicy {
+ public:
+  virtual ~DraftPolicy() = default;
+  // Upper bound on the tokens to draft in the coming step (before context clipping).
+  virtual int NextK() const = 0;
+  // Called before proposing draft token number n (1-based) of the step, with the
+  // draft's top probability at that position.
+  virtual DraftAction OnDraft(int n, float top_prob) { return DraftAction::Keep; }
+  // Called after verification: `drafted` tokens were proposed, `accepted` kept.
+  virtual void Update(int drafted, int accepted) {}
+};
+
+// Constant: K every step.
+std::unique_ptr<DraftPolicy> MakeConstantPolicy(int k);
+// Hugging Face "heuristic" num_assistant_tokens schedule: start at k; after each step
+// +2 if every drafted token was accepted, else -1 (never below 1). No upper cap (as HF):
+// only the context and max_new_tokens clip it.
+std::unique_ptr<DraftPolicy> MakeHeuristicPolicy(int k);
+// llama.cpp --draft-p-min: draft up to k tokens; stop (without proposing it) at the first
+// token whose draft top probability is below p_min.
+std::unique_ptr<DraftPolicy> MakeThresholdPolicy(int k, float p_min);
+
+// ipex-llm speculative.py / Draft&Verify (Zhang et al. 2023) adaptive stop threshold.
+//  Drafting: up to kMaxSteps tokens; a token is proposed, and drafting stops after it
+//  when its top probability < th and at least kMinSteps tokens were drafted.
+//  After each step, with a = accepted / drafted (skipped when nothing was drafted):
+//    matchness  = 0.5 * matchness + 0.5 * a                (matchness starts at 0)
+//    th_new     = th + 0.01  if matchness < 0.9
+//               = th         else if drafted == kMaxSteps
+//               = th - 0.01  otherwise
+//    th         = 0.9 * th + 0.1 * th_new                  (th starts at 0.8)
+//  i.e. auto_parameters = [1, 0.5, 0.9, 1e-2, 0.9] of ipex-llm.
+class AdaptivePolicy : public DraftPolicy {
+ public:
+  static constexpr int kMinSteps = 3, kMaxSteps = 8;
+  int NextK() const override { return kMaxSteps; }
+  DraftAction OnDraft(int n, float top_prob) override;
+  void Update(int drafted, int accepted) override;
+  double threshold() const { return th_; }
+  double matchness() const { return matchness_; }
+
+ private:
+  double th_ = 0.8, matchness_ = 0.0;
+};
+
+std::unique_ptr<DraftPolicy> MakeDraftPolicy(const DecoderOptions& o);
+
+}  // namespace specsweep

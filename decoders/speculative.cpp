@@ -1,0 +1,181 @@
+// The shared speculative loop (llama.cpp speculative-simple shape):
+//   prefill both models on prompt[0..n-1); last = prompt[n-1]
+//   repeat: K = policy, clipped to the context and max_new_tokens
+//           draft up to K tokens, one draft Forward each (the first call also catches
+//             the draft cache up on accepted tokens it has not seen, in one batch)
+//           ONE target Forward over [last, d1..dK] -> K+1 logit rows
+//           verify -> emit d1..d_a + next; Truncate both caches to the accepted length
+#include <algorithm>
+#include <vector>
+
+#include "decoders/common.h"
+#include "decoders/draft_policy.h"
+#include "decoders/sampler.h"
+#include "decoders/speculative.h"
+#include "models/error.h"
+#include "models/forward.h"
+
+namespace specsweep {
+namespace {
+
+class SpeculativeDecoder : public Decoder {
+ public:
+  SpeculativeDecoder(const LoadedModel& target, DraftSpec draft, const DecoderOptions& o, AcceptRule rule)
+      : target_(target), draft_(std::move(draft)), opt_(o), rule_(rule) {}
+  const DecoderOptions& options() const override { return opt_; }
+  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
+
+ private:
+  LoadedModel target_;
+  DraftSpec draft_;
+  DecoderOptions opt_;
+  AcceptRule rule_;
+};
+
+GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
+  const Model& tm = *target_.model;
+  const Model& dm = *draft_.model;
+  const ModelConfig& c = tm.config;
+  const int vocab = c.vocab_size;
+  // Both caches hold the same positions, so the shorter context of the two rules.
+  const int context = std::min(c.max_seq_len, dm.config.max_seq_len);
+  CheckPrompt(prompt, vocab, context, target_.name);
+  const bool greedy = opt_.sampling.greedy();
+
+  GenerationResult res;
+  GenerationStats& st = res.stats;
+  st.prompt_tokens = static_cast<int>(prompt.size());
+  Rng rng(opt_.sampling.seed);
+  auto policy = MakeDraftPolicy(opt_);
+  KVCache tcache(c, 0, context);
+  KVCache dcache(dm.config, draft_.layers, context);
+  std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
+  std::vector<int> draft;        // [K] proposed tokens of the current step
+  std::vector<float> qs;         // [K][vocab] draft distributions (sampling mode only)
+  std::vector<float> q;          // [vocab]
+  std::vector<int> verify_in;    // [K+1] = last accepted token, d1..dK
+  const auto start = Clock::now();
+  auto first = start;
+
+  // Prefill everything but the last prompt token: it is fed with the first draft block.
+  auto t0 = Clock::now();
+  const int n_prefill = static_cast<int>(prompt.size()) - 1;
+  if (n_prefill > 0) {
+    Forward(tm, prompt.first(n_prefill), 0, tcache, false);
+    Forward(dm, prompt.first(n_prefill), 0, dcache, false);
+  }
+  st.prefill_s = Seconds(t0, Clock::now());
+
+  bool done = false;
+  while (!done && st.generated_tokens < opt_.max_new_tokens && static_cast<int>(seq.size()) < context) {
+    const int n_seq = static_cast<int>(seq.size());
+    // A step writes positions n_seq-1 .. n_seq-1+K and emits up to K+1 tokens.
+    const int k = std::max(0, std::min({policy->NextK(), context - n_seq - 1,
+                                        opt_.max_new_tokens - st.generated_tokens - 1}));
+
+    // --- draft ---
+    t0 = Clock::now();
+    draft.clear();
+    qs.clear();
+    if (k > 0) {
+      // Catch-up tokens (bonus/correction of the last step, or the last prompt token)
+      // go in the same batch as the first draft position.
+      std::span<const int> feed = std::span<const int>(seq).subspan(dcache.length());
+      for (int i = 0; i < k; ++i) {
+        std::span<const float> logits = Forward(dm, feed, dcache.length(), dcache, false);  // [1][vocab]
+        ++st.draft_calls;
+        float top;
+        if (greedy) {
+          top = MaxSoftmaxProb(logits);
+        } else {
+          ComputeProbs(logits, opt_.sampling, q);
+          top = *std::max_element(q.begin(), q.end());
+        }
+        const DraftAction act = policy->OnDraft(i + 1, top);
+        if (act == DraftAction::DropAndStop) break;
+        draft.push_back(greedy ? Argmax(logits) : SampleFromProbs(q, rng));
+        if (!greedy) qs.insert(qs.end(), q.begin(), q.end());
+        if (act == DraftAction::KeepAndStop) break;
+        feed = std::span<const int>(&draft.back(), 1);
+      }
+    }
+    st.draft_s += Seconds(t0, Clock::now());
+    const int kd = static_cast<int>(draft.size());
+
+    // --- verify: one target Forward over K+1 positions ---
+    t0 = Clock::now();
+    verify_in.assign(1, seq.back());
+    verify_in.insert(verify_in.end(), draft.begin(), draft.end());
+    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [K+1][vocab]
+    ++st.target_calls;
+    const Verdict v = greedy ? VerifyGreedy(draft, tl, vocab)
+                             : VerifySampling(draft, qs, tl, vocab, opt_.sampling, rng, rule_);
+    st.verify_s += Seconds(t0, Clock::now());
+
+    // --- bookkeeping ---
+    policy->Update(kd, v.n_accepted);
+    st.k_per_step.push_back(kd);
+    st.drafted += kd;
+    st.accepted += v.n_accepted;
+    if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
+      st.drafted_at_pos.resize(kd, 0);
+      st.accepted_at_pos.resize(kd, 0);
+    }
+    for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[i];
+    for (int i = 0; i < v.n_accepted; ++i) ++st.accepted_at_pos[i];
+
+    // Emit accepted drafts then the target's token, stopping at EOS.
+    const size_t emitted_from = res.tokens.size();
+    for (int i = 0; i <= v.n_accepted; ++i) {
+      const int tok = i < v.n_accepted ? draft[i] : v.next;
+      if (opt_.stop_at_eos && tok == c.eos_id) {
+        st.stopped_at_eos = done = true;
+        break;
+      }
+      res.tokens.push_back(tok);
+      seq.push_back(tok);
+    }
+    const int n_new = static_cast<int>(res.tokens.size() - emitted_from);
+    if (st.generated_tokens == 0 && n_new > 0) first = Clock::now();
+    st.generated_tokens += n_new;
+    if (cb && n_new > 0) cb(std::span<const int>(res.tokens).subspan(emitted_from));
+
+    // Roll back: the target keeps last + accepted drafts (n_seq + a positions); the
+    // draft keeps whatever prefix of that it has, and catches up next step.
+    const int keep = n_seq + v.n_accepted;
+    tcache.Truncate(keep);
+    dcache.Truncate(std::min(dcache.length(), keep));
+  }
+  FinishStats(st, start, first, Clock::now());
+  res.text = DecodeGenerated(target_.tokenizer.get(), prompt, res.tokens);
+  return res;
+}
+
+}  // namespace
+
+void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions& o) {
+  if (!target.model) Fail("decoder: target: no model loaded");
+  const int ctx = target.model->config.max_seq_len;
+  if (o.k <= 0 || o.k >= ctx) Fail("decoder: k: must be in [1, {}] (context {}), got {}", ctx - 1, ctx, o.k);
+  if (!(o.draft_p_min > 0.0f && o.draft_p_min < 1.0f))
+    Fail("decoder: draft_p_min: must be in (0, 1), got {}", o.draft_p_min);
+  if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
+  ValidateSampling(o.sampling, "decoder");
+}
+
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, DraftSpec draft,
+                                                const DecoderOptions& o, AcceptRule rule) {
+  ValidateSpeculativeOptions(target, o);
+  if (!draft.model) Fail("decoder: draft: no model");
+  const ModelConfig& tc = target.model->config;
+  const ModelConfig& dc = draft.model->config;
+  if (dc.vocab_size != tc.vocab_size)
+    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}",
+         draft.name, dc.vocab_size, target.name, tc.vocab_size);
+  if (draft.layers < 0 || draft.layers > dc.n_layers)
+    Fail("decoder: draft_layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
+         draft.layers);
+  return std::make_unique<SpeculativeDecoder>(target, std::move(draft), o, rule);
+}
+
+}  // namespace specsweep

@@ -1,0 +1,32 @@
+// Internal constructors of the decoders (MakeDecoder resolves options into these).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "decoders/decoder.h"
+#include "decoders/verify.h"
+
+namespace specsweep {
+
+// The draft of a speculative decoder: a model plus how many of its blocks to run.
+// Early exit = the target's own Model with layers < n_layers; self-spec = a quantized
+// copy; assisted = another model with the same vocabulary.
+struct DraftSpec {
+  std::shared_ptr<const Model> model;
+  int layers = 0;        // 0: all
+  std::string name;      // for messages and reports
+};
+
+std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o);
+
+// K in [1, context), draft_p_min in (0, 1), max_new_tokens >= 0, sampling ranges.
+void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions& o);
+
+// The one speculative loop (assisted and self-spec differ only in the DraftSpec).
+// Validates K, draft layers, vocabulary match and draft_p_min (throws Error).
+// `rule` is a test hook: anything but AcceptRule::Exact breaks losslessness on purpose.
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, DraftSpec draft,
+                                                const DecoderOptions& o,
+                                                AcceptRule rule = AcceptRule::Exact);
+
+}  // namespace specsweep

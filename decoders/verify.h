@@ -1,0 +1,34 @@
+// Verification of a block of K draft tokens against the target's K+1 logit rows
+// (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2).
+#pragma once
+#include <span>
+
+#include "decoders/sampler.h"
+
+namespace specsweep {
+
+struct Verdict {
+  int n_accepted = 0;  // draft tokens kept, a prefix of the draft
+  int next = -1;       // the target's token after them (correction or bonus)
+};
+
+// Greedy: longest prefix with draft[i] == argmax(target row i), then the target's
+// argmax at the first mismatch (or row K when all K match).
+// target_logits: [K+1][vocab].
+Verdict VerifyGreedy(std::span<const int> draft, std::span<const float> target_logits, int vocab);
+
+// Acceptance rule of speculative sampling. Only Exact is correct; AlwaysAccept exists
+// so the distribution test can prove it detects a broken rule.
+enum class AcceptRule { Exact, AlwaysAccept };
+
+// Speculative sampling: accept draft[i] with probability min(1, p_i(x)/q_i(x)); on the
+// first rejection sample from norm(max(0, p_i - q_i)) over the whole vocabulary; when all
+// K are accepted sample the bonus token from p_K. p_i = ComputeProbs(target row i, sp), so
+// temperature/top-k/top-p are applied to p exactly as the caller applied them to q.
+// draft_probs: [K][vocab] (the q each draft token was sampled from);
+// target_logits: [K+1][vocab]. Consumes one Uniform() per examined token plus one draw.
+Verdict VerifySampling(std::span<const int> draft, std::span<const float> draft_probs,
+                       std::span<const float> target_logits, int vocab, const SamplingParams& sp,
+                       Rng& rng, AcceptRule rule = AcceptRule::Exact);
+
+}  // namespace specsweep

@@ -1,0 +1,198 @@
+// `specsweep generate`: run one decoder on one prompt, stream the text, print latency,
+// throughput and (speculative decoders) the acceptance statistics.
+#include <cstdio>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "decoders/decoder.h"
+#include "harness/commands.h"
+#include "models/error.h"
+#include "models/loader.h"
+
+namespace specsweep {
+namespace {
+
+struct GenerateArgs {
+  std::string model, quant, prompt = "Once upon a time";
+  int n = 64;
+  float temp = 0.0f, top_p = 1.0f;
+  int top_k = 0;
+  uint64_t seed = 0;
+  std::string decoder = "ar", draft, draft_quant, k_policy = "constant";
+  int draft_layers = 0, k = 4;
+  float draft_p_min = 0.8f;
+  bool json = false, no_eos = false;
+};
+
+// Length of the longest prefix of s that does not end inside a UTF-8 sequence, so a
+// character split over two byte tokens is printed only once it is complete.
+size_t CompleteUtf8Prefix(const std::string& s) {
+  size_t i = s.size(), back = 0;
+  while (i > 0 && back < 4 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) --i, ++back;
+  if (i == 0) return s.size();
+  const unsigned char lead = static_cast<unsigned char>(s[i - 1]);
+  const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return need > back + 1 ? i - 1 : s.size();
+}
+
+// Prints the new suffix of Decode(whole sequence) at each callback.
+class Streamer {
+ public:
+  Streamer(const Tokenizer& tok, std::span<const int> prompt) : tok_(tok), seq_(prompt.begin(), prompt.end()) {}
+  void Add(std::span<const int> toks) {
+    seq_.insert(seq_.end(), toks.begin(), toks.end());
+    Print(false);
+  }
+  void Flush() { Print(true); }
+
+ private:
+  void Print(bool all) {
+    const std::string text = tok_.Decode(seq_);
+    // Decoding may rewrite earlier bytes (rare, e.g. a leading-space rule); then only
+    // the part after the common prefix can still be shown.
+    size_t common = 0;
+    while (common < printed_.size() && common < text.size() && printed_[common] == text[common]) ++common;
+    const size_t end = all ? text.size() : CompleteUtf8Prefix(text);
+    if (end > common && common == printed_.size()) {
+      std::fwrite(text.data() + common, 1, end - common, stdout);
+      std::fflush(stdout);
+      printed_ = text.substr(0, end);
+    }
+  }
+  const Tokenizer& tok_;
+  std::vector<int> seq_;  // [prompt + generated so far]
+  std::string printed_;
+};
+
+nlohmann::json StatsJson(const GenerationStats& s) {
+  return {{"prompt_tokens", s.prompt_tokens},
+          {"generated_tokens", s.generated_tokens},
+          {"stopped_at_eos", s.stopped_at_eos},
+          {"target_calls", s.target_calls},
+          {"draft_calls", s.draft_calls},
+          {"drafted", s.drafted},
+          {"accepted", s.accepted},
+          {"acceptance_rate", s.acceptance_rate()},
+          {"mean_accepted_length", s.mean_accepted_length()},
+          {"drafted_at_pos", s.drafted_at_pos},
+          {"accepted_at_pos", s.accepted_at_pos},
+          {"k_per_step", s.k_per_step},
+          {"prefill_s", s.prefill_s},
+          {"draft_s", s.draft_s},
+          {"verify_s", s.verify_s},
+          {"other_s", s.other_s},
+          {"total_s", s.total_s},
+          {"first_token_latency_s", s.first_token_latency_s},
+          {"mean_next_token_latency_s", s.mean_next_token_latency_s},
+          {"tokens_per_s", s.tokens_per_s}};
+}
+
+void PrintSummary(const GenerationStats& s, bool speculative) {
+  fmt::print("\n\nprompt tokens            {}\n", s.prompt_tokens);
+  fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at EOS)" : "");
+  fmt::print("first-token latency      {:.3f} ms\n", s.first_token_latency_s * 1e3);
+  fmt::print("mean next-token latency  {:.3f} ms\n", s.mean_next_token_latency_s * 1e3);
+  fmt::print("tokens/s                 {:.1f}\n", s.tokens_per_s);
+  fmt::print("time prefill/draft/verify/other  {:.3f}/{:.3f}/{:.3f}/{:.3f} ms (total {:.3f} ms)\n",
+             s.prefill_s * 1e3, s.draft_s * 1e3, s.verify_s * 1e3, s.other_s * 1e3, s.total_s * 1e3);
+  if (!speculative) return;
+  fmt::print("target calls             {}\n", s.target_calls);
+  fmt::print("draft calls              {}\n", s.draft_calls);
+  fmt::print("drafted / accepted       {} / {}\n", s.drafted, s.accepted);
+  fmt::print("acceptance rate          {:.4f}\n", s.acceptance_rate());
+  fmt::print("mean accepted length     {:.3f} tokens per target call\n", s.mean_accepted_length());
+  const double mean_k = s.k_per_step.empty() ? 0.0
+                        : std::accumulate(s.k_per_step.begin(), s.k_per_step.end(), 0.0) / s.k_per_step.size();
+  fmt::print("mean K per step          {:.3f}\n", mean_k);
+  std::vector<std::string> pos;
+  for (size_t i = 0; i < s.drafted_at_pos.size(); ++i)
+    pos.push_back(fmt::format("{}:{}/{}", i + 1, s.accepted_at_pos[i], s.drafted_at_pos[i]));
+  fmt::print("accepted/drafted by pos  {}\n", fmt::join(pos, " "));
+  if (s.draft_calls > 0 && s.target_calls > 0)
+    fmt::print("ms per draft call        {:.4f}\nms per target call       {:.4f}\n", s.draft_s * 1e3 / s.draft_calls,
+               s.verify_s * 1e3 / s.target_calls);
+}
+
+void RunGenerate(const GenerateArgs& a) {
+  LoadedModel target = LoadModel(a.model, Globals().models_dir);
+  if (!a.quant.empty()) target = WithQuant(target, ParseQType(a.quant, "--quant"));
+  DecoderOptions o;
+  o.kind = ParseDecoderKind(a.decoder);
+  o.k = a.k;
+  o.k_policy = ParseKPolicy(a.k_policy);
+  o.draft_p_min = a.draft_p_min;
+  o.draft_model = a.draft;
+  o.draft_layers = a.draft_layers;
+  if (!a.draft_quant.empty()) o.draft_quant = ParseQType(a.draft_quant, "--draft-quant");
+  o.max_new_tokens = a.n;
+  o.stop_at_eos = !a.no_eos;
+  o.sampling.temperature = a.temp;
+  o.sampling.top_k = a.top_k;
+  o.sampling.top_p = a.top_p;
+  o.sampling.seed = a.seed;
+  auto dec = MakeDecoder(target, o, Globals().models_dir);
+  const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, true);
+  const bool spec = o.kind != DecoderKind::Autoregressive;
+
+  if (a.json) {
+    GenerationResult r = dec->Generate(prompt);
+    nlohmann::json j = {{"model", a.model},
+                        {"quant", a.quant.empty() ? "as-loaded" : a.quant},
+                        {"decoder", DecoderKindName(o.kind)},
+                        {"prompt", a.prompt},
+                        {"prompt_ids", prompt},
+                        {"text", r.text},
+                        {"tokens", r.tokens},
+                        {"generated_tokens", r.stats.generated_tokens},
+                        {"sampling",
+                         {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
+                        {"stats", StatsJson(r.stats)}};
+    if (spec)
+      j["speculative"] = {{"k", a.k},
+                          {"k_policy", a.k_policy},
+                          {"draft_p_min", a.draft_p_min},
+                          {"draft", a.draft},
+                          {"draft_layers", a.draft_layers},
+                          {"draft_quant", o.draft_quant ? std::string(QTypeName(*o.draft_quant))
+                                          : o.kind == DecoderKind::SelfSpec ? "q4_0" : ""}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));
+  streamer.Add(prompt);  // the prompt text first, then the continuation as it comes
+  GenerationResult r = dec->Generate(prompt, [&](std::span<const int> t) { streamer.Add(t); });
+  streamer.Flush();
+  PrintSummary(r.stats, spec);
+}
+
+CommandRegistrar reg(30, [](CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
+  cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
+  cmd->add_option("--quant", a->quant, "Quantize the target in memory (f32, q8_0, q4_0, ...)");
+  cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
+  cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
+  cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");
+  cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
+  cmd->add_option("--seed", a->seed, "Sampling seed");
+  cmd->add_option("--decoder", a->decoder, "ar | assisted | self-spec");
+  cmd->add_option("--draft", a->draft, "Assisted: separate draft model with the same vocabulary");
+  cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)");
+  cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory (self-spec default q4_0)");
+  cmd->add_option("--k", a->k, "Draft length (initial K for the heuristic policy)");
+  cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive");
+  cmd->add_option("--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability");
+  cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
+  cmd->callback([a] { RunGenerate(*a); });
+});
+
+}  // namespace
+}  // namespace specsweep

@@ -1,0 +1,47 @@
+// `specsweep run EXPERIMENT [-o DIR] [--resume|--overwrite] [--list]`: measures an
+// experiment's grid into DIR/<name>.jsonl (one record per point, as measured) and
+// DIR/<name>.json (aggregated, Google Benchmark layout).
+#include <cstdio>
+
+#include "harness/commands.h"
+#include "harness/experiment.h"
+#include "harness/runner.h"
+
+namespace specsweep {
+namespace {
+
+struct RunArgs {
+  std::string experiment, out_dir = "results";
+  bool resume = false, overwrite = false, list = false;
+};
+
+void RunCommand(const RunArgs& a) {
+  Experiment e = LoadExperiment(a.experiment, Globals().models_dir);
+  if (a.list) {
+    for (auto& p : e.points) std::printf("%s\n", p.Key().c_str());
+    std::printf("%zu points\n", e.points.size());
+    return;
+  }
+  RunOptions o;
+  o.out_dir = a.out_dir;
+  o.resume = a.resume;
+  o.overwrite = a.overwrite;
+  o.default_threads = Globals().threads;
+  RunSummary s = RunExperiment(e, o);
+  std::printf("%d points (%d resumed, %d measured)\nraw:     %s\nresults: %s\n", s.total, s.resumed, s.measured,
+              s.jsonl_path.c_str(), s.json_path.c_str());
+}
+
+const CommandRegistrar kRegister(40, [](CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run an experiment sweep (YAML/JSON) and write results");
+  cmd->add_option("experiment", a->experiment, "Experiment file (.yaml, .yml or .json)")->required();
+  cmd->add_option("-o,--out", a->out_dir, "Output directory for <name>.jsonl and <name>.json");
+  auto* resume = cmd->add_flag("--resume", a->resume, "Skip points already in <name>.jsonl");
+  cmd->add_flag("--overwrite", a->overwrite, "Discard an existing <name>.jsonl")->excludes(resume);
+  cmd->add_flag("--list", a->list, "Print the expanded grid (point keys) and exit");
+  cmd->callback([a] { RunCommand(*a); });
+});
+
+}  // namespace
+}  // namespace specsweep

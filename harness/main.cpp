@@ -1,0 +1,59 @@
+// specsweep CLI entry point: builds the subcommands registered by harness/cmd_*.cpp and
+// turns any library Error into one line on stderr and exit code 1.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "harness/commands.h"
+#include "models/error.h"
+#include "models/forward.h"
+
+namespace specsweep {
+
+GlobalOptions& Globals() {
+  static GlobalOptions g;
+  return g;
+}
+
+namespace {
+std::vector<std::pair<int, CommandFactory>>& Registry() {
+  static std::vector<std::pair<int, CommandFactory>> r;
+  return r;
+}
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(int order, CommandFactory factory) {
+  Registry().emplace_back(order, std::move(factory));
+}
+
+}  // namespace specsweep
+
+int main(int argc, char** argv) {
+  using namespace specsweep;
+  CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand name
+  app.option_defaults()->always_capture_default();
+  auto& g = Globals();
+  app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
+  app.add_option("--threads", g.threads, "Threads for the forward pass (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.parse_complete_callback([&] { SetNumThreads(g.threads); });
+  auto& reg = Registry();
+  std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [order, factory] : reg) factory(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,47 @@
+// Plots of sweep results: the data goes to .dat files (gnuplot index blocks, one per
+// series, each headed by its title) and the parameterised scripts in plots/*.gp turn
+// them into PNG and SVG.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace specsweep {
+
+struct Series {
+  std::string title;
+  std::vector<std::pair<double, double>> xy;  // [n_points] (x, y), sorted by x
+};
+
+// Series data of each plot (records as in Results::records).
+std::vector<Series> SpeedupVsK(const std::vector<nlohmann::json>& records);
+std::vector<Series> AcceptanceVsK(const std::vector<nlohmann::json>& records);
+std::vector<Series> LatencyVsInputLength(const std::vector<nlohmann::json>& records);  // ms vs prompt tokens
+std::vector<Series> AcceptancePerPosition(const std::vector<nlohmann::json>& records);
+std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& records);
+
+// gnuplot data text: "# title" comment, then per series a quoted title line and "x y"
+// lines, series separated by two blank lines (addressed with `index i`).
+std::string DatText(const std::string& title, const std::vector<Series>& series);
+
+struct PlotOptions {
+  std::string out_dir = "plots";
+  std::string scripts_dir;  // "": <source tree>/plots
+  std::string gnuplot;      // "": found in PATH
+};
+
+struct PlotOutput {
+  std::string name;                 // "speedup_vs_k", ...
+  std::string dat;                  // data file written
+  std::vector<std::string> images;  // PNG and SVG written ("" skipped)
+  std::string skipped;              // why no image ("" if drawn)
+};
+
+// Path of the gnuplot executable in PATH, or "".
+std::string FindGnuplot();
+// Writes every plot; Error if gnuplot is missing or a script fails.
+std::vector<PlotOutput> MakePlots(const std::vector<nlohmann::json>& records, const PlotOptions& o);
+
+}  // namespace specsweep

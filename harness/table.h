@@ -1,0 +1,45 @@
+// Paper-style tables from flat result records: a generic pivot (rows x cols -> metric)
+// and three presets (speedup/accepted length per decoder x K, next-token latency with
+// and without speculation, acceptance vs quantization level).
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace specsweep {
+
+enum class TableFormat { Markdown, Latex, Csv };
+TableFormat ParseTableFormat(std::string_view s);  // "md", "latex", "csv"
+
+struct Table {
+  std::string title;
+  std::vector<std::string> header;             // [n_cols]
+  std::vector<std::vector<std::string>> rows;  // [n_rows][n_cols]
+  size_t label_cols = 0;                       // leading columns that label a row (left-aligned)
+  std::vector<std::string> notes;              // footnotes
+};
+std::string RenderTable(const Table& t, TableFormat f);
+
+struct PivotSpec {
+  std::vector<std::string> rows;     // record fields labelling rows ({}: every varying parameter)
+  std::vector<std::string> cols;     // record fields spreading columns ({}: one value column)
+  std::vector<std::string> metrics;  // numeric fields shown in each cell, joined by " / "
+  std::vector<std::pair<std::string, std::string>> filters;  // field == value
+  std::string title;
+};
+// Throws Error naming the field when a row/col/metric field exists in no record.
+Table PivotTable(const std::vector<nlohmann::json>& records, const PivotSpec& spec);
+
+// Presets; `filters` restrict the records first.
+using Filters = std::vector<std::pair<std::string, std::string>>;
+Table MainTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+Table LatencyTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+Table QuantTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+
+// A metric value as shown in tables (speedup "1.23x", seconds as ms, NaN as "-").
+std::string FormatMetric(const std::string& metric, double v);
+
+}  // namespace specsweep

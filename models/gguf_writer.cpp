@@ -1,0 +1,271 @@
+// GGUF v3 writer for the llama architecture. The header (metadata + tensor infos) is
+// built in memory; tensor data is streamed from the Model's matrices, so writing a
+// large model needs no second copy of its weights.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <memory>
+
+#include "models/error.h"
+#include "models/gguf.h"
+
+namespace specsweep {
+namespace {
+
+constexpr uint32_t kAlignment = 32;
+
+// Little-endian byte sink for the header.
+struct Buf {
+  std::string b;
+  template <typename T>
+  void Put(T v) { b.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  void Str(std::string_view s) {
+    Put<uint64_t>(s.size());
+    b.append(s);
+  }
+  void Key(std::string_view k, GgufValueType t) {
+    Str(k);
+    Put<uint32_t>(static_cast<uint32_t>(t));
+  }
+};
+
+// The metadata section, counting its entries.
+struct Kv {
+  Buf buf;
+  uint64_t count = 0;
+  void U32(std::string_view k, uint32_t v) { buf.Key(k, GgufValueType::U32); buf.Put(v); ++count; }
+  void F32(std::string_view k, float v) { buf.Key(k, GgufValueType::F32); buf.Put(v); ++count; }
+  void Bool(std::string_view k, bool v) { buf.Key(k, GgufValueType::BOOL); buf.Put<uint8_t>(v); ++count; }
+  void Str(std::string_view k, std::string_view v) { buf.Key(k, GgufValueType::STRING); buf.Str(v); ++count; }
+  void ArrayHead(std::string_view k, GgufValueType elem, uint64_t n) {
+    buf.Key(k, GgufValueType::ARRAY);
+    buf.Put(static_cast<uint32_t>(elem));
+    buf.Put(n);
+    ++count;
+  }
+};
+
+// One tensor to write: either a matrix (rows of row_bytes, possibly padded in memory
+// beyond the ggml row size) or a float vector.
+struct Pending {
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> ne;  // ggml order
+  const QMatrix* m = nullptr;
+  const std::vector<float>* v = nullptr;
+  uint64_t bytes = 0;        // ggml size
+  uint64_t offset = 0;       // in the data section
+  std::string note;
+};
+
+uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+// Ggml row size of a matrix stored as `t` (no padding: cols % block == 0 here).
+uint64_t GgmlRowBytes(QType t, int cols) {
+  return static_cast<uint64_t>(cols) / BlockSize(t) * BlockBytes(t);
+}
+
+class File {
+ public:
+  File(const std::string& path, const std::string& name) : name_(name) {
+    f_ = std::fopen(path.c_str(), "wb");
+    if (!f_) Fail("{}: cannot create: {}", name_, std::strerror(errno));
+    std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  }
+  ~File() { if (f_) std::fclose(f_); }
+  void Write(const void* p, size_t n) {
+    if (n && std::fwrite(p, 1, n, f_) != n) Fail("{}: write failed: {}", name_, std::strerror(errno));
+    pos_ += n;
+  }
+  void PadTo(uint64_t pos) {
+    static const char zeros[64] = {};
+    while (pos_ < pos) Write(zeros, std::min<uint64_t>(sizeof zeros, pos - pos_));
+  }
+  void Close() {
+    int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (rc != 0) Fail("{}: close failed: {}", name_, std::strerror(errno));
+  }
+  uint64_t pos() const { return pos_; }
+
+ private:
+  std::FILE* f_ = nullptr;
+  std::string name_;
+  uint64_t pos_ = 0;
+};
+
+}  // namespace
+
+std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer,
+                                         const std::string& path) {
+  const ModelConfig& c = model.config;
+  c.Validate(path);
+  const Vocab vocab = tokenizer.ExportVocab();
+  const size_t nv = vocab.pieces.size();
+  if (nv != static_cast<size_t>(c.vocab_size))
+    Fail("{}: tokenizer.ggml.tokens: tokenizer has {} pieces but the model's vocab_size is {}", path, nv,
+         c.vocab_size);
+  if (vocab.scores.size() != nv || vocab.types.size() != nv)
+    Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv,
+         vocab.scores.size(), vocab.types.size());
+
+  // Tensors, in llama.cpp's convert order. Padded block-quantized matrices are
+  // re-encoded as F16 (kept alive in `converted`), since GGUF rows cannot be padded.
+  std::deque<QMatrix> converted;
+  std::vector<Pending> tensors;
+  bool any_quantized = false;
+  auto add_matrix = [&](const std::string& name, const QMatrix& m) {
+    Pending p;
+    p.name = name;
+    p.m = &m;
+    if (IsQuantized(m.type) && m.cols % BlockSize(m.type) != 0) {
+      ToGgmlType(m.type, path + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
+      converted.push_back(Convert(m, QType::F16));
+      p.m = &converted.back();
+      p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
+                           m.cols, BlockSize(m.type));
+    }
+    p.type = ToGgmlType(p.m->type, path + ": tensor '" + name + "'");
+    any_quantized |= IsQuantized(p.m->type);
+    p.ne = {static_cast<uint64_t>(m.cols), static_cast<uint64_t>(m.rows)};
+    p.bytes = GgmlRowBytes(p.m->type, m.cols) * m.rows;
+    tensors.push_back(std::move(p));
+  };
+  auto add_vector = [&](const std::string& name, const std::vector<float>& v) {
+    Pending p;
+    p.name = name;
+    p.type = GgmlType::F32;
+    p.v = &v;
+    p.ne = {v.size()};
+    p.bytes = v.size() * sizeof(float);
+    tensors.push_back(std::move(p));
+  };
+  auto check_shape = [&](const std::string& name, const QMatrix& m, int rows, int cols) {
+    if (m.rows != rows || m.cols != cols)
+      Fail("{}: tensor '{}': matrix is [{}][{}], config expects [{}][{}]", path, name, m.rows, m.cols, rows, cols);
+  };
+  auto check_len = [&](const std::string& name, const std::vector<float>& v) {
+    if (v.size() != static_cast<size_t>(c.dim))
+      Fail("{}: tensor '{}': {} elements, config expects {}", path, name, v.size(), c.dim);
+  };
+  if (model.layers.size() != static_cast<size_t>(c.n_layers))
+    Fail("{}: llama.block_count: model has {} layers, config says {}", path, model.layers.size(), c.n_layers);
+
+  check_shape("token_embd.weight", model.tok_embeddings, c.vocab_size, c.dim);
+  add_matrix("token_embd.weight", model.tok_embeddings);
+  const int hd = c.head_dim();
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = model.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    check_len(p + "attn_norm.weight", L.attn_norm);
+    check_len(p + "ffn_norm.weight", L.ffn_norm);
+    check_shape(p + "attn_q.weight", L.wq, c.n_heads * hd, c.dim);
+    check_shape(p + "attn_k.weight", L.wk, c.kv_dim(), c.dim);
+    check_shape(p + "attn_v.weight", L.wv, c.kv_dim(), c.dim);
+    check_shape(p + "attn_output.weight", L.wo, c.dim, c.n_heads * hd);
+    check_shape(p + "ffn_gate.weight", L.w1, c.hidden_dim, c.dim);
+    check_shape(p + "ffn_down.weight", L.w2, c.dim, c.hidden_dim);
+    check_shape(p + "ffn_up.weight", L.w3, c.hidden_dim, c.dim);
+    add_vector(p + "attn_norm.weight", L.attn_norm);
+    add_matrix(p + "attn_q.weight", L.wq);
+    add_matrix(p + "attn_k.weight", L.wk);
+    add_matrix(p + "attn_v.weight", L.wv);
+    add_matrix(p + "attn_output.weight", L.wo);
+    add_vector(p + "ffn_norm.weight", L.ffn_norm);
+    add_matrix(p + "ffn_gate.weight", L.w1);
+    add_matrix(p + "ffn_down.weight", L.w2);
+    add_matrix(p + "ffn_up.weight", L.w3);
+  }
+  check_len("output_norm.weight", model.final_norm);
+  add_vector("output_norm.weight", model.final_norm);
+  check_shape("output.weight", model.output, c.vocab_size, c.dim);
+  const QMatrix& e = model.tok_embeddings;
+  const QMatrix& o = model.output;
+  const bool tied = model.tied_embeddings && o.type == e.type && o.bytes() == e.bytes() &&
+                    std::memcmp(o.data.data(), e.data.data(), e.bytes()) == 0;
+  if (!tied) add_matrix("output.weight", model.output);
+
+  Kv kv;
+  kv.Str("general.architecture", "llama");
+  kv.Str("general.name", std::filesystem::path(path).stem().string());
+  kv.U32("general.alignment", kAlignment);
+  if (any_quantized) kv.U32("general.quantization_version", 2);  // ggml block layout version
+  kv.U32("llama.context_length", c.max_seq_len);
+  kv.U32("llama.embedding_length", c.dim);
+  kv.U32("llama.block_count", c.n_layers);
+  kv.U32("llama.feed_forward_length", c.hidden_dim);
+  kv.U32("llama.attention.head_count", c.n_heads);
+  kv.U32("llama.attention.head_count_kv", c.n_kv_heads);
+  kv.F32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+  kv.F32("llama.rope.freq_base", c.rope_theta);
+  kv.U32("llama.rope.dimension_count", hd);
+  kv.U32("llama.vocab_size", c.vocab_size);
+  kv.Str("tokenizer.ggml.model", "llama");
+  kv.ArrayHead("tokenizer.ggml.tokens", GgufValueType::STRING, nv);
+  for (const auto& s : vocab.pieces) kv.buf.Str(s);
+  kv.ArrayHead("tokenizer.ggml.scores", GgufValueType::F32, nv);
+  for (float s : vocab.scores) kv.buf.Put(s);
+  kv.ArrayHead("tokenizer.ggml.token_type", GgufValueType::I32, nv);
+  for (TokenType t : vocab.types) kv.buf.Put(static_cast<int32_t>(t));
+  kv.U32("tokenizer.ggml.bos_token_id", vocab.bos_id);
+  kv.U32("tokenizer.ggml.eos_token_id", vocab.eos_id);
+  kv.U32("tokenizer.ggml.unknown_token_id", vocab.unk_id);
+  kv.Bool("tokenizer.ggml.add_bos_token", true);
+
+  Buf head;
+  head.Put<uint32_t>(0x46554747u);  // "GGUF"
+  head.Put<uint32_t>(3);
+  head.Put<uint64_t>(tensors.size());
+  head.Put<uint64_t>(kv.count);
+  head.b += kv.buf.b;
+  uint64_t off = 0;
+  for (auto& t : tensors) {
+    t.offset = off;
+    off = AlignUp(off + t.bytes, kAlignment);
+    head.Str(t.name);
+    head.Put<uint32_t>(t.ne.size());
+    for (uint64_t n : t.ne) head.Put(n);
+    head.Put(static_cast<uint32_t>(t.type));
+    head.Put(t.offset);
+  }
+
+  // Temp file + rename: a failed or interrupted write never leaves a truncated model.
+  const std::string tmp = path + ".tmp";
+  try {
+    File f(tmp, path);
+    f.Write(head.b.data(), head.b.size());
+    const uint64_t data_start = AlignUp(f.pos(), kAlignment);
+    f.PadTo(data_start);
+    for (const auto& t : tensors) {
+      f.PadTo(data_start + t.offset);
+      if (t.v) {
+        f.Write(t.v->data(), t.bytes);
+      } else {
+        const QMatrix& m = *t.m;
+        const uint64_t rb = GgmlRowBytes(m.type, m.cols);
+        if (rb == m.row_bytes) {
+          f.Write(m.data.data(), t.bytes);
+        } else {
+          for (int r = 0; r < m.rows; ++r) f.Write(m.Row(r), rb);
+        }
+      }
+    }
+    f.Close();
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) Fail("{}: cannot rename {}: {}", path, tmp, ec.message());
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+
+  std::vector<GgufWrittenTensor> out;
+  for (const auto& t : tensors)
+    out.push_back({t.name, std::string(GgmlTypeName(static_cast<uint32_t>(t.type))), t.ne, t.bytes, t.note});
+  return out;
+}
+
+}  // namespace specsweep

@@ -1,0 +1,45 @@
+// Caller-owned attention cache plus the scratch buffers of a forward pass.
+// A cache built with fewer layers than the model runs only the first n_layers blocks
+// (early-exit draft sharing the target's weights).
+#pragma once
+#include <vector>
+
+#include "models/config.h"
+
+namespace specsweep {
+
+class KVCache {
+ public:
+  // n_layers <= 0: all layers; capacity <= 0: config.max_seq_len.
+  explicit KVCache(const ModelConfig& config, int n_layers = 0, int capacity = 0);
+
+  int length() const { return length_; }      // positions held
+  int capacity() const { return capacity_; }
+  int n_layers() const { return n_layers_; }
+  int kv_dim() const { return kv_dim_; }
+  // Rolls back to the first `pos` positions (0 <= pos <= length()).
+  void Truncate(int pos);
+
+  float* K(int layer, int pos) { return &k_[Index(layer, pos)]; }  // [kv_dim]
+  float* V(int layer, int pos) { return &v_[Index(layer, pos)]; }  // [kv_dim]
+  const float* K(int layer, int pos) const { return &k_[Index(layer, pos)]; }
+  const float* V(int layer, int pos) const { return &v_[Index(layer, pos)]; }
+
+ private:
+  friend struct ForwardAccess;
+  size_t Index(int layer, int pos) const {
+    return (static_cast<size_t>(layer) * capacity_ + pos) * kv_dim_;
+  }
+  int n_layers_, capacity_, kv_dim_;
+  int length_ = 0;
+  std::vector<float> k_, v_;  // [n_layers][capacity][kv_dim]
+
+ public:
+  // Forward-pass scratch, grown on demand to the largest batch seen.
+  struct Scratch {
+    std::vector<float> x, xb, q, k, v, att_out, hb, hb2, logits, scores;
+  } scratch;
+  void SetLength(int n) { length_ = n; }
+};
+
+}  // namespace specsweep

@@ -1,0 +1,37 @@
+// Resolves a model name or path and loads weights + tokenizer in any supported format.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "models/model.h"
+#include "models/tokenizer.h"
+
+namespace specsweep {
+
+struct LoadedModel {
+  std::string name;  // as given by the user
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+};
+
+// The models directory: explicit dir, else $SPECSWEEP_MODELS, else ../shared/models
+// relative to the working directory, else relative to the source tree.
+std::string ResolveModelsDir(const std::string& explicit_dir = "");
+
+// `name_or_path` is a file (.bin llama2.c checkpoint, .gguf), a directory (HF:
+// config.json + model.safetensors; llama2.c: one checkpoint + tok*.bin; one .gguf),
+// or a folder name inside the models directory. Throws Error naming the file/field.
+LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir = "");
+
+// Individual formats (used by LoadModel).
+Model LoadLlama2cCheckpoint(const std::string& path);
+Model LoadHfSafetensors(const std::string& dir);  // config.json + model.safetensors
+LoadedModel LoadGguf(const std::string& path);     // weights + embedded vocabulary
+
+}  // namespace specsweep
+
+namespace specsweep {
+// The same model with its weights quantized in memory (QuantizeModel); the tokenizer
+// is shared. Name becomes "<name>@<type>".
+LoadedModel WithQuant(const LoadedModel& m, QType type);
+}  // namespace specsweep

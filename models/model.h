@@ -1,0 +1,66 @@
+// In-memory Llama model. Const after loading: caches and scratch belong to the caller,
+// so one Model serves a target cache and a draft cache (early exit) at once.
+//
+// Internal conventions, whatever the file format:
+//  - q/k projection rows are in the interleaved RoPE layout of llama2.c/GGUF (pairs
+//    (2i, 2i+1) rotate together); HF checkpoints are permuted at load time.
+//  - matrices are [out_features][in_features] (row = output feature).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "quant/qmatrix.h"
+
+namespace specsweep {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [dim]
+  QMatrix wq;                    // [n_heads*head_dim][dim]
+  QMatrix wk;                    // [kv_dim][dim]
+  QMatrix wv;                    // [kv_dim][dim]
+  QMatrix wo;                    // [dim][n_heads*head_dim]
+  std::vector<float> ffn_norm;   // [dim]
+  QMatrix w1;                    // gate [hidden_dim][dim]
+  QMatrix w2;                    // down [dim][hidden_dim]
+  QMatrix w3;                    // up   [hidden_dim][dim]
+};
+
+// One tensor as it was stored in the source file (for `inspect`).
+struct TensorRecord {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype;  // as named by the file: "F32", "BF16", "Q4_0", ...
+  uint64_t bytes = 0;
+};
+
+struct ModelSource {
+  std::string format;  // "llama2c", "hf-safetensors", "gguf", "synthetic"
+  std::string path;    // file or directory loaded
+  std::vector<std::string> files;  // every file read (for hashes in results)
+  std::vector<TensorRecord> tensors;
+};
+
+struct Model {
+  ModelConfig config;
+  ModelSource source;
+  QMatrix tok_embeddings;  // [vocab][dim], rows looked up by token id
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // [dim]
+  QMatrix output;                 // [vocab][dim] classifier
+  bool tied_embeddings = false;   // output was the embedding in the file
+
+  size_t ParameterCount() const;
+  size_t WeightBytes() const;  // bytes of all weights as held in memory
+};
+
+// Which tensors QuantizeModel converts: all layer matrices and the classifier. The
+// embedding table is only gathered from, so it stays as loaded; norms stay F32.
+Model QuantizeModel(const Model& m, QType type);
+
+// Names of the matrices of a model with their in-memory type and shape, one per line,
+// with padded tensors marked ("padded 172->192"). Used by `inspect`.
+std::vector<std::string> DescribeWeights(const Model& m);
+
+}  // namespace specsweep

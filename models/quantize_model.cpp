@@ -1,0 +1,86 @@
+// In-memory quantization of a whole model and the weight inventory for `inspect`.
+#include <fmt/format.h>
+
+#include "models/model.h"
+
+namespace specsweep {
+namespace {
+
+size_t Elements(const QMatrix& m) { return static_cast<size_t>(m.rows) * m.cols; }
+
+// Calls f(name, matrix) for every matrix of the model, embedding first.
+template <class M, class F>
+void ForEachMatrix(M& m, F&& f) {
+  f(std::string("tok_embeddings"), m.tok_embeddings);
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    auto& L = m.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    f(p + "wq", L.wq);
+    f(p + "wk", L.wk);
+    f(p + "wv", L.wv);
+    f(p + "wo", L.wo);
+    f(p + "w1", L.w1);
+    f(p + "w2", L.w2);
+    f(p + "w3", L.w3);
+  }
+  f(std::string("output"), m.output);
+}
+
+}  // namespace
+
+// A tied classifier is one parameter tensor even though it is held twice in memory.
+size_t Model::ParameterCount() const {
+  size_t n = 0;
+  ForEachMatrix(*this, [&](const std::string& name, const QMatrix& w) {
+    if (name == "output" && tied_embeddings) return;
+    n += Elements(w);
+  });
+  for (const LayerWeights& L : layers) n += L.attn_norm.size() + L.ffn_norm.size();
+  return n + final_norm.size();
+}
+
+size_t Model::WeightBytes() const {
+  size_t b = 0;
+  ForEachMatrix(*this, [&](const std::string&, const QMatrix& w) { b += w.bytes(); });
+  for (const LayerWeights& L : layers) b += sizeof(float) * (L.attn_norm.size() + L.ffn_norm.size());
+  return b + sizeof(float) * final_norm.size();
+}
+
+Model QuantizeModel(const Model& m, QType type) {
+  Model q;
+  q.config = m.config;
+  q.source = m.source;
+  q.tied_embeddings = m.tied_embeddings;
+  q.tok_embeddings = m.tok_embeddings;  // gathered, never multiplied: kept as loaded
+  q.final_norm = m.final_norm;
+  q.layers.reserve(m.layers.size());
+  for (const LayerWeights& L : m.layers) {
+    LayerWeights o;
+    o.attn_norm = L.attn_norm;
+    o.ffn_norm = L.ffn_norm;
+    o.wq = Convert(L.wq, type);
+    o.wk = Convert(L.wk, type);
+    o.wv = Convert(L.wv, type);
+    o.wo = Convert(L.wo, type);
+    o.w1 = Convert(L.w1, type);
+    o.w2 = Convert(L.w2, type);
+    o.w3 = Convert(L.w3, type);
+    q.layers.push_back(std::move(o));
+  }
+  q.output = Convert(m.output, type);
+  return q;
+}
+
+std::vector<std::string> DescribeWeights(const Model& m) {
+  std::vector<std::string> out;
+  ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
+    std::string line = fmt::format("{:<18} [{} x {}] {:<7} {:>12} bytes", name, w.rows, w.cols,
+                                   QTypeName(w.type), w.bytes());
+    if (w.padded()) line += fmt::format("  padded {}->{}", w.cols, w.cols_padded);
+    if (name == "output" && m.tied_embeddings) line += "  (tied to tok_embeddings in the file)";
+    out.push_back(std::move(line));
+  });
+  return out;
+}
+
+}  // namespace specsweep

@@ -1,0 +1,32 @@
+// Random-weight Llama models: small ones for tests that must run without the shared
+// models, and real-size shapes for timing (random weights say nothing of acceptance).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "models/model.h"
+#include "models/tokenizer.h"
+
+namespace specsweep {
+
+// Weights ~ U(-a, a) with a = 1/sqrt(fan_in) (norms ~1), deterministic in `seed`.
+Model MakeSyntheticModel(const ModelConfig& config, uint64_t seed);
+
+// A small config for tests: dim 64, 2 layers, 4 heads, 2 kv heads, FFN 96, vocab 128, ctx 128.
+ModelConfig TinyTestConfig();
+
+// Named real-size shapes (models/synthetic_shapes.cpp): "tiny" (TinyTestConfig),
+// "134m" (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000, ctx 1024), "1b"
+// (TinyLlama-1.1B: dim 2048, 22 layers, 32 heads, 4 kv heads, FFN 5632, vocab 32000,
+// ctx 2048), or explicit "dim=512,layers=8,heads=8,kv_heads=8,ffn=1376,vocab=32000,
+// ctx=1024" (kv_heads defaults to heads; optional rope_theta=, eps=). Unknown names or
+// fields throw Error.
+ModelConfig SyntheticShape(std::string_view name);
+
+// A vocabulary of `size` pieces for tests and synthetic models without a tokenizer:
+// <unk>, <s>, </s>, then byte tokens <0x00>.. and single printable characters as far as
+// the size allows, then multi-character pieces ("▁a", "ab", ...) with decreasing scores.
+Vocab SyntheticVocab(int size);
+
+}  // namespace specsweep

@@ -1,0 +1,11 @@
+# Mean next-token latency vs prompt length in tokens, one line per decoder configuration.
+load sprintf("%s/common.gp", system("dirname ".ARG0))
+set xlabel "prompt length (tokens)"
+set ylabel "next-token latency (ms)"
+set yrange [0:*]
+do for [ext in "png svg"] {
+  if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
+  set output outbase.".".ext
+  plot for [i=0:nseries-1] datafile index i using 1:2 title columnheader(1) lw 2
+  set output
+}

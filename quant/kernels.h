@@ -1,0 +1,76 @@
+// Internal interface between MatMul and the per-ISA kernel families. Exposed so tests
+// and benchmarks can run every family side by side against the scalar oracle.
+//
+// Semantics (defined by kernels_scalar.cpp):
+//  - float weights (F32/F16/BF16): y = sum_c w[c] * x[c] in float. The SIMD families
+//    keep one vector accumulator per (row, column) over fixed-width chunks, fused
+//    multiply-add, then a fixed horizontal tree; they differ from the sequential scalar
+//    sum only by rounding: |y_simd - y_ref| <= 2 * (cols + 16) * 2^-24 * sum_c |w[c] x[c]|.
+//  - quantized weights: each activation row is quantized to 32-wide int8 blocks
+//    (d = amax / 127 in float, q = nearbyint(x / d), blocks with d < FLT_MIN are zero).
+//    Per block b: isum_b = sum_j wq[j] * xq[j] exactly in int32 (every family, bit-exact),
+//    y = sum_b (dw_b * dx_b) * isum_b. The SIMD families accumulate the per-lane partial
+//    integer sums (4 elements each) as float lanes in block order, then a fixed tree, so
+//    |y_simd - y_ref| <= 2 * (cols/32 + 24) * 2^-24 * sum_j |dw wq_j| |dx xq_j|.
+//  Every family is deterministic: an output element never depends on n, on the other
+//  rows of X or on the thread count.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "quant/qmatrix.h"
+
+namespace specsweep {
+
+// Activation rows quantized to int8 blocks for the integer kernels.
+struct QuantActs {
+  int n = 0;
+  int cols = 0;  // padded row length: multiple of 128 (widest kernel step), zeros beyond
+  AlignedBuffer q;     // [n][cols] int8 values
+  AlignedBuffer d;     // [n][cols/32] float block scales
+  AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
+
+  const int8_t* Q(int i) const { return reinterpret_cast<const int8_t*>(q.data()) + size_t(i) * cols; }
+  const float* D(int i) const { return reinterpret_cast<const float*>(d.data()) + size_t(i) * (cols / 32); }
+  const int32_t* Corr(int i) const {
+    return reinterpret_cast<const int32_t*>(corr.data()) + size_t(i) * (cols / 4);
+  }
+  // Grows the buffers (never shrinks) for n rows of `cols_needed` values.
+  void Reserve(int n_rows, int cols_needed);
+};
+
+// Quantizes x[cols] into q[cols_padded], d[cols_padded/32], corr[cols_padded/4];
+// cols_padded is a multiple of 128 >= cols, the tail is zero.
+using QuantizeActsFn = void (*)(const float* x, int cols, int cols_padded, int8_t* q, float* d,
+                                int32_t* corr);
+
+// Computes Y[i][r] for rows r in [r0, r1) and all i < n. X is [n][W.cols] (float
+// types) and A the quantized X (integer types).
+using RowsKernelFn = void (*)(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A,
+                              int n, float* Y);
+
+// Per-block integer dot products of weight row `row` (quantized type) with quantized
+// activations: out[b] = isum_b for b < nblocks (32-wide blocks). Test hook for the
+// bit-exactness of the integer part; uses the family's own instruction sequence.
+using BlockDotsFn = void (*)(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr,
+                             int nblocks, int32_t* out);
+
+struct KernelFamily {
+  const char* name;  // "scalar", "avx2", "avx512"
+  QuantizeActsFn quantize_acts;
+  BlockDotsFn block_dots;
+  RowsKernelFn rows[7];  // indexed by QType
+};
+
+const KernelFamily& ScalarKernels();
+const KernelFamily& Avx2Kernels();
+const KernelFamily& Avx512Kernels();
+// The family by name if compiled in and supported by this CPU, else nullptr.
+const KernelFamily* FindKernelFamily(const char* isa);
+// The family MatMul currently uses.
+const KernelFamily& ActiveKernels();
+
+// Activation length kernels expect for a matrix: cols_padded rounded up to 128.
+inline int ActsCols(const QMatrix& W) { return (W.cols_padded + 127) / 128 * 128; }
+
+}  // namespace specsweep

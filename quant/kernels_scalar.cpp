@@ -1,0 +1,127 @@
+// Scalar reference kernels: the definition of MatMul semantics and the test oracle for
+// the SIMD families (see quant/kernels.h for the contract they must meet).
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "quant/kernels.h"
+
+namespace specsweep {
+namespace {
+
+void QuantizeActsScalar(const float* x, int cols, int cols_padded, int8_t* q, float* d,
+                        int32_t* corr) {
+  for (int b = 0; b < cols_padded / 32; ++b) {
+    float xb[32];  // [32] block, zero beyond cols
+    for (int j = 0; j < 32; ++j) xb[j] = 32 * b + j < cols ? x[32 * b + j] : 0.0f;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    float dd = amax / 127.0f;
+    // A subnormal scale has no finite reciprocal: such a block is treated as zero.
+    if (!(dd >= FLT_MIN)) dd = 0.0f;
+    const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+    for (int j = 0; j < 32; ++j) q[32 * b + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+    d[b] = dd;
+  }
+  for (int k = 0; k < cols_padded / 4; ++k)
+    corr[k] = -8 * (q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3]);
+}
+
+// Float weights: element c of a row.
+template <QType T>
+float LoadW(const uint8_t* row, int c) {
+  if constexpr (T == QType::F32) return reinterpret_cast<const float*>(row)[c];
+  if constexpr (T == QType::F16) return F16ToF32(reinterpret_cast<const uint16_t*>(row)[c]);
+  if constexpr (T == QType::BF16) return BF16ToF32(reinterpret_cast<const uint16_t*>(row)[c]);
+  return 0.0f;
+}
+
+template <QType T>
+void FloatRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs*, int n, float* Y) {
+  for (int r = r0; r < r1; ++r) {
+    const uint8_t* row = W.Row(r);
+    for (int i = 0; i < n; ++i) {
+      const float* x = X + static_cast<size_t>(i) * W.cols;
+      float acc = 0.0f;
+      for (int c = 0; c < W.cols; ++c) acc += LoadW<T>(row, c) * x[c];
+      Y[static_cast<size_t>(i) * W.rows + r] = acc;
+    }
+  }
+}
+
+// Quantized weights: group width and signed integer value of element c.
+template <QType T>
+constexpr int Group() {
+  return T == QType::Q4_G64 ? 64 : T == QType::Q4_G128 ? 128 : 32;
+}
+template <QType T>
+int WeightQ(const uint8_t* row, int c) {
+  if constexpr (T == QType::Q8_0) {
+    return reinterpret_cast<const BlockQ8_0*>(row)[c / 32].qs[c % 32];
+  } else {
+    constexpr int G = Group<T>();
+    const BlockQ4<G>& b = reinterpret_cast<const BlockQ4<G>*>(row)[c / G];
+    const int j = c % G;
+    return (j < G / 2 ? (b.qs[j] & 0x0F) : (b.qs[j - G / 2] >> 4)) - 8;
+  }
+}
+// Scale of the weight block holding 32-wide activation block b.
+template <QType T>
+float WeightD(const uint8_t* row, int b) {
+  if constexpr (T == QType::Q8_0) return F16ToF32(reinterpret_cast<const BlockQ8_0*>(row)[b].d);
+  constexpr int G = Group<T>();
+  return F16ToF32(reinterpret_cast<const BlockQ4<G>*>(row)[b * 32 / G].d);
+}
+
+template <QType T>
+int32_t BlockDot(const uint8_t* row, const int8_t* xq, int b) {
+  int32_t s = 0;
+  for (int j = 0; j < 32; ++j) s += WeightQ<T>(row, 32 * b + j) * xq[32 * b + j];
+  return s;
+}
+
+template <QType T>
+void QuantRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  const int nb = W.cols_padded / 32;
+  for (int r = r0; r < r1; ++r) {
+    const uint8_t* row = W.Row(r);
+    for (int i = 0; i < n; ++i) {
+      const int8_t* xq = A->Q(i);
+      const float* dx = A->D(i);
+      float acc = 0.0f;
+      for (int b = 0; b < nb; ++b)
+        acc += (WeightD<T>(row, b) * dx[b]) * static_cast<float>(BlockDot<T>(row, xq, b));
+      Y[static_cast<size_t>(i) * W.rows + r] = acc;
+    }
+  }
+}
+
+void BlockDotsScalar(QType type, const uint8_t* row, const int8_t* xq, const int32_t*, int nblocks,
+                     int32_t* out) {
+  for (int b = 0; b < nblocks; ++b) {
+    switch (type) {
+      case QType::Q8_0: out[b] = BlockDot<QType::Q8_0>(row, xq, b); break;
+      case QType::Q4_0: out[b] = BlockDot<QType::Q4_0>(row, xq, b); break;
+      case QType::Q4_G64: out[b] = BlockDot<QType::Q4_G64>(row, xq, b); break;
+      case QType::Q4_G128: out[b] = BlockDot<QType::Q4_G128>(row, xq, b); break;
+      default: out[b] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+const KernelFamily& ScalarKernels() {
+  static const KernelFamily k = {
+      "scalar",
+      QuantizeActsScalar,
+      BlockDotsScalar,
+      {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, QuantRows<QType::Q8_0>,
+       QuantRows<QType::Q4_0>, QuantRows<QType::Q4_G64>, QuantRows<QType::Q4_G128>},
+  };
+  return k;
+}
+
+}  // namespace specsweep

@@ -1,0 +1,110 @@
+// MatMul dispatch: picks the kernel family once (cpuid), quantizes activations for the
+// integer kernels, and splits output rows over OpenMP threads in fixed chunks.
+#include "quant/matmul.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "models/error.h"
+#include "quant/kernels.h"
+
+namespace specsweep {
+namespace {
+
+// Output rows per OpenMP work item. Each item computes whole dot products, so the
+// result never depends on how items are spread over threads.
+constexpr int kRowChunk = 16;
+// Below this many weight bytes a fork/join costs more than the product (dim 64..128
+// real models); the decision depends only on the matrix, never on n.
+constexpr size_t kParallelBytes = 64 * 1024;
+
+bool CpuHas(const char* isa) {
+  std::string_view s(isa);
+  __builtin_cpu_init();
+  if (s == "scalar") return true;
+  if (s == "avx2")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  if (s == "avx512")
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  return false;
+}
+
+const KernelFamily* BestFamily() {
+  // SPECSWEEP_KERNEL_ISA pins a family for whole-program experiments.
+  if (const char* env = std::getenv("SPECSWEEP_KERNEL_ISA")) {
+    if (const KernelFamily* k = FindKernelFamily(env)) return k;
+    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports "
+         "(scalar, avx2, avx512)", env);
+  }
+  for (const char* isa : {"avx512", "avx2"})
+    if (const KernelFamily* k = FindKernelFamily(isa)) return k;
+  return &ScalarKernels();
+}
+
+const KernelFamily*& Active() {
+  static const KernelFamily* active = BestFamily();
+  return active;
+}
+
+}  // namespace
+
+void QuantActs::Reserve(int n_rows, int cols_needed) {
+  const size_t elems = static_cast<size_t>(n_rows) * cols_needed;
+  if (q.size() < elems) {
+    q = AlignedBuffer(elems);
+    d = AlignedBuffer(elems / 32 * sizeof(float));
+    corr = AlignedBuffer(elems / 4 * sizeof(int32_t));
+  }
+  n = n_rows;
+  cols = cols_needed;
+}
+
+const KernelFamily* FindKernelFamily(const char* isa) {
+  if (!CpuHas(isa)) return nullptr;
+  std::string_view s(isa);
+  if (s == "scalar") return &ScalarKernels();
+  if (s == "avx2") return &Avx2Kernels();
+  if (s == "avx512") return &Avx512Kernels();
+  return nullptr;
+}
+
+const KernelFamily& ActiveKernels() { return *Active(); }
+
+void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
+  if (n <= 0 || W.rows == 0) return;
+  const KernelFamily& k = ActiveKernels();
+  const QuantActs* A = nullptr;
+  // Per calling thread, reused across calls: [n][ActsCols(W)] quantized activations.
+  static thread_local QuantActs acts;
+  if (IsQuantized(W.type)) {
+    const int cp = ActsCols(W);
+    acts.Reserve(n, cp);
+    for (int i = 0; i < n; ++i) {
+      k.quantize_acts(X + static_cast<size_t>(i) * W.cols, W.cols, cp,
+                      const_cast<int8_t*>(acts.Q(i)), const_cast<float*>(acts.D(i)),
+                      const_cast<int32_t*>(acts.Corr(i)));
+    }
+    A = &acts;
+  }
+  const RowsKernelFn fn = k.rows[static_cast<int>(W.type)];
+  const int chunks = (W.rows + kRowChunk - 1) / kRowChunk;
+  const bool parallel = W.bytes() >= kParallelBytes;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int ch = 0; ch < chunks; ++ch)
+    fn(W, ch * kRowChunk, std::min(W.rows, (ch + 1) * kRowChunk), X, A, n, Y);
+}
+
+const char* ActiveKernelIsa() { return ActiveKernels().name; }
+
+bool ForceKernelIsa(const char* isa) {
+  const KernelFamily* k = FindKernelFamily(isa);
+  if (!k) return false;
+  Active() = k;
+  return true;
+}
+
+}  // namespace specsweep

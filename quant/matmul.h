@@ -1,0 +1,20 @@
+// Matrix products of a QMatrix with a few activation vectors.
+//
+// Determinism contract (the engine relies on it): Y[i][r] depends only on W row r and
+// X row i, computed with a fixed reduction order; never on n, on the other rows of X,
+// or on the thread count. Hence batch-of-n logits are bit-identical to n single steps.
+#pragma once
+#include "quant/qmatrix.h"
+
+namespace specsweep {
+
+// Y[n][W.rows] = X[n][W.cols] * W^T. X rows are dense with stride W.cols.
+// Parallel over output rows (OpenMP), each weight block read once for all n columns.
+void MatMul(const QMatrix& W, const float* X, int n, float* Y);
+
+// Which kernel family MatMul dispatches to: "scalar", "avx2", "avx512".
+const char* ActiveKernelIsa();
+// Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
+bool ForceKernelIsa(const char* isa);
+
+}  // namespace specsweep

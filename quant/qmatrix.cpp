@@ -1,0 +1,180 @@
+// Storage, quantization (ggml rounding) and dequantization of every QType. Weight
+// quantization is offline and scalar only: it is the definition of the formats.
+#include "quant/qmatrix.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "models/error.h"
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+
+namespace specsweep {
+
+void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
+
+AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
+  size_t alloc = (bytes + 63) / 64 * 64;
+  if (alloc == 0) alloc = 64;
+  ptr_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, alloc)));
+  if (!ptr_) Fail("out of memory allocating {} bytes", bytes);
+  std::memset(ptr_.get(), 0, alloc);
+}
+AlignedBuffer::AlignedBuffer(const AlignedBuffer& o) : AlignedBuffer(o.size_) {
+  if (o.size_) std::memcpy(ptr_.get(), o.ptr_.get(), o.size_);
+}
+AlignedBuffer& AlignedBuffer::operator=(const AlignedBuffer& o) {
+  if (this != &o) *this = AlignedBuffer(o);
+  return *this;
+}
+
+QMatrix MakeQMatrix(QType type, int rows, int cols) {
+  if (rows < 0 || cols < 0) Fail("matrix: shape: negative dimension [{} x {}]", rows, cols);
+  QMatrix m;
+  m.type = type;
+  m.rows = rows;
+  m.cols = cols;
+  int bs = BlockSize(type);
+  m.cols_padded = (cols + bs - 1) / bs * bs;
+  m.row_bytes = static_cast<size_t>(m.cols_padded / bs) * BlockBytes(type);
+  m.data = AlignedBuffer(m.row_bytes * rows);
+  return m;
+}
+
+namespace {
+
+// ggml quantize_row_q4_0_ref generalised to G-wide groups. x[G] (zero-padded).
+template <int G>
+void QuantizeGroupQ4(const float* x, BlockQ4<G>* y, int row, int group) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < G; ++j) {
+    const float v = x[j];
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y->d = F32ToF16(d);
+  if (std::isinf(F16ToF32(y->d)))
+    Fail("quantize: row {} block {}: scale {} overflows f16", row, group, d);
+  for (int j = 0; j < G / 2; ++j) {
+    const float x0 = x[j] * id;
+    const float x1 = x[G / 2 + j] * id;
+    const int xi0 = std::min(15, static_cast<int>(static_cast<int8_t>(x0 + 8.5f)));
+    const int xi1 = std::min(15, static_cast<int>(static_cast<int8_t>(x1 + 8.5f)));
+    y->qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+  }
+}
+
+// ggml quantize_row_q8_0_ref. x[32] (zero-padded).
+void QuantizeBlockQ8_0(const float* x, BlockQ8_0* y, int row, int block) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y->d = F32ToF16(d);
+  if (std::isinf(F16ToF32(y->d)))
+    Fail("quantize: row {} block {}: scale {} overflows f16", row, block, d);
+  for (int j = 0; j < 32; ++j) y->qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+}
+
+template <int G>
+void DequantizeRowQ4(const uint8_t* row, int cols, float* out) {
+  const auto* b = reinterpret_cast<const BlockQ4<G>*>(row);
+  for (int c = 0; c < cols; ++c) {
+    const BlockQ4<G>& blk = b[c / G];
+    const int j = c % G;
+    const int nib = j < G / 2 ? (blk.qs[j] & 0x0F) : (blk.qs[j - G / 2] >> 4);
+    out[c] = static_cast<float>(nib - 8) * F16ToF32(blk.d);
+  }
+}
+
+}  // namespace
+
+QMatrix Quantize(const float* w, int rows, int cols, QType type) {
+  QMatrix m = MakeQMatrix(type, rows, cols);
+  const int bs = BlockSize(type);
+  std::vector<float> buf(m.cols_padded, 0.0f);  // [cols_padded] one zero-padded row
+  for (int r = 0; r < rows; ++r) {
+    const float* src = w + static_cast<size_t>(r) * cols;
+    for (int c = 0; c < cols; ++c)
+      if (!std::isfinite(src[c])) Fail("quantize: row {} col {}: non-finite weight {}", r, c, src[c]);
+    uint8_t* dst = m.Row(r);
+    switch (type) {
+      case QType::F32: std::memcpy(dst, src, sizeof(float) * cols); break;
+      case QType::F16:
+      case QType::BF16: {
+        auto* h = reinterpret_cast<uint16_t*>(dst);
+        for (int c = 0; c < cols; ++c) {
+          h[c] = type == QType::F16 ? F32ToF16(src[c]) : F32ToBF16(src[c]);
+          const float back = type == QType::F16 ? F16ToF32(h[c]) : BF16ToF32(h[c]);
+          if (std::isinf(back))
+            Fail("quantize: row {} col {}: weight {} overflows {}", r, c, src[c], QTypeName(type));
+        }
+        break;
+      }
+      default: {
+        std::memcpy(buf.data(), src, sizeof(float) * cols);  // tail stays zero
+        for (int g = 0; g < m.cols_padded / bs; ++g) {
+          const float* x = buf.data() + g * bs;
+          switch (type) {
+            case QType::Q8_0: QuantizeBlockQ8_0(x, reinterpret_cast<BlockQ8_0*>(dst) + g, r, g); break;
+            case QType::Q4_0: QuantizeGroupQ4<32>(x, reinterpret_cast<BlockQ4_0*>(dst) + g, r, g); break;
+            case QType::Q4_G64: QuantizeGroupQ4<64>(x, reinterpret_cast<BlockQ4_G64*>(dst) + g, r, g); break;
+            case QType::Q4_G128:
+              QuantizeGroupQ4<128>(x, reinterpret_cast<BlockQ4_G128*>(dst) + g, r, g);
+              break;
+            default: Fail("quantize: type {}: unsupported", QTypeName(type));
+          }
+        }
+      }
+    }
+  }
+  return m;
+}
+
+QMatrix Convert(const QMatrix& m, QType type) {
+  if (m.type == type) return m;
+  auto f = Dequantize(m);
+  return Quantize(f.data(), m.rows, m.cols, type);
+}
+
+void DequantizeRow(const QMatrix& m, int r, float* out) {
+  if (r < 0 || r >= m.rows) Fail("dequantize: row {}: out of range [0, {})", r, m.rows);
+  const uint8_t* row = m.Row(r);
+  switch (m.type) {
+    case QType::F32: std::memcpy(out, row, sizeof(float) * m.cols); return;
+    case QType::F16: {
+      const auto* h = reinterpret_cast<const uint16_t*>(row);
+      for (int c = 0; c < m.cols; ++c) out[c] = F16ToF32(h[c]);
+      return;
+    }
+    case QType::BF16: {
+      const auto* h = reinterpret_cast<const uint16_t*>(row);
+      for (int c = 0; c < m.cols; ++c) out[c] = BF16ToF32(h[c]);
+      return;
+    }
+    case QType::Q8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+      for (int c = 0; c < m.cols; ++c)
+        out[c] = static_cast<float>(b[c / 32].qs[c % 32]) * F16ToF32(b[c / 32].d);
+      return;
+    }
+    case QType::Q4_0: DequantizeRowQ4<32>(row, m.cols, out); return;
+    case QType::Q4_G64: DequantizeRowQ4<64>(row, m.cols, out); return;
+    case QType::Q4_G128: DequantizeRowQ4<128>(row, m.cols, out); return;
+  }
+  Fail("dequantize: type {}: unsupported", QTypeName(m.type));
+}
+
+std::vector<float> Dequantize(const QMatrix& m) {
+  std::vector<float> out(static_cast<size_t>(m.rows) * m.cols);  // [rows][cols]
+  for (int r = 0; r < m.rows; ++r) DequantizeRow(m, r, out.data() + static_cast<size_t>(r) * m.cols);
+  return out;
+}
+
+}  // namespace specsweep

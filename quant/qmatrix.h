@@ -1,0 +1,58 @@
+// A 2-D weight matrix in any QType, row-major: rows are output features, columns the
+// reduction dimension. Quantized rows are zero-padded up to a whole number of blocks
+// (cols_padded); kernels run over cols_padded and activations are zero-padded to match,
+// so padding never changes a result. inspect reports every padded tensor.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "quant/qtype.h"
+
+namespace specsweep {
+
+// 64-byte aligned byte buffer (AVX-512 loads).
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes);
+  AlignedBuffer(const AlignedBuffer& o);
+  AlignedBuffer& operator=(const AlignedBuffer& o);
+  AlignedBuffer(AlignedBuffer&&) noexcept = default;
+  AlignedBuffer& operator=(AlignedBuffer&&) noexcept = default;
+  uint8_t* data() { return ptr_.get(); }
+  const uint8_t* data() const { return ptr_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free { void operator()(uint8_t* p) const; };
+  std::unique_ptr<uint8_t[], Free> ptr_;
+  size_t size_ = 0;
+};
+
+struct QMatrix {
+  QType type = QType::F32;
+  int rows = 0;
+  int cols = 0;         // logical row length
+  int cols_padded = 0;  // row length in storage: cols rounded up to BlockSize(type)
+  size_t row_bytes = 0;
+  AlignedBuffer data;   // rows * row_bytes
+
+  const uint8_t* Row(int r) const { return data.data() + static_cast<size_t>(r) * row_bytes; }
+  uint8_t* Row(int r) { return data.data() + static_cast<size_t>(r) * row_bytes; }
+  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  bool padded() const { return cols_padded != cols; }
+};
+
+// Allocates a zeroed matrix of the given shape and type.
+QMatrix MakeQMatrix(QType type, int rows, int cols);
+// Quantizes F32 weights w[rows][cols] (ggml rounding semantics for Q8_0/Q4_0).
+QMatrix Quantize(const float* w, int rows, int cols, QType type);
+// Re-encodes a matrix into another type (through F32).
+QMatrix Convert(const QMatrix& m, QType type);
+// out[cols] = row r in F32.
+void DequantizeRow(const QMatrix& m, int r, float* out);
+std::vector<float> Dequantize(const QMatrix& m);  // [rows][cols]
+
+}  // namespace specsweep

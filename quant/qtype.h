@@ -1,0 +1,29 @@
+// Weight storage formats. Block layouts follow ggml so GGUF files interoperate.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace specsweep {
+
+enum class QType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  Q8_0,    // ggml block_q8_0: 32 int8 + one f16 scale
+  Q4_0,    // ggml block_q4_0: 32 x 4 bit (j low nibble, j+16 high), f16 scale, offset 8
+  Q4_G64,  // Q4_0 semantics with 64-wide groups (specsweep level, not in GGUF)
+  Q4_G128, // Q4_0 semantics with 128-wide groups (specsweep level, not in GGUF)
+};
+
+// Elements per block (1 for the float types).
+int BlockSize(QType t);
+// Bytes per block (element bytes for the float types).
+size_t BlockBytes(QType t);
+bool IsQuantized(QType t);
+std::string_view QTypeName(QType t);  // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_g64", "q4_g128"
+// Parses a name as above (case-insensitive); throws Error naming `what` on failure.
+QType ParseQType(std::string_view name, std::string_view what = "quant type");
+
+}  // namespace specsweep

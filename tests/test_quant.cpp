@@ -1,0 +1,543 @@
+// Quantization formats and matrix kernels: formats against ggml's definitions, every
+// SIMD family against the scalar oracle, and MatMul's determinism contract.
+#include <gtest/gtest.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "models/error.h"
+#include "models/loader.h"
+#include "models/synthetic.h"
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "quant/kernels.h"
+#include "quant/matmul.h"
+#include "quant/quant_error.h"
+#include "tests/test_util.h"
+
+namespace specsweep {
+namespace {
+
+constexpr QType kAllTypes[] = {QType::F32,  QType::F16,    QType::BF16,   QType::Q8_0,
+                               QType::Q4_0, QType::Q4_G64, QType::Q4_G128};
+constexpr QType kQuantTypes[] = {QType::Q8_0, QType::Q4_0, QType::Q4_G64, QType::Q4_G128};
+constexpr double kU = 1.0 / (1 << 24);  // f32 unit roundoff
+
+// Value distributions used for weights and activations.
+enum class Kind { kUniform, kTiny, kHuge, kNegative, kZeroBlocks, kMixedScales };
+
+std::vector<float> Values(size_t count, Kind kind, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(count);  // [count]
+  for (size_t i = 0; i < count; ++i) {
+    float x = u(rng);
+    switch (kind) {
+      case Kind::kUniform: break;
+      case Kind::kTiny: x *= 1e-30f; break;
+      case Kind::kHuge: x *= 1e4f; break;  // Q4 scales stay below the f16 limit
+      case Kind::kNegative: x = -std::fabs(x) - 0.01f; break;
+      case Kind::kZeroBlocks: x = (i / 32) % 3 == 1 ? 0.0f : x; break;
+      case Kind::kMixedScales: x *= std::pow(10.0f, static_cast<float>(static_cast<int>(i / 32 % 9) - 4)); break;
+    }
+    v[i] = x;
+  }
+  return v;
+}
+
+// ---- 16-bit floats ---------------------------------------------------------------
+
+// F16C instructions as the hardware reference (compiled for F16C whatever the flags).
+__attribute__((target("f16c"))) float HwF16ToF32(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) uint16_t HwF32ToF16(float f) {
+  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+bool HasF16c() { return __builtin_cpu_supports("f16c"); }
+
+TEST(Fp16, AllHalvesMatchF16cAndRoundTrip) {
+  if (!HasF16c()) GTEST_SKIP() << "no F16C";
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float ref = HwF16ToF32(static_cast<uint16_t>(h));
+    const float got = F16ToF32(static_cast<uint16_t>(h));
+    if (std::isnan(ref)) {
+      EXPECT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    ASSERT_EQ(F32Bits(got), F32Bits(ref)) << "half " << h;
+    ASSERT_EQ(F32ToF16(got), h) << "round trip of half " << h;
+  }
+}
+
+TEST(Fp16, RoundingMatchesF16c) {
+  if (!HasF16c()) GTEST_SKIP() << "no F16C";
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    // Random bit patterns over the whole f32 range, plus ties between halves.
+    float f = F32FromBits(rng());
+    if (std::isnan(f)) continue;
+    if (i % 4 == 0) f = F16ToF32(static_cast<uint16_t>(rng() & 0x7BFF)) * (1.0f + 0x1.0p-11f);
+    const uint16_t ref = HwF32ToF16(f);
+    ASSERT_EQ(F32ToF16(f), ref) << "f=" << f;
+  }
+  EXPECT_EQ(F32ToF16(65520.0f), 0x7C00);  // rounds up to inf
+  EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
+}
+
+TEST(Bf16, RoundTripAndNearestEven) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float f = BF16ToF32(static_cast<uint16_t>(b));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(F32ToBF16(f), b);
+  }
+  EXPECT_EQ(F32ToBF16(F32FromBits(0x3F808000)), 0x3F80);  // tie, even stays
+  EXPECT_EQ(F32ToBF16(F32FromBits(0x3F818000)), 0x3F82);  // tie, odd rounds up
+  EXPECT_EQ(F32ToBF16(F32FromBits(0x3F808001)), 0x3F81);
+  EXPECT_TRUE(std::isnan(BF16ToF32(F32ToBF16(NAN))));
+}
+
+// ---- formats ---------------------------------------------------------------------
+
+TEST(Formats, GeometryMatchesGgml) {
+  EXPECT_EQ(BlockBytes(QType::Q8_0), sizeof(BlockQ8_0));
+  EXPECT_EQ(BlockBytes(QType::Q4_0), sizeof(BlockQ4_0));
+  EXPECT_EQ(BlockBytes(QType::Q4_G64), sizeof(BlockQ4_G64));
+  EXPECT_EQ(BlockBytes(QType::Q4_G128), sizeof(BlockQ4_G128));
+  QMatrix m = MakeQMatrix(QType::Q4_0, 3, 172);
+  EXPECT_EQ(m.cols_padded, 192);
+  EXPECT_EQ(m.row_bytes, 6u * 18);
+  EXPECT_TRUE(m.padded());
+  EXPECT_EQ(MakeQMatrix(QType::Q4_G128, 1, 172).cols_padded, 256);
+  EXPECT_EQ(ParseQType("Q4_0"), QType::Q4_0);
+  EXPECT_THROW(ParseQType("q5_k", "--quant"), Error);
+}
+
+// Hand-checked block: element j = j - 16 (max |x| = -16 at j = 0).
+TEST(Formats, Q4_0BlockLayoutAndRounding) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
+  QMatrix q = Quantize(x, 1, 32, QType::Q4_0);
+  const auto& b = *reinterpret_cast<const BlockQ4_0*>(q.Row(0));
+  EXPECT_EQ(F16ToF32(b.d), 2.0f);  // d = max / -8 = -16 / -8
+  // id = 0.5; q = min(15, trunc(x/2 + 8.5)). Element j in the low nibble of qs[j],
+  // element j + 16 in the high nibble.
+  for (int j = 0; j < 16; ++j) {
+    const int lo = std::min(15, static_cast<int>(x[j] * 0.5f + 8.5f));
+    const int hi = std::min(15, static_cast<int>(x[j + 16] * 0.5f + 8.5f));
+    EXPECT_EQ(b.qs[j], lo | (hi << 4)) << j;
+  }
+  std::vector<float> back = Dequantize(q);
+  EXPECT_EQ(back[0], -16.0f);
+  EXPECT_EQ(back[31], 14.0f);  // 15 clamps to nibble 15 -> (15 - 8) * 2
+}
+
+TEST(Formats, Q8_0BlockRounding) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = 0.5f * static_cast<float>(j) - 3.25f;  // amax 12.25
+  QMatrix q = Quantize(x, 1, 32, QType::Q8_0);
+  const auto& b = *reinterpret_cast<const BlockQ8_0*>(q.Row(0));
+  const float d = 12.25f / 127.0f;
+  EXPECT_EQ(b.d, F32ToF16(d));
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(b.qs[j], static_cast<int8_t>(std::roundf(x[j] * (1.0f / d))));
+}
+
+// |dequant - x| <= d/2 per element plus the f16 rounding of the scale (|q| * |d - d16|).
+TEST(Formats, QuantizeDequantizeErrorBounds) {
+  for (Kind kind : {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks,
+                    Kind::kMixedScales}) {
+    for (int cols : {1, 31, 64, 172, 256}) {
+      const int rows = 3;
+      std::vector<float> w = Values(size_t(rows) * cols, kind, 11 + cols);
+      for (QType t : kAllTypes) {
+        QMatrix q = Quantize(w.data(), rows, cols, t);
+        std::vector<float> back = Dequantize(q);
+        const int bs = BlockSize(t);
+        for (int r = 0; r < rows; ++r) {
+          for (int g = 0; g * bs < cols; ++g) {
+            float amax = 0.0f;
+            for (int c = g * bs; c < std::min(cols, (g + 1) * bs); ++c)
+              amax = std::max(amax, std::fabs(w[size_t(r) * cols + c]));
+            for (int c = g * bs; c < std::min(cols, (g + 1) * bs); ++c) {
+              const float x = w[size_t(r) * cols + c];
+              const double err = std::fabs(double(back[size_t(r) * cols + c]) - x);
+              double bound;
+              switch (t) {
+                case QType::F32: bound = 0.0; break;
+                case QType::F16: bound = std::max(std::fabs(x) * 0x1.0p-11, 0x1.0p-25); break;
+                case QType::BF16: bound = std::fabs(x) * 0x1.0p-8; break;
+                case QType::Q8_0: {
+                  const double d = amax / 127.0, d16 = F16ToF32(F32ToF16(amax / 127.0f));
+                  bound = d / 2 + 127 * std::fabs(d - d16) + 1e-6 * d;
+                  break;
+                }
+                default: {
+                  // ggml's clamp to nibble 15: an element of the sign opposite to
+                  // `max` beyond 7.5 d is stored as 7 d (error up to d), else d/2.
+                  const double d = amax / 8.0, d16 = std::fabs(F16ToF32(F32ToF16(amax / 8.0f)));
+                  bound = std::max(d / 2, std::fabs(x) - 7 * d) + 8 * std::fabs(d - d16) + 1e-6 * d;
+                }
+              }
+              ASSERT_LE(err, bound) << QTypeName(t) << " kind " << int(kind) << " cols " << cols
+                                    << " r " << r << " c " << c << " x " << x;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Formats, BadInputsThrow) {
+  std::vector<float> w(64, 1.0f);
+  w[5] = NAN;
+  EXPECT_THROW(Quantize(w.data(), 2, 32, QType::Q4_0), Error);
+  w[5] = 1e9f;  // Q4 scale 1.25e8 > f16 max
+  EXPECT_THROW(Quantize(w.data(), 2, 32, QType::Q4_0), Error);
+  EXPECT_THROW(Quantize(w.data(), 2, 32, QType::F16), Error);
+  EXPECT_NO_THROW(Quantize(w.data(), 2, 32, QType::BF16));
+  EXPECT_THROW(MakeQMatrix(QType::F32, -1, 4), Error);
+}
+
+// ---- kernel families vs the scalar oracle -----------------------------------------
+
+std::vector<const KernelFamily*> SimdFamilies() {
+  std::vector<const KernelFamily*> f;
+  for (const char* isa : {"avx2", "avx512"})
+    if (const KernelFamily* k = FindKernelFamily(isa)) f.push_back(k);
+  return f;
+}
+
+// Quantizes [n][cols] activations for matrix W with family k.
+QuantActs QuantizeWith(const KernelFamily& k, const QMatrix& W, const std::vector<float>& x, int n) {
+  QuantActs a;
+  a.Reserve(n, ActsCols(W));
+  for (int i = 0; i < n; ++i)
+    k.quantize_acts(x.data() + size_t(i) * W.cols, W.cols, a.cols, const_cast<int8_t*>(a.Q(i)),
+                    const_cast<float*>(a.D(i)), const_cast<int32_t*>(a.Corr(i)));
+  return a;
+}
+
+TEST(Kernels, ActivationQuantizationBitExact) {
+  const auto& ref = ScalarKernels();
+  for (const KernelFamily* k : SimdFamilies()) {
+    for (Kind kind : {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks,
+                      Kind::kMixedScales}) {
+      for (int cols : {1, 17, 31, 33, 172, 768}) {
+        std::vector<float> x = Values(cols, kind, 3 + cols);
+        if (kind == Kind::kUniform) {  // exact .5 ties after scaling: amax 127 -> d = 1
+          x[0] = 127.0f;
+          for (int j = 1; j < std::min(cols, 32); ++j) x[j] = 0.5f * j - 7.5f;
+        }
+        if (kind == Kind::kTiny && cols > 40) x[40] = 1e-37f;  // subnormal scale -> zero block
+        const int cp = (cols + 127) / 128 * 128;
+        std::vector<int8_t> q0(cp), q1(cp);
+        std::vector<float> d0(cp / 32), d1(cp / 32);
+        std::vector<int32_t> c0(cp / 4), c1(cp / 4);
+        ref.quantize_acts(x.data(), cols, cp, q0.data(), d0.data(), c0.data());
+        k->quantize_acts(x.data(), cols, cp, q1.data(), d1.data(), c1.data());
+        ASSERT_EQ(q0, q1) << k->name << " cols " << cols << " kind " << int(kind);
+        ASSERT_EQ(c0, c1) << k->name;
+        for (int b = 0; b < cp / 32; ++b) ASSERT_EQ(F32Bits(d0[b]), F32Bits(d1[b])) << k->name << " b " << b;
+        for (int j = cols; j < cp; ++j) ASSERT_EQ(q0[j], 0);
+      }
+    }
+  }
+}
+
+// Raw random blocks (every byte pattern, int8 -128 included) with finite scales.
+QMatrix RandomRawMatrix(QType t, int rows, int cols, uint64_t seed) {
+  QMatrix m = MakeQMatrix(t, rows, cols);
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < m.bytes(); ++i) m.data.data()[i] = static_cast<uint8_t>(rng());
+  const size_t bb = BlockBytes(t);
+  std::uniform_real_distribution<float> u(0.001f, 2.0f);
+  for (int r = 0; r < rows; ++r)
+    for (size_t b = 0; b < m.row_bytes / bb; ++b) {
+      const Half d = F32ToF16(u(rng));
+      std::memcpy(m.Row(r) + b * bb, &d, 2);
+    }
+  return m;
+}
+
+TEST(Kernels, IntegerBlockDotsBitExact) {
+  const auto& ref = ScalarKernels();
+  for (const KernelFamily* k : SimdFamilies()) {
+    for (QType t : kQuantTypes) {
+      for (int cols : {32, 96, 172, 256, 768}) {
+        QMatrix W = RandomRawMatrix(t, 4, cols, 5 + cols);
+        for (Kind kind : {Kind::kUniform, Kind::kNegative, Kind::kZeroBlocks}) {
+          std::vector<float> x = Values(cols, kind, 9);
+          QuantActs a = QuantizeWith(ref, W, x, 1);
+          const int nb = W.cols_padded / 32;
+          for (int r = 0; r < W.rows; ++r) {
+            std::vector<int32_t> s0(nb), s1(nb);
+            ref.block_dots(t, W.Row(r), a.Q(0), a.Corr(0), nb, s0.data());
+            k->block_dots(t, W.Row(r), a.Q(0), a.Corr(0), nb, s1.data());
+            ASSERT_EQ(s0, s1) << k->name << " " << QTypeName(t) << " cols " << cols;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Runs family k's row kernel over all rows.
+std::vector<float> RunRows(const KernelFamily& k, const QMatrix& W, const std::vector<float>& x, int n) {
+  std::vector<float> y(size_t(n) * W.rows, NAN);  // [n][rows]
+  QuantActs a;
+  if (IsQuantized(W.type)) a = QuantizeWith(ScalarKernels(), W, x, n);
+  k.rows[int(W.type)](W, 0, W.rows, x.data(), &a, n, y.data());
+  return y;
+}
+
+// The documented bound between two evaluation orders (quant/kernels.h), from
+// sum |w_j x_j| over the values the kernels actually multiply.
+std::vector<double> Bounds(const QMatrix& W, const std::vector<float>& x, int n) {
+  std::vector<double> bound(size_t(n) * W.rows);  // [n][rows]
+  std::vector<float> w(W.cols);                   // [cols] dequantized row
+  std::vector<float> xd(W.cols);                  // [cols] dequantized activations
+  QuantActs a;
+  if (IsQuantized(W.type)) a = QuantizeWith(ScalarKernels(), W, x, n);
+  for (int r = 0; r < W.rows; ++r) {
+    DequantizeRow(W, r, w.data());
+    for (int i = 0; i < n; ++i) {
+      for (int c = 0; c < W.cols; ++c)
+        xd[c] = IsQuantized(W.type) ? a.D(i)[c / 32] * a.Q(i)[c] : x[size_t(i) * W.cols + c];
+      double s = 0;
+      for (int c = 0; c < W.cols; ++c) s += std::fabs(double(w[c]) * xd[c]);
+      const double terms = IsQuantized(W.type) ? W.cols_padded / 32 + 24 : W.cols + 16;
+      bound[size_t(i) * W.rows + r] = 2 * terms * kU * s * (1 + 1e-6) + 1e-35;
+    }
+  }
+  return bound;
+}
+
+struct Shape {
+  int rows, cols;
+};
+constexpr Shape kShapes[] = {{1, 1}, {1, 32}, {5, 172}, {7, 64}, {9, 96}, {13, 256}, {33, 200}, {4, 768}};
+
+TEST(Kernels, RowKernelsMatchScalarWithinBound) {
+  const auto& ref = ScalarKernels();
+  for (const KernelFamily* k : SimdFamilies()) {
+    for (QType t : kAllTypes) {
+      for (Shape s : kShapes) {
+        for (Kind kind : {Kind::kUniform, Kind::kMixedScales, Kind::kNegative, Kind::kTiny}) {
+          std::vector<float> wf = Values(size_t(s.rows) * s.cols, kind == Kind::kTiny ? Kind::kUniform : kind, s.cols);
+          QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+          for (int n : {1, 2, 3, 5, 8}) {
+            std::vector<float> x = Values(size_t(n) * s.cols, kind, 100 + n);
+            std::vector<float> y0 = RunRows(ref, W, x, n), y1 = RunRows(*k, W, x, n);
+            std::vector<double> bound = Bounds(W, x, n);
+            for (size_t e = 0; e < y0.size(); ++e)
+              ASSERT_LE(std::fabs(double(y0[e]) - y1[e]), bound[e])
+                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n
+                  << " kind " << int(kind) << " e " << e << " ref " << y0[e] << " got " << y1[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+// The scalar oracle itself against an independent double evaluation of the dequantized
+// weights times the dequantized activations.
+TEST(Kernels, ScalarOracleMatchesDequantizedMath) {
+  for (QType t : kAllTypes) {
+    for (Shape s : kShapes) {
+      std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kMixedScales, 1 + s.cols);
+      QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+      const int n = 3;
+      std::vector<float> x = Values(size_t(n) * s.cols, Kind::kUniform, 2);
+      std::vector<float> y = RunRows(ScalarKernels(), W, x, n);
+      std::vector<double> bound = Bounds(W, x, n);
+      QuantActs a;
+      if (IsQuantized(t)) a = QuantizeWith(ScalarKernels(), W, x, n);
+      std::vector<float> w(s.cols);
+      for (int r = 0; r < s.rows; ++r) {
+        DequantizeRow(W, r, w.data());
+        for (int i = 0; i < n; ++i) {
+          double exact = 0;
+          for (int c = 0; c < s.cols; ++c)
+            exact += double(w[c]) * (IsQuantized(t) ? double(a.D(i)[c / 32]) * a.Q(i)[c] : x[size_t(i) * s.cols + c]);
+          ASSERT_LE(std::fabs(exact - y[size_t(i) * s.rows + r]), bound[size_t(i) * s.rows + r])
+              << QTypeName(t) << " " << s.rows << "x" << s.cols;
+        }
+      }
+    }
+  }
+}
+
+// ---- MatMul contract ----------------------------------------------------------------
+
+class IsaGuard {  // restores the active family after a test forces one
+ public:
+  IsaGuard() : saved_(ActiveKernelIsa()) {}
+  ~IsaGuard() { ForceKernelIsa(saved_.c_str()); }
+
+ private:
+  std::string saved_;
+};
+
+std::vector<std::string> AvailableIsas() {
+  std::vector<std::string> v = {"scalar"};
+  for (const KernelFamily* k : SimdFamilies()) v.push_back(k->name);
+  return v;
+}
+
+TEST(MatMul, BatchEqualsSingleCallsBitwise) {
+  IsaGuard guard;
+  for (const std::string& isa : AvailableIsas()) {
+    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    for (QType t : kAllTypes) {
+      for (Shape s : {Shape{37, 172}, Shape{300, 96}}) {
+        std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kUniform, 21);
+        QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+        const int n = 9;
+        std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 22);
+        std::vector<float> yb(size_t(n) * s.rows);
+        MatMul(W, x.data(), n, yb.data());
+        for (int i = 0; i < n; ++i) {
+          std::vector<float> y1(s.rows);
+          MatMul(W, x.data() + size_t(i) * s.cols, 1, y1.data());
+          ASSERT_EQ(0, std::memcmp(y1.data(), yb.data() + size_t(i) * s.rows, sizeof(float) * s.rows))
+              << isa << " " << QTypeName(t) << " column " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMul, IndependentOfThreadCount) {
+  IsaGuard guard;
+  const int saved_threads = omp_get_max_threads();
+  for (const std::string& isa : AvailableIsas()) {
+    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    for (QType t : kAllTypes) {
+      // 1000 x 256 is above the serial threshold in every type (Q4_G128: 132 KB).
+      std::vector<float> wf = Values(1000 * 256, Kind::kUniform, 31);
+      QMatrix W = Quantize(wf.data(), 1000, 256, t);
+      const int n = 4;
+      std::vector<float> x = Values(size_t(n) * 256, Kind::kUniform, 32);
+      std::vector<float> y1(size_t(n) * 1000), y2(size_t(n) * 1000);
+      omp_set_num_threads(1);
+      MatMul(W, x.data(), n, y1.data());
+      omp_set_num_threads(2);
+      MatMul(W, x.data(), n, y2.data());
+      ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size())) << isa << " " << QTypeName(t);
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
+
+// A 172-column matrix gives exactly the results of its zero-padded 256-column twin
+// (256: a whole number of blocks for every quantized type).
+TEST(MatMul, PaddedRowsEqualUnpaddedMath) {
+  IsaGuard guard;
+  const int rows = 20, cols = 172, padded = 256, n = 3;
+  std::vector<float> w = Values(size_t(rows) * cols, Kind::kUniform, 41);
+  std::vector<float> wp(size_t(rows) * padded, 0.0f);
+  for (int r = 0; r < rows; ++r) std::memcpy(&wp[size_t(r) * padded], &w[size_t(r) * cols], 4 * cols);
+  std::vector<float> x = Values(size_t(n) * cols, Kind::kUniform, 42);
+  std::vector<float> xp(size_t(n) * padded, 0.0f);
+  for (int i = 0; i < n; ++i) std::memcpy(&xp[size_t(i) * padded], &x[size_t(i) * cols], 4 * cols);
+  for (const std::string& isa : AvailableIsas()) {
+    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    for (QType t : kQuantTypes) {
+      QMatrix W = Quantize(w.data(), rows, cols, t), Wp = Quantize(wp.data(), rows, padded, t);
+      for (int r = 0; r < rows; ++r)  // the stored blocks agree where both exist
+        ASSERT_EQ(0, std::memcmp(W.Row(r), Wp.Row(r), W.row_bytes)) << QTypeName(t);
+      std::vector<float> y(size_t(n) * rows), yp(size_t(n) * rows);
+      MatMul(W, x.data(), n, y.data());
+      MatMul(Wp, xp.data(), n, yp.data());
+      ASSERT_EQ(0, std::memcmp(y.data(), yp.data(), sizeof(float) * y.size())) << isa << " " << QTypeName(t);
+    }
+  }
+}
+
+TEST(MatMul, ForceKernelIsa) {
+  IsaGuard guard;
+  EXPECT_TRUE(ForceKernelIsa("scalar"));
+  EXPECT_STREQ(ActiveKernelIsa(), "scalar");
+  EXPECT_FALSE(ForceKernelIsa("neon"));
+  EXPECT_STREQ(ActiveKernelIsa(), "scalar");
+}
+
+// ---- model level ------------------------------------------------------------------
+
+TEST(QuantizeModel, ConvertsMatricesKeepsEmbeddingAndNorms) {
+  Model m = MakeSyntheticModel(TinyTestConfig(), 5);
+  Model q = QuantizeModel(m, QType::Q4_G64);
+  EXPECT_EQ(q.tok_embeddings.type, QType::F32);
+  EXPECT_EQ(q.output.type, QType::Q4_G64);
+  for (const LayerWeights& L : q.layers) {
+    for (const QMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3})
+      EXPECT_EQ(w->type, QType::Q4_G64);
+    EXPECT_EQ(L.w2.cols_padded, 128);  // FFN 96 -> 128
+  }
+  EXPECT_EQ(q.ParameterCount(), m.ParameterCount());
+  EXPECT_LT(q.WeightBytes(), m.WeightBytes());
+  std::vector<std::string> lines = DescribeWeights(q);
+  ASSERT_EQ(lines.size(), 2u + 7u * q.layers.size());
+  EXPECT_NE(lines[6].find("layers.0.w2"), std::string::npos);
+  EXPECT_NE(lines[6].find("padded 96->128"), std::string::npos) << lines[6];
+  EXPECT_EQ(lines[1].find("padded"), std::string::npos) << lines[1];
+}
+
+TEST(QuantError, StatsOfAKnownMatrix) {
+  // 2x2 reference against a matrix holding ref + {0.5, 0, 0, -1}.
+  const float ref[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const float got[4] = {1.5f, 2.0f, 3.0f, 3.0f};
+  QMatrix q = Quantize(got, 2, 2, QType::F32);
+  QuantErrorStats s = MeasureQuantError(ref, q);
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_DOUBLE_EQ(s.max_abs, 1.0);
+  EXPECT_DOUBLE_EQ(s.mean_abs, 1.5 / 4);
+  EXPECT_DOUBLE_EQ(s.rmse, std::sqrt(1.25 / 4));
+  EXPECT_DOUBLE_EQ(s.snr_db, 10 * std::log10(30.0 / 1.25));
+  EXPECT_TRUE(std::isinf(MeasureQuantError(q, QType::F32).snr_db));
+}
+
+TEST(QuantError, ModelTotalsAndFormatOrdering) {
+  Model m = MakeSyntheticModel(TinyTestConfig(), 6);
+  ModelQuantError q8 = MeasureModelQuantError(m, QType::Q8_0);
+  ModelQuantError q4 = MeasureModelQuantError(m, QType::Q4_0);
+  ASSERT_EQ(q8.tensors.size(), 1u + 7u * m.layers.size());
+  size_t count = 0;
+  for (const auto& t : q8.tensors) count += t.stats.count;
+  EXPECT_EQ(q8.total.count, count);
+  EXPECT_EQ(count, m.ParameterCount() - size_t(m.config.vocab_size) * m.config.dim -
+                       size_t(m.config.dim) * (2 * m.layers.size() + 1));
+  // 8-bit keeps ~6 dB/bit more than 4-bit.
+  EXPECT_GT(q8.total.snr_db, q4.total.snr_db + 18.0);
+  EXPECT_GT(q4.total.snr_db, 15.0);
+}
+
+TEST(QuantizeModel, RealStories260kW2IsPadded) {
+  const std::string dir = testing::SharedModelsDir();
+  if (dir.empty()) GTEST_SKIP() << "shared models not available";
+  LoadedModel lm = LoadModel(dir + "/tinystories-260k");
+  Model q = QuantizeModel(*lm.model, QType::Q4_0);
+  bool found = false;
+  for (const std::string& line : DescribeWeights(q))
+    if (line.find("layers.0.w2") != std::string::npos) {
+      EXPECT_NE(line.find("padded 172->192"), std::string::npos) << line;
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  // The quantized w2 computes what its dequantized F32 copy computes, within the bound.
+  const QMatrix& w2 = q.layers[0].w2;
+  std::vector<float> deq = Dequantize(w2);
+  QMatrix f = Quantize(deq.data(), w2.rows, w2.cols, QType::F32);
+  std::vector<float> x = Values(172, Kind::kUniform, 3), y(w2.rows), yf(w2.rows);
+  MatMul(w2, x.data(), 1, y.data());
+  MatMul(f, x.data(), 1, yf.data());
+  for (int r = 0; r < w2.rows; ++r) EXPECT_NEAR(y[r], yf[r], 0.05 * (std::fabs(yf[r]) + 0.1));
+}
+
+}  // namespace
+}  // namespace specsweep

@@ -1,0 +1,211 @@
+// Sampler and speculative sampling: the distribution of a token produced through
+// draft + verification must be the target's p exactly (chi-square over many seeds), and
+// a broken acceptance rule must be detected by the same test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "decoders/sampler.h"
+#include "decoders/speculative.h"
+#include "decoders/verify.h"
+#include "models/forward.h"
+#include "models/synthetic.h"
+
+namespace specsweep {
+namespace {
+
+// Pearson chi-square of observed counts against probabilities p. Bins with expected
+// count < 5 are pooled into one bin (the usual validity rule). Returns {stat, df}.
+std::pair<double, int> ChiSquare(const std::vector<int>& counts, const std::vector<double>& p) {
+  const double n = std::accumulate(counts.begin(), counts.end(), 0.0);
+  double stat = 0.0, pool_e = 0.0, pool_o = 0.0;
+  int bins = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double e = n * p[i];
+    if (e < 5.0) {
+      pool_e += e;
+      pool_o += counts[i];
+      continue;
+    }
+    stat += (counts[i] - e) * (counts[i] - e) / e;
+    ++bins;
+  }
+  if (pool_e > 0.0) {
+    // An observed count in a bin of expected ~0 is itself evidence: keep it, floored at 1.
+    const double e = std::max(pool_e, 1.0);
+    stat += (pool_o - e) * (pool_o - e) / e;
+    ++bins;
+  }
+  return {stat, bins - 1};
+}
+
+// Upper 0.1% point of chi-square with df degrees of freedom (Wilson-Hilferty).
+double Critical(int df) {
+  const double z = 3.090232, d = df;
+  const double t = 1.0 - 2.0 / (9.0 * d) + z * std::sqrt(2.0 / (9.0 * d));
+  return d * t * t * t;
+}
+
+std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+TEST(Sampler, ArgmaxTakesLowestIndexOnTies) {
+  std::vector<float> x{0.1f, 3.0f, -1.0f, 3.0f};
+  EXPECT_EQ(Argmax(x), 1);
+  std::vector<float> p;
+  ComputeProbs(x, SamplingParams{}, p);
+  EXPECT_EQ(p, (std::vector<float>{0, 1, 0, 0}));
+}
+
+TEST(Sampler, TemperatureTopKTopP) {
+  const std::vector<float> logits{2.0f, 1.0f, 0.0f, 2.0f, -1.0f};
+  SamplingParams sp;
+  sp.temperature = 0.5f;
+  std::vector<float> p;
+  ComputeProbs(logits, sp, p);
+  double z = 0;
+  for (float l : logits) z += std::exp(l / 0.5);
+  for (size_t i = 0; i < logits.size(); ++i) EXPECT_NEAR(p[i], std::exp(logits[i] / 0.5) / z, 1e-6);
+
+  sp.temperature = 1.0f;
+  sp.top_k = 3;  // ties at 2.0 -> keeps 0, 3, then 1
+  ComputeProbs(logits, sp, p);
+  EXPECT_EQ(p[2], 0.0f);
+  EXPECT_EQ(p[4], 0.0f);
+  const double z3 = 2 * std::exp(2.0) + std::exp(1.0);
+  EXPECT_NEAR(p[1], std::exp(1.0) / z3, 1e-6);
+  EXPECT_NEAR(p[0], std::exp(2.0) / z3, 1e-6);
+
+  sp.top_k = 0;
+  sp.top_p = 0.6f;  // softmax: 0.401, 0.401, 0.147, ... -> first two reach 0.6
+  ComputeProbs(logits, sp, p);
+  EXPECT_NEAR(p[0], 0.5, 1e-6);
+  EXPECT_NEAR(p[3], 0.5, 1e-6);
+  EXPECT_EQ(p[1], 0.0f);
+  sp.top_p = 0.3f;  // one token already exceeds it: keep exactly one (the lower index)
+  ComputeProbs(logits, sp, p);
+  EXPECT_EQ(p[0], 1.0f);
+  EXPECT_EQ(p[3], 0.0f);
+}
+
+TEST(Sampler, RngIsPortableAndSamplesMatchProbs) {
+  Rng a(42), b(42);
+  for (int i = 0; i < 100; ++i) {
+    const double u = a.Uniform();
+    EXPECT_EQ(u, b.Uniform());
+    EXPECT_GE(u, 0.0);
+    EXPECT_LT(u, 1.0);
+  }
+  // mt19937_64 is fully specified by the standard: its first output for the default seed
+  // 5489 is 14514284786278117030, so Uniform() is the same on every platform.
+  EXPECT_EQ(Rng(5489).Uniform(), static_cast<double>(14514284786278117030ull >> 11) * 0x1.0p-53);
+
+  const std::vector<float> probs{0.5f, 0.0f, 0.3f, 0.15f, 0.05f};
+  std::vector<int> counts(probs.size());
+  Rng rng(1);
+  for (int i = 0; i < 20000; ++i) ++counts[SampleFromProbs(probs, rng)];
+  EXPECT_EQ(counts[1], 0);
+  auto [stat, df] = ChiSquare(counts, ToDouble(probs));
+  EXPECT_LT(stat, Critical(df));
+}
+
+// Direct test of VerifySampling with K=1 on hand-made p and q: the emitted token
+// (accepted draft or residual resample) must follow p.
+TEST(SpeculativeSampling, VerifyReproducesTargetDistribution) {
+  const int vocab = 6;
+  const std::vector<float> p_logits{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 1.5f};
+  const std::vector<float> q_logits{2.0f, 0.0f, 1.5f, 1.0f, -2.0f, 0.0f};
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  std::vector<float> p, q;
+  ComputeProbs(p_logits, sp, p);
+  ComputeProbs(q_logits, sp, q);
+  std::vector<float> target_rows(p_logits);                      // [K+1=2][vocab]
+  target_rows.insert(target_rows.end(), p_logits.begin(), p_logits.end());
+  for (AcceptRule rule : {AcceptRule::Exact, AcceptRule::AlwaysAccept}) {
+    std::vector<int> counts(vocab);
+    Rng rng(123);
+    for (int i = 0; i < 20000; ++i) {
+      const int d = SampleFromProbs(q, rng);
+      const std::vector<int> draft{d};
+      Verdict v = VerifySampling(draft, q, target_rows, vocab, sp, rng, rule);
+      ++counts[v.n_accepted == 1 ? d : v.next];
+    }
+    auto [stat, df] = ChiSquare(counts, ToDouble(p));
+    if (rule == AcceptRule::Exact) EXPECT_LT(stat, Critical(df));
+    else EXPECT_GT(stat, Critical(df));  // always-accept yields q, not p
+  }
+}
+
+// End to end: synthetic target, first generated token over many seeds. The first token
+// of the speculative loop comes out of verification (the prompt's last token is the
+// first verify position), so it tests the loop, draft sampling and the acceptance rule.
+class EndToEnd : public ::testing::Test {
+ protected:
+  static Model Sharpened(uint64_t seed) {
+    Model m = MakeSyntheticModel(TinyTestConfig(), seed);
+    // Scale the classifier so p is peaked: informative bins at temperature 1.
+    float* w = reinterpret_cast<float*>(m.output.data.data());
+    for (size_t i = 0; i < m.output.bytes() / sizeof(float); ++i) w[i] *= 6.0f;
+    return m;
+  }
+  void SetUp() override {
+    target_ = {"target", std::make_shared<const Model>(Sharpened(1)), nullptr};
+    KVCache cache(target_.model->config);
+    auto logits = Forward(*target_.model, prompt_, 0, cache, false);
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    std::vector<float> p;
+    ComputeProbs(logits, sp, p);
+    p_ = ToDouble(p);
+  }
+  // Returns {chi-square, df} of the first token over `runs` seeds.
+  std::pair<double, int> Run(const DraftSpec& draft, AcceptRule rule, int runs) {
+    std::vector<int> counts(p_.size());
+    DecoderOptions o;
+    o.kind = DecoderKind::Assisted;
+    o.k = 4;
+    o.max_new_tokens = 5;  // the first step drafts K = 4 tokens
+    o.stop_at_eos = false;
+    o.sampling.temperature = 1.0f;
+    for (int s = 0; s < runs; ++s) {
+      o.sampling.seed = 1000 + s;
+      auto dec = MakeSpeculativeDecoder(target_, draft, o, rule);
+      GenerationResult r = dec->Generate(prompt_);
+      EXPECT_EQ(r.stats.k_per_step.at(0), 4);
+      ++counts[r.tokens.at(0)];
+    }
+    return ChiSquare(counts, p_);
+  }
+  LoadedModel target_;
+  std::vector<int> prompt_{1, 17, 42, 99};
+  std::vector<double> p_;
+};
+
+TEST_F(EndToEnd, SpeculativeSamplingMatchesTargetDistribution) {
+  // The target must not be nearly deterministic, or the test would prove nothing.
+  EXPECT_LT(*std::max_element(p_.begin(), p_.end()), 0.9);
+  const DraftSpec other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
+  auto [stat, df] = Run(other, AcceptRule::Exact, 4000);
+  EXPECT_GE(df, 5);
+  EXPECT_LT(stat, Critical(df)) << "df " << df;
+  const DraftSpec early{target_.model, 1, "early-exit-1"};
+  auto [stat2, df2] = Run(early, AcceptRule::Exact, 4000);
+  EXPECT_LT(stat2, Critical(df2)) << "df " << df2;
+}
+
+TEST_F(EndToEnd, QuantizedDraftMatchesTargetDistribution) {
+  const DraftSpec q4{std::make_shared<const Model>(QuantizeModel(*target_.model, QType::Q4_0)), 0, "q4_0"};
+  auto [stat, df] = Run(q4, AcceptRule::Exact, 4000);
+  EXPECT_LT(stat, Critical(df)) << "df " << df;
+}
+
+TEST_F(EndToEnd, BrokenAcceptanceRuleIsDetected) {
+  const DraftSpec other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
+  auto [stat, df] = Run(other, AcceptRule::AlwaysAccept, 4000);
+  EXPECT_GT(stat, Critical(df)) << "df " << df;
+}
+
+}  // namespace
+}  // namespace specsweep

@@ -1,0 +1,65 @@
+#include "tests/test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace specsweep::testing {
+
+std::string SharedModelsDir() {
+  if (const char* env = std::getenv("SPECSWEEP_MODELS"); env && fs::is_directory(env)) return env;
+  fs::path p = fs::path(SPECSWEEP_SOURCE_DIR) / ".." / "shared" / "models";
+  if (fs::is_directory(p)) return fs::canonical(p).string();
+  return "";
+}
+
+static std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "specsweep-test-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) return "/tmp";
+  return tmpl;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+CliResult RunCli(const std::vector<std::string>& args) {
+  std::string dir = TempDir();
+  std::string out = dir + "/out", err = dir + "/err";
+  std::string cmd = Quote(SPECSWEEP_BIN);
+  for (auto& a : args) cmd += " " + Quote(a);
+  cmd += " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null";
+  CliResult r;
+  int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace specsweep::testing

@@ -1,0 +1,25 @@
+// Helpers shared by the test executables.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace specsweep::testing {
+
+// The shared models directory if it exists ($SPECSWEEP_MODELS or ../shared/models
+// beside the source tree), else "". Tests that need real weights skip when "".
+std::string SharedModelsDir();
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+// Runs the built `specsweep` binary with args (each shell-quoted); captures output.
+CliResult RunCli(const std::vector<std::string>& args);
+
+// A fresh temporary directory (removed at process exit is not guaranteed).
+std::string TempDir();
+// Writes bytes to a file.
+void WriteFile(const std::string& path, const std::string& bytes);
+std::string ReadFile(const std::string& path);
+
+}  // namespace specsweep::testing
