@@ -62,7 +62,11 @@ void RunBench(const BenchArgs& a) {
   // T(n)/T(1) and the roofline need n=1.
   if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
 
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  const auto t_load0 = Clock::now();
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
+  const double load_s = secs(Clock::now() - t_load0);
   std::shared_ptr<const Model> model = lm.model;
   if (!a.quant.empty())
     model = std::make_shared<Model>(QuantizeModel(*model, ParseQType(a.quant, "--quant")));
@@ -77,7 +81,6 @@ void RunBench(const BenchArgs& a) {
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
   if (a.ctx > 0) Forward(*model, std::span<const int>(toks.data(), a.ctx), 0, cache, false);
 
-  using Clock = std::chrono::steady_clock;
   std::vector<Timing> timings;
   for (int n : ns) {
     std::span<const int> batch(toks.data() + a.ctx, n);
@@ -87,7 +90,7 @@ void RunBench(const BenchArgs& a) {
       auto t0 = Clock::now();
       Forward(*model, batch, a.ctx, cache, true);
       auto t1 = Clock::now();
-      if (r >= 0) t.push_back(std::chrono::duration<double>(t1 - t0).count());
+      if (r >= 0) t.push_back(secs(t1 - t0));
     }
     std::sort(t.begin(), t.end());
     const size_t m = t.size();
@@ -109,9 +112,11 @@ void RunBench(const BenchArgs& a) {
   const double roof_streamed = bw_gbs * 1e9 / streamed;
   const double tps1 = 1.0 / t1;
 
-  std::printf("model %s (%s%s), %.1fM params, %.1f MiB weights; ctx %d, reps %d, threads %d, kernels %s\n",
+  std::printf("model %s (%s%s), %.1fM params, %.1f MiB weights, loaded in %.2fs; ctx %d, reps %d, threads %d, "
+              "kernels %s\n",
               lm.name.c_str(), model->source.format.c_str(), a.quant.empty() ? "" : (", quant " + a.quant).c_str(),
-              model->ParameterCount() / 1e6, wbytes / 1048576.0, a.ctx, a.reps, NumThreads(), ActiveKernelIsa());
+              model->ParameterCount() / 1e6, wbytes / 1048576.0, load_s, a.ctx, a.reps, NumThreads(),
+              ActiveKernelIsa());
   std::printf("%4s %12s %12s %12s %9s %10s\n", "n", "T(n) ms", "min ms", "max ms", "T(n)/T(1)", "tokens/s");
   for (auto& t : timings)
     std::printf("%4d %12.3f %12.3f %12.3f %9.3f %10.1f\n", t.n, t.median * 1e3, t.min * 1e3, t.max * 1e3,
@@ -136,6 +141,7 @@ void RunBench(const BenchArgs& a) {
         {"quant", a.quant.empty() ? "as-loaded" : a.quant},
         {"params", model->ParameterCount()},
         {"weight_bytes", model->WeightBytes()},
+        {"load_s", load_s},
         {"ctx", a.ctx},
         {"repetitions", a.reps},
         {"read_bandwidth_gbs", bw_gbs},

@@ -4,6 +4,7 @@
 
 #include "harness/commands.h"
 #include "models/loader.h"
+#include "quant/quant_error.h"
 #include "quant/qtype.h"
 
 namespace specsweep {
@@ -12,7 +13,19 @@ namespace {
 struct InspectArgs {
   std::string model;
   std::string quant;
+  std::vector<std::string> quant_error;  // types to measure against the loaded weights
 };
+
+void PrintQuantError(const Model& m, QType type) {
+  ModelQuantError e = MeasureModelQuantError(m, type);
+  fmt::print("\nquantization error vs loaded weights, {}:\n", QTypeName(type));
+  fmt::print("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "tensor", "max|err|", "mean|err|", "rmse", "SNR dB");
+  auto row = [](const std::string& name, const QuantErrorStats& s) {
+    fmt::print("  {:<20} {:>12.3e} {:>12.3e} {:>12.3e} {:>9.2f}\n", name, s.max_abs, s.mean_abs, s.rmse, s.snr_db);
+  };
+  for (auto& t : e.tensors) row(t.name, t.stats);
+  row("TOTAL", e.total);
+}
 
 void RunInspect(const InspectArgs& a) {
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
@@ -33,6 +46,7 @@ void RunInspect(const InspectArgs& a) {
     fmt::print("  {:<48} {:<6} [{}] {} bytes\n", t.name, t.dtype, fmt::join(t.shape, ", "), t.bytes);
   fmt::print("\nin-memory weights:\n");
   for (auto& line : DescribeWeights(m)) fmt::print("  {}\n", line);
+  for (auto& t : a.quant_error) PrintQuantError(m, ParseQType(t, "--quant-error"));
 }
 
 CommandRegistrar reg(20, [](CLI::App& app) {
@@ -40,6 +54,9 @@ CommandRegistrar reg(20, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
   cmd->add_option("model", args->model, "Model name (folder in the models dir) or path")->required();
   cmd->add_option("--quant", args->quant, "Quantize in memory first (f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128)");
+  cmd->add_option("--quant-error", args->quant_error,
+                  "Per-tensor error (max/mean abs, RMSE, SNR) of quantizing to these types")
+      ->delimiter(',');
   cmd->callback([args] { RunInspect(*args); });
 });
 

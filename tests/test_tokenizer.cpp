@@ -466,6 +466,16 @@ TEST(RealTokenizers, Stories656kKnownEncodings) {
                               "  two leading spaces and trailing  "})
     EXPECT_EQ(tok->Decode(tok->Encode(t, true)), t);
   EXPECT_EQ(tok->Decode(std::vector<int>{1, 80, 247, 183, 10, 2}), "The end.");
+  // The SPM-style export (scores from merge ranks) encodes these texts identically,
+  // so a GGUF copy of this model keeps its tokenization.
+  auto gguf = MakeScoreBpeTokenizer(tok->ExportVocab());
+  for (const std::string t : {"Once upon a time, there was a little girl named Lily.",
+                              "One day, Tim saw a big dog named Max.",
+                              "She loved to play outside in the park!\nThe end.",
+                              "\"Can I have it?\" asked Sue. Mom said no, so she was sad."}) {
+    EXPECT_EQ(gguf->Encode(t, true), tok->Encode(t, true)) << t;
+    EXPECT_EQ(gguf->Decode(gguf->Encode(t, true)), t);
+  }
 }
 
 TEST(RealTokenizers, SentencePieceRoundTrip) {
