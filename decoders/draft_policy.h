@@ -20,7 +20,8 @@ class DraftPolicy {
   // Upper bound on the tokens to draft in the coming step (before context clipping).
   virtual int NextK() const = 0;
   // Called before proposing draft token number n (1-based) of the step, with the
-  // draft's top probability at that position.
+  // draft's top probability at that position: max of q (sampling mode, after
+  // temperature/top-k/top-p) or of the temperature-1 softmax (greedy mode).
   virtual DraftAction OnDraft(int n, float top_prob) { return DraftAction::Keep; }
   // Called after verification: `drafted` tokens were proposed, `accepted` kept.
   virtual void Update(int drafted, int accepted) {}

@@ -4,7 +4,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -165,8 +167,14 @@ void RunGenerate(const GenerateArgs& a) {
     return;
   }
   Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));
-  streamer.Add(prompt);  // the prompt text first, then the continuation as it comes
-  GenerationResult r = dec->Generate(prompt, [&](std::span<const int> t) { streamer.Add(t); });
+  // The prompt text is echoed with the first new tokens, so an invalid prompt (e.g.
+  // longer than the context) fails before anything is printed.
+  bool echoed = false;
+  GenerationResult r = dec->Generate(prompt, [&](std::span<const int> t) {
+    if (!std::exchange(echoed, true)) streamer.Add(prompt);
+    streamer.Add(t);
+  });
+  if (!echoed) streamer.Add(prompt);
   streamer.Flush();
   PrintSummary(r.stats, spec);
 }

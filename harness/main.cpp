@@ -1,7 +1,10 @@
 // specsweep CLI entry point: builds the subcommands registered by harness/cmd_*.cpp and
 // turns any library Error into one line on stderr and exit code 1.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "harness/commands.h"
@@ -30,6 +33,14 @@ CommandRegistrar::CommandRegistrar(int order, CommandFactory factory) {
 
 int main(int argc, char** argv) {
   using namespace specsweep;
+  // libgomp's default wait policy spins at every parallel-region barrier; on a shared
+  // 2-core machine a spinning worker that has lost its core stalls each MatMul by
+  // milliseconds (measured: 50x slower decode under load). libgomp reads the policy
+  // before main, so choose "passive" by re-executing once; an explicit setting wins.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: go on with the default
+  }
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand name

@@ -94,8 +94,13 @@ struct FloatBlk {
 // 64 weights in element order (unsigned nibbles for Q4 types, int8 for Q8_0), Scale the
 // per-lane weight scale (lanes 0-7: block 2s, 8-15: block 2s+1). The Half variants
 // cover a last odd 32-wide block (Q8_0/Q4_0 rows with an odd block count).
+// [f0 x8, f1 x8] from lanes 0 and 1 of v (one permute instead of two broadcasts+insert).
+inline __m512 SpreadTwo(__m128 v) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
+}
 inline __m512 TwoScales(Half d0, Half d1) {
-  return _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(d0)), _mm256_set1_ps(_cvtsh_ss(d1)), 1);
+  return SpreadTwo(_mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(d0), d1, 1)));
 }
 inline __m512 LowScale(Half d0) { return _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(d0))); }
 
@@ -178,7 +183,7 @@ inline ActStep LoadAct(const QuantActs* A, int i, int s) {
   a.x = _mm512_load_si512(A->Q(i) + 64 * s);
   if (QW<T>::kSigned) a.x = _mm512_xor_si512(a.x, _mm512_set1_epi8(static_cast<char>(0x80)));
   const float* d = A->D(i) + 2 * s;
-  a.dx = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
+  a.dx = SpreadTwo(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d))));
   a.corr = QW<T>::kSigned ? _mm512_setzero_si512() : _mm512_load_si512(A->Corr(i) + 16 * s);
   return a;
 }

@@ -136,7 +136,7 @@ TEST_P(GgufRoundTrip, WriteThenReadIsIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GgufRoundTrip,
-                         ::testing::Values(QType::F32, QType::F16, QType::Q8_0, QType::Q4_0),
+                         ::testing::Values(QType::F32, QType::F16, QType::BF16, QType::Q8_0, QType::Q4_0),
                          [](const auto& info) { return std::string(QTypeName(info.param)); });
 
 TEST(Gguf, TiedClassifierIsOmittedAndRestored) {
@@ -485,6 +485,29 @@ TEST(GgufShared, Stories260kThroughGgufIsBitIdentical) {
   EXPECT_EQ(f16, m.config.n_layers);
   LoadedModel lq = LoadGguf(out + "/q.gguf");
   ExpectSameMatrix(q.layers[0].wq, lq.model->layers[0].wq, "wq");
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+TEST(GgufShared, HfSafetensorsThroughGgufIsBitIdentical) {
+  const std::string dir = SharedModelsDir();
+  if (dir.empty()) GTEST_SKIP() << "shared models not available";
+  LoadedModel hf = LoadModel("tinystories-656k", dir);
+  const std::string out = TempDir() + "/h.gguf";
+  WriteGguf(*hf.model, *hf.tokenizer, out);
+  LoadedModel lm = LoadGguf(out);
+  ExpectSameModel(*hf.model, *lm.model);
+  // The HF BPE vocabulary exported as an SPM score vocabulary encodes alike.
+  for (const char* text : {"Once upon a time", "The little dog ran to the park."})
+    EXPECT_EQ(hf.tokenizer->Encode(text, true), lm.tokenizer->Encode(text, true)) << text;
+  const std::vector<int> ids = hf.tokenizer->Encode("Once upon a time, there was", true);
+  std::vector<float> a = Logits(*hf.model, ids), b = Logits(*lm.model, ids);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <vector>
 
@@ -15,6 +16,11 @@
 
 namespace specsweep {
 namespace {
+
+struct OneThread : ::testing::Environment {
+  void SetUp() override { SetNumThreads(1); }  // tiny model: threads only add overhead
+};
+const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 // Pearson chi-square of observed counts against probabilities p. Bins with expected
 // count < 5 are pooled into one bin (the usual validity rule). Returns {stat, df}.
@@ -176,7 +182,11 @@ class EndToEnd : public ::testing::Test {
       EXPECT_EQ(r.stats.k_per_step.at(0), 4);
       ++counts[r.tokens.at(0)];
     }
-    return ChiSquare(counts, p_);
+    auto res = ChiSquare(counts, p_);
+    std::printf("  draft %s, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n", draft.name.c_str(),
+                rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second,
+                Critical(res.second));
+    return res;
   }
   LoadedModel target_;
   std::vector<int> prompt_{1, 17, 42, 99};
