@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>

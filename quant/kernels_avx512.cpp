@@ -51,38 +51,59 @@ struct BF16W {
   static const uint8_t* At(const uint8_t* row, int c) { return row + 2 * c; }
 };
 
+// Software prefetch distance per row stream (past the row end: the next tile's rows;
+// prefetches never fault). Measured on the 134M decode: the hardware prefetcher alone
+// leaves the weight stream well below the read bandwidth once the kernel does real work.
+constexpr int kPrefetchBytes = 2048;
+
 template <class WL>
 struct FloatBlk {
   static constexpr int kMaxAcc = 16;  // 32 zmm: 16 accumulators + 4 weights + activations
+  static constexpr int kMaxCols = 8;  // n <= 8: 2 rows x 8 columns, each weight widened once
   template <int R, int C>
   static void Run(const QMatrix& W, int r, const float* X, const QuantActs*, int i0, float* Y) {
     const int cols = W.cols;
     const uint8_t* w[R];  // [R] rows
     const float* x[C];    // [C] activation rows
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a) w[a] = W.Row(r + a);
+    #pragma GCC unroll 16
     for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols;
     __m512 acc[R][C];  // one 16-lane accumulator per output element
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) acc[a][b] = _mm512_setzero_ps();
     const int full = cols & ~15;
     for (int c = 0; c < full; c += 16) {
       __m512 wv[R];
-      for (int a = 0; a < R; ++a) wv[a] = WL::Load(WL::At(w[a], c));
+      #pragma GCC unroll 16
+      for (int a = 0; a < R; ++a) {
+        _mm_prefetch(reinterpret_cast<const char*>(WL::At(w[a], c)) + kPrefetchBytes, _MM_HINT_T0);
+        wv[a] = WL::Load(WL::At(w[a], c));
+      }
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const __m512 xv = _mm512_loadu_ps(x[b] + c);
+        #pragma GCC unroll 16
         for (int a = 0; a < R; ++a) acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
       }
     }
     if (full < cols) {  // masked last chunk: zeros in both operands
       const __mmask16 m = FirstLanes(cols - full);
       __m512 wv[R];
+      #pragma GCC unroll 16
       for (int a = 0; a < R; ++a) wv[a] = WL::LoadMasked(WL::At(w[a], full), m);
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const __m512 xv = _mm512_maskz_loadu_ps(m, x[b] + full);
+        #pragma GCC unroll 16
         for (int a = 0; a < R; ++a) acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
       }
     }
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b)
         Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = _mm512_reduce_add_ps(acc[a][b]);
   }
@@ -91,18 +112,41 @@ struct FloatBlk {
 // ---- quantized weights -----------------------------------------------------------
 
 // Step s covers elements [64 s, 64 s + 64) = activation blocks 2s, 2s+1. Load gives the
-// 64 weights in element order (unsigned nibbles for Q4 types, int8 for Q8_0), Scale the
-// per-lane weight scale (lanes 0-7: block 2s, 8-15: block 2s+1). The Half variants
-// cover a last odd 32-wide block (Q8_0/Q4_0 rows with an odd block count).
-// [f0 x8, f1 x8] from lanes 0 and 1 of v (one permute instead of two broadcasts+insert).
-inline __m512 SpreadTwo(__m128 v) {
-  const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
+// 64 weights in element order (unsigned nibbles for Q4 types, int8 for Q8_0), Scales16
+// the weight scales of 16 consecutive 32-wide blocks. LoadHalf covers a last odd 32-wide block
+// (Q8_0/Q4_0 rows with an odd block count).
+inline __mmask64 FirstBytes(int n) {
+  return n >= 64 ? ~__mmask64(0) : n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1;
 }
-inline __m512 TwoScales(Half d0, Half d1) {
-  return SpreadTwo(_mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(d0), d1, 1)));
+
+// Weight scales of `count` (<= 16, may be <= 0) 32-wide blocks from block k0 as floats,
+// zeros beyond count. The row is a sequence of blocks of S bytes starting with their f16
+// scale, one block per Rep 32-wide blocks. P = the blocks whose scales lie in one 128-byte
+// window: two masked 64-byte loads (never past the row) and one two-source word permute
+// per window, instead of 16 scalar loads and a store-forwarding stall.
+template <int S, int Rep>
+inline __m512 GatherScales16(const uint8_t* row, int k0, int count) {
+  constexpr int P = (128 - 2) / S + 1 < 16 / Rep ? (128 - 2) / S + 1 : 16 / Rep;
+  constexpr int kWindows = (16 / Rep + P - 1) / P;
+  alignas(64) static constexpr auto idx = [] {
+    struct { uint16_t w[32]; } v{};  // [32] word indices: word i <- block (i / Rep) % P
+    for (int i = 0; i < 16; ++i) v.w[i] = static_cast<uint16_t>((i / Rep) % P * (S / 2));
+    return v;
+  }();
+  const __m512i ix = _mm512_load_si512(&idx);
+  const uint8_t* p = row + static_cast<size_t>(S) * (k0 / Rep);
+  const int bytes = S * ((std::max(count, 0) + Rep - 1) / Rep);  // whole blocks in range
+  __m512i h = _mm512_setzero_si512();
+  for (int j = 0; j < kWindows; ++j) {
+    const int off = j * P * S;
+    const __m512i lo = _mm512_maskz_loadu_epi8(FirstBytes(bytes - off), p + off);
+    const __m512i hi = _mm512_maskz_loadu_epi8(FirstBytes(bytes - off - 64), p + off + 64);
+    const __mmask32 words = ((1u << (P * Rep)) - 1) << (P * Rep * j);
+    h = _mm512_or_si512(h, _mm512_maskz_permutex2var_epi16(words, lo, ix, hi));
+  }
+  h = _mm512_maskz_mov_epi16(FirstLanes(count), h);
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
 }
-inline __m512 LowScale(Half d0) { return _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(_cvtsh_ss(d0))); }
 
 template <QType T>
 struct QW;
@@ -115,34 +159,35 @@ struct QW<QType::Q8_0> {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs))),
                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)), 1);
   }
-  static __m512 Scale(const uint8_t* row, int s) { return TwoScales(B(row)[2 * s].d, B(row)[2 * s + 1].d); }
   static __m512i LoadHalf(const uint8_t* row, int s) {
     return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(B(row)[2 * s].qs)));
   }
-  static __m512 ScaleHalf(const uint8_t* row, int s) { return LowScale(B(row)[2 * s].d); }
+  static __m512 Scales16(const uint8_t* row, int k0, int count) {
+    return GatherScales16<sizeof(BlockQ8_0), 1>(row, k0, count);
+  }
 };
 template <>
 struct QW<QType::Q4_0> {
   static constexpr bool kSigned = false;
   static const BlockQ4_0* B(const uint8_t* row) { return reinterpret_cast<const BlockQ4_0*>(row); }
+  // [qs0 | qs0 | qs1 | qs1] by two 128-bit broadcast loads (load ports, no lane
+  // shuffle), then the 64-bit lanes 1 and 3 of each pair shift right by 4: after the
+  // nibble mask the 128-bit lanes hold [lo0 hi0 lo1 hi1], i.e. element order.
   static __m512i Load(const uint8_t* row, int s) {
     const BlockQ4_0* b = B(row) + 2 * s;
-    const __m256i q01 = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
-    const __m256i m = _mm256_set1_epi8(0x0F);
-    const __m256i lo = _mm256_and_si256(q01, m);                         // [lo0 | lo1]
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q01, 4), m);  // [hi0 | hi1]
-    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));  // [lo0 hi0 lo1 hi1]
+    __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
+    z = _mm512_mask_broadcast_i32x4(z, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)));
+    const __m512i shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+    return _mm512_and_si512(_mm512_srlv_epi64(z, shift), _mm512_set1_epi8(0x0F));
   }
-  static __m512 Scale(const uint8_t* row, int s) { return TwoScales(B(row)[2 * s].d, B(row)[2 * s + 1].d); }
   static __m512i LoadHalf(const uint8_t* row, int s) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(B(row)[2 * s].qs));
     const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
     return _mm512_zextsi256_si512(v);
   }
-  static __m512 ScaleHalf(const uint8_t* row, int s) { return LowScale(B(row)[2 * s].d); }
+  static __m512 Scales16(const uint8_t* row, int k0, int count) {
+    return GatherScales16<sizeof(BlockQ4_0), 1>(row, k0, count);
+  }
 };
 template <>
 struct QW<QType::Q4_G64> {
@@ -153,9 +198,10 @@ struct QW<QType::Q4_G64> {
     const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
     return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));  // [low nibbles | high nibbles]
   }
-  static __m512 Scale(const uint8_t* row, int s) { return _mm512_set1_ps(_cvtsh_ss(B(row)[s].d)); }
+  static __m512 Scales16(const uint8_t* row, int k0, int count) {
+    return GatherScales16<sizeof(BlockQ4_G64), 2>(row, k0, count);
+  }
   static __m512i LoadHalf(const uint8_t*, int) { return _mm512_setzero_si512(); }  // never: 64 | cols
-  static __m512 ScaleHalf(const uint8_t*, int) { return _mm512_setzero_ps(); }
 };
 template <>
 struct QW<QType::Q4_G128> {
@@ -166,27 +212,17 @@ struct QW<QType::Q4_G128> {
     if (s & 1) q = _mm512_srli_epi16(q, 4);  // elements 64..127 are the high nibbles
     return _mm512_and_si512(q, _mm512_set1_epi8(0x0F));
   }
-  static __m512 Scale(const uint8_t* row, int s) { return _mm512_set1_ps(_cvtsh_ss(B(row)[s / 2].d)); }
+  static __m512 Scales16(const uint8_t* row, int k0, int count) {
+    return GatherScales16<sizeof(BlockQ4_G128), 4>(row, k0, count);
+  }
   static __m512i LoadHalf(const uint8_t*, int) { return _mm512_setzero_si512(); }  // never: 128 | cols
-  static __m512 ScaleHalf(const uint8_t*, int) { return _mm512_setzero_ps(); }
 };
 
 // Per-column activation operands of one step.
 struct ActStep {
   __m512i x;     // Q4: int8 values; Q8: values + 128 as unsigned bytes
-  __m512 dx;     // per-lane activation scale
   __m512i corr;  // Q4: -8 * sum of each 4 values (offset of the nibbles)
 };
-template <QType T>
-inline ActStep LoadAct(const QuantActs* A, int i, int s) {
-  ActStep a;
-  a.x = _mm512_load_si512(A->Q(i) + 64 * s);
-  if (QW<T>::kSigned) a.x = _mm512_xor_si512(a.x, _mm512_set1_epi8(static_cast<char>(0x80)));
-  const float* d = A->D(i) + 2 * s;
-  a.dx = SpreadTwo(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d))));
-  a.corr = QW<T>::kSigned ? _mm512_setzero_si512() : _mm512_load_si512(A->Corr(i) + 16 * s);
-  return a;
-}
 // Per-row correction for Q8_0: -128 * sum of each 4 weights (undoes the +128 bias of x).
 template <QType T>
 inline __m512i RowCorr(__m512i w) {
@@ -201,36 +237,75 @@ inline __m512i Isum(__m512i w, __m512i wcorr, const ActStep& a) {
   return _mm512_dpbusd_epi32(a.corr, w, a.x);                              // nib x - 8 x
 }
 
+// Scale segment: per (row, column) the products dw_k * dx_k of kSegBlocks consecutive
+// 32-wide blocks are computed up front (16 f16 scales per vcvtph2ps, one vmulps per 16
+// blocks), so the inner step only broadcasts two floats from L1. The products are the
+// same floats as dw * dx computed per step, so results do not depend on kSegBlocks.
+constexpr int kSegBlocks = 32;  // even: a 64-element step never straddles segments
+
 template <QType T>
 struct QuantBlk {
-  static constexpr int kMaxAcc = 8;
+  static constexpr int kMaxAcc = 16;  // 32 zmm: 16 accumulators + 2 weights + operands
+  static constexpr int kMaxCols = 8;  // n <= 8: every weight unpacked once
   template <int R, int C>
   static void Run(const QMatrix& W, int r, const float*, const QuantActs* A, int i0, float* Y) {
     const int nb = W.cols_padded / 32;
     const uint8_t* w[R];  // [R] rows
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a) w[a] = W.Row(r + a);
     __m512 acc[R][C];  // lane partial sums per output element
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) acc[a][b] = _mm512_setzero_ps();
-    auto step = [&](int s, bool half) {
-      __m512i wv[R], wc[R];
-      __m512 dw[R];
+    const size_t step_bytes = W.row_bytes * 2 / nb;  // weight bytes per 64 elements (approx.)
+    alignas(64) float sc[R][C][kSegBlocks];  // dw_k * dx_k of the segment, 0 beyond nb
+    for (int b0 = 0; b0 < nb; b0 += kSegBlocks) {
+      const int bn = std::min(kSegBlocks, nb - b0);  // blocks in this segment
+      #pragma GCC unroll 16
       for (int a = 0; a < R; ++a) {
-        wv[a] = half ? QW<T>::LoadHalf(w[a], s) : QW<T>::Load(w[a], s);
-        dw[a] = half ? QW<T>::ScaleHalf(w[a], s) : QW<T>::Scale(w[a], s);
-        wc[a] = RowCorr<T>(wv[a]);
-      }
-      for (int b = 0; b < C; ++b) {
-        const ActStep act = LoadAct<T>(A, i0 + b, s);
-        for (int a = 0; a < R; ++a) {
-          const __m512 lanes = _mm512_cvtepi32_ps(Isum<T>(wv[a], wc[a], act));
-          acc[a][b] = _mm512_fmadd_ps(lanes, _mm512_mul_ps(dw[a], act.dx), acc[a][b]);
+        for (int v = 0; v < bn; v += 16) {  // sc beyond bn: only index bn (odd) is read
+          const __m512 dw = QW<T>::Scales16(w[a], b0 + v, std::min(16, bn - v));
+          const __mmask16 m = FirstLanes(bn - v);
+          #pragma GCC unroll 16
+          for (int b = 0; b < C; ++b) {
+            const __m512 dx = _mm512_maskz_loadu_ps(m, A->D(i0 + b) + b0 + v);
+            _mm512_store_ps(sc[a][b] + v, _mm512_mul_ps(dw, dx));
+          }
         }
       }
-    };
-    for (int s = 0; s < nb / 2; ++s) step(s, false);
-    if (nb & 1) step(nb / 2, true);
+      auto step = [&](int s, bool half) {
+        const int k = 2 * s - b0;  // segment index of the step's first block
+        __m512i wv[R], wc[R];
+        #pragma GCC unroll 16
+        for (int a = 0; a < R; ++a) {
+          _mm_prefetch(reinterpret_cast<const char*>(w[a]) + s * step_bytes + kPrefetchBytes, _MM_HINT_T0);
+          wv[a] = half ? QW<T>::LoadHalf(w[a], s) : QW<T>::Load(w[a], s);
+          wc[a] = RowCorr<T>(wv[a]);
+        }
+        #pragma GCC unroll 16
+        for (int b = 0; b < C; ++b) {
+          ActStep act;
+          act.x = _mm512_load_si512(A->Q(i0 + b) + 64 * s);
+          if (QW<T>::kSigned) act.x = _mm512_xor_si512(act.x, _mm512_set1_epi8(static_cast<char>(0x80)));
+          act.corr = QW<T>::kSigned ? _mm512_setzero_si512() : _mm512_load_si512(A->Corr(i0 + b) + 16 * s);
+          #pragma GCC unroll 16
+          for (int a = 0; a < R; ++a) {
+            // [s_k x8, s_k+1 x8]: broadcast loads, no lane shuffle
+            __m512 sv = _mm512_set1_ps(sc[a][b][k]);
+            sv = _mm512_mask_broadcastss_ps(sv, 0xFF00, _mm_load_ss(&sc[a][b][k + 1]));
+            const __m512 lanes = _mm512_cvtepi32_ps(Isum<T>(wv[a], wc[a], act));
+            acc[a][b] = _mm512_fmadd_ps(lanes, sv, acc[a][b]);
+          }
+        }
+      };
+      const int s_end = (b0 + bn) / 2;
+      for (int s = b0 / 2; s < s_end; ++s) step(s, false);
+      if (bn & 1) step(s_end, true);  // only the row's last segment can be odd
+    }
+    #pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
+      #pragma GCC unroll 16
       for (int b = 0; b < C; ++b)
         Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = _mm512_reduce_add_ps(acc[a][b]);
   }

@@ -319,7 +319,8 @@ std::vector<double> Bounds(const QMatrix& W, const std::vector<float>& x, int n)
 struct Shape {
   int rows, cols;
 };
-constexpr Shape kShapes[] = {{1, 1}, {1, 32}, {5, 172}, {7, 64}, {9, 96}, {13, 256}, {33, 200}, {4, 768}};
+constexpr Shape kShapes[] = {{1, 1}, {1, 32}, {5, 172}, {7, 64}, {9, 96}, {13, 256}, {33, 200}, {4, 768},
+                             {3, 1100}};  // 35 blocks: past one 32-block scale segment, odd
 
 TEST(Kernels, RowKernelsMatchScalarWithinBound) {
   const auto& ref = ScalarKernels();
@@ -394,10 +395,11 @@ TEST(MatMul, BatchEqualsSingleCallsBitwise) {
   for (const std::string& isa : AvailableIsas()) {
     ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
     for (QType t : kAllTypes) {
-      for (Shape s : {Shape{37, 172}, Shape{300, 96}}) {
+      // 1100 columns: two scale segments of the AVX-512 integer kernels, odd block count.
+      for (Shape s : {Shape{37, 172}, Shape{300, 96}, Shape{21, 1100}}) {
         std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kUniform, 21);
         QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
-        const int n = 9;
+        const int n = 13;  // one full 8-column tile plus a 5-column tail
         std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 22);
         std::vector<float> yb(size_t(n) * s.rows);
         MatMul(W, x.data(), n, yb.data());
