@@ -26,7 +26,6 @@ class KVCache {
   const float* V(int layer, int pos) const { return &v_[Index(layer, pos)]; }
 
  private:
-  friend struct ForwardAccess;
   size_t Index(int layer, int pos) const {
     return (static_cast<size_t>(layer) * capacity_ + pos) * kv_dim_;
   }

@@ -55,6 +55,25 @@ struct Model {
   size_t WeightBytes() const;  // bytes of all weights as held in memory
 };
 
+// Calls f(name, matrix) for every matrix of the model, embedding first; names are
+// "tok_embeddings", "layers.N.wq" ... "layers.N.w3", "output".
+template <class M, class F>
+void ForEachMatrix(M& m, F&& f) {
+  f(std::string("tok_embeddings"), m.tok_embeddings);
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    auto& L = m.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    f(p + "wq", L.wq);
+    f(p + "wk", L.wk);
+    f(p + "wv", L.wv);
+    f(p + "wo", L.wo);
+    f(p + "w1", L.w1);
+    f(p + "w2", L.w2);
+    f(p + "w3", L.w3);
+  }
+  f(std::string("output"), m.output);
+}
+
 // Which tensors QuantizeModel converts: all layer matrices and the classifier. The
 // embedding table is only gathered from, so it stays as loaded; norms stay F32.
 Model QuantizeModel(const Model& m, QType type);

@@ -8,24 +8,6 @@ namespace {
 
 size_t Elements(const QMatrix& m) { return static_cast<size_t>(m.rows) * m.cols; }
 
-// Calls f(name, matrix) for every matrix of the model, embedding first.
-template <class M, class F>
-void ForEachMatrix(M& m, F&& f) {
-  f(std::string("tok_embeddings"), m.tok_embeddings);
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    auto& L = m.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    f(p + "wq", L.wq);
-    f(p + "wk", L.wk);
-    f(p + "wv", L.wv);
-    f(p + "wo", L.wo);
-    f(p + "w1", L.w1);
-    f(p + "w2", L.w2);
-    f(p + "w3", L.w3);
-  }
-  f(std::string("output"), m.output);
-}
-
 }  // namespace
 
 // A tied classifier is one parameter tensor even though it is held twice in memory.

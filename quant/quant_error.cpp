@@ -57,18 +57,10 @@ ModelQuantError MeasureModelQuantError(const Model& m, QType type) {
     out.total.Add(t.stats);
     out.tensors.push_back(std::move(t));
   };
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    const LayerWeights& L = m.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    add(p + "wq", L.wq);
-    add(p + "wk", L.wk);
-    add(p + "wv", L.wv);
-    add(p + "wo", L.wo);
-    add(p + "w1", L.w1);
-    add(p + "w2", L.w2);
-    add(p + "w3", L.w3);
-  }
-  add("output", m.output);
+  // The embedding is only gathered from and stays as loaded (see QuantizeModel).
+  ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
+    if (name != "tok_embeddings") add(name, w);
+  });
   return out;
 }
 
