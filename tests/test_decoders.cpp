@@ -144,7 +144,7 @@ TEST_P(Lossless, GreedySpeculativeEqualsAutoregressive) {
 INSTANTIATE_TEST_SUITE_P(All, Lossless,
                          ::testing::Combine(::testing::Values("synthetic", "tinystories-260k",
                                                               "tinystories-656k"),
-                                            ::testing::Values("f32", "q8_0", "q4_0")),
+                                            ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0")),
                          [](const auto& info) {
                            std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param);
                            for (char& c : s)
