@@ -84,7 +84,9 @@ decoders:
   for (auto& pt : e.points) {
     EXPECT_TRUE(keys.insert(pt.Key()).second) << pt.Key();
     EXPECT_EQ(pt.max_new_tokens, 8);
-    if (pt.speculative()) EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
+    if (pt.speculative()) {
+      EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
+    }
     if (pt.decoder == DecoderKind::SelfSpec) {
       ++self_spec;
       EXPECT_EQ(pt.draft.Label(), "q4_0");  // the self-spec default, made explicit
@@ -376,7 +378,9 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   EXPECT_TRUE(CheckRegressions(resumed.records, full.records, 0.0).ok());
   // Speculative greedy decoding is lossless: same outputs as the AR baseline.
   for (auto& r : resumed.records)
-    if (r["decoder"] != "ar") EXPECT_EQ(r["outputs_match_baseline"].get<double>(), 1.0) << r["name"];
+    if (r["decoder"] != "ar") {
+      EXPECT_EQ(r["outputs_match_baseline"].get<double>(), 1.0) << r["name"];
+    }
   // The main table has one row per decoder/draft and one column per K.
   std::string md = RenderTable(MainTable(resumed.records), TableFormat::Markdown);
   EXPECT_NE(md.find("k=2"), std::string::npos);
