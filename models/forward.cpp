@@ -75,7 +75,8 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   float* hb2 = Grow(s.hb2, size_t(n) * hidden);       // [n][hidden] up
   const int ctx = start_pos + n;
   float* scores = Grow(s.scores, size_t(n) * n_heads * ctx);  // [n][n_heads][ctx]
-  std::vector<float> rope_cos(size_t(n) * hd / 2), rope_sin(size_t(n) * hd / 2);  // [n][hd/2]
+  float* rope_cos = Grow(s.rope_cos, size_t(n) * hd / 2);  // [n][hd/2]
+  float* rope_sin = Grow(s.rope_sin, size_t(n) * hd / 2);  // [n][hd/2]
 
   for (int i = 0; i < n; ++i) {
     DequantizeRow(model.tok_embeddings, tokens[i], x + size_t(i) * dim);

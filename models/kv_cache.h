@@ -36,7 +36,7 @@ class KVCache {
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.
   struct Scratch {
-    std::vector<float> x, xb, q, k, v, att_out, hb, hb2, logits, scores;
+    std::vector<float> x, xb, q, k, v, att_out, hb, hb2, logits, scores, rope_cos, rope_sin;
   } scratch;
   void SetLength(int n) { length_ = n; }
 };
