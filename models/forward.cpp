@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/error.h"
+#include "models/vec_ops.h"
 #include "quant/matmul.h"
 
 namespace specsweep {
@@ -21,8 +22,7 @@ namespace {
 
 // out[dim] = x[dim] / rms(x) * g[dim]
 void RmsNorm(float* out, const float* x, const float* g, int dim, float eps) {
-  float ss = 0.0f;
-  for (int i = 0; i < dim; ++i) ss += x[i] * x[i];
+  const float ss = Dot(x, x, dim);
   const float scale = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
   for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * g[i];
 }
@@ -106,34 +106,53 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       std::copy_n(k + size_t(i) * kv_dim, kv_dim, cache.K(l, start_pos + i));
       std::copy_n(v + size_t(i) * kv_dim, kv_dim, cache.V(l, start_pos + i));
     }
-    // Causal attention, one (position, head) pair per task: each is a fixed-order
-    // reduction over the positions it may see, independent of the batch.
+    // Causal attention. A task is one position and a contiguous range of heads; it walks
+    // the cache position-major so each K/V row (all heads, contiguous) streams once
+    // instead of one 256-byte slice per head at a row stride. Every score and output
+    // element is the same fixed-order reduction over t whatever the split, so the
+    // result is independent of the batch and of the thread count.
+    const int parts = std::min(n_heads, NumThreads());
 #pragma omp parallel for schedule(static) if (size_t(n) * n_heads * ctx * hd > 32768)
-    for (int task = 0; task < n * n_heads; ++task) {
-      const int i = task / n_heads, h = task % n_heads, pos = start_pos + i;
-      const float* qh = q + size_t(i) * dim + h * hd;  // [hd]
-      const int kvh = h / group;
-      float* sc = scores + size_t(task) * ctx;  // [pos+1]
-      float max_s = -INFINITY;
+    for (int task = 0; task < n * parts; ++task) {
+      const int i = task / parts, part = task % parts, pos = start_pos + i;
+      const int h0 = n_heads * part / parts, h1 = n_heads * (part + 1) / parts;
+      const float* qi = q + size_t(i) * dim;                       // [n_heads*hd]
+      float* sc = scores + size_t(i) * n_heads * ctx;               // [n_heads][ctx]
+      float* out = att_out + size_t(i) * dim;                       // [n_heads*hd]
+      // The rows come from L3 (the weight stream evicts them from L2 every layer) at a
+      // row stride the hardware prefetcher does not follow; fetch a few rows ahead.
+      constexpr int kAhead = 4;
+      auto prefetch_rows = [&](const float* row) {
+        for (int e = (h0 / group) * hd; e < ((h1 - 1) / group + 1) * hd; e += 16) __builtin_prefetch(row + e);
+      };
       for (int t = 0; t <= pos; ++t) {
-        const float* kt = cache.K(l, t) + kvh * hd;
-        float d = 0.0f;
-        for (int e = 0; e < hd; ++e) d += qh[e] * kt[e];
-        sc[t] = d * att_scale;
-        max_s = std::max(max_s, sc[t]);
+        if (t + kAhead <= pos) prefetch_rows(cache.K(l, t + kAhead));
+        const float* kt = cache.K(l, t);  // [kv_dim]
+        for (int h = h0; h < h1; ++h)
+          sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt + (h / group) * hd, hd) * att_scale;
       }
-      float sum = 0.0f;
-      for (int t = 0; t <= pos; ++t) {
-        sc[t] = std::exp(sc[t] - max_s);
-        sum += sc[t];
+      for (int h = h0; h < h1; ++h) {  // softmax over t, normalised in place
+        float* sh = sc + size_t(h) * ctx;  // [pos+1]
+        float max_s = -INFINITY;
+        for (int t = 0; t <= pos; ++t) max_s = std::max(max_s, sh[t]);
+        float sum = 0.0f;
+        for (int t = 0; t <= pos; ++t) {
+          sh[t] = std::exp(sh[t] - max_s);
+          sum += sh[t];
+        }
+        const float inv = 1.0f / sum;
+        for (int t = 0; t <= pos; ++t) sh[t] *= inv;
       }
-      const float inv = 1.0f / sum;
-      float* out = att_out + size_t(i) * dim + h * hd;  // [hd]
-      std::fill_n(out, hd, 0.0f);
+      std::fill(out + h0 * hd, out + h1 * hd, 0.0f);
       for (int t = 0; t <= pos; ++t) {
-        const float* vt = cache.V(l, t) + kvh * hd;
-        const float w = sc[t] * inv;
-        for (int e = 0; e < hd; ++e) out[e] += w * vt[e];
+        if (t + kAhead <= pos) prefetch_rows(cache.V(l, t + kAhead));
+        const float* vt = cache.V(l, t);  // [kv_dim]
+        for (int h = h0; h < h1; ++h) {
+          const float w = sc[size_t(h) * ctx + t];
+          const float* vh = vt + (h / group) * hd;
+          float* oh = out + h * hd;
+          for (int e = 0; e < hd; ++e) oh[e] += w * vh[e];
+        }
       }
     }
     MatMul(L.wo, att_out, n, xb);
@@ -144,7 +163,11 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c.norm_eps);
     MatMul(L.w1, xb, n, hb);
     MatMul(L.w3, xb, n, hb2);
-    for (size_t e = 0; e < size_t(n) * hidden; ++e) {
+    // Element-wise, so splitting it over threads cannot change a value; only worth a
+    // fork/join for verification/prefill batches (expf dominates there).
+    const long ffn_elems = long(n) * hidden;
+#pragma omp parallel for schedule(static) if (ffn_elems >= 8192)
+    for (long e = 0; e < ffn_elems; ++e) {
       const float g = hb[e];
       hb[e] = g / (1.0f + std::exp(-g)) * hb2[e];
     }
