@@ -1,7 +1,9 @@
-// `specsweep bench-forward MODEL --n 1,2,4,8,16`: time of one Forward call on n tokens
-// at a fixed context position, the quantity speculative verification pays per step.
-// Reports tokens/s, T(n), T(n)/T(1) and, in the same run, the machine's read bandwidth
-// with the memory roofline at n=1 (every weight byte read once per token).
+// `specsweep bench-forward MODEL --n 1,2,4,8,16 [--quant f32,f16,q8_0,q4_0]`: time of one
+// Forward call on n tokens at a fixed context position, the quantity speculative
+// verification pays per step, for one or several weight formats timed interleaved in
+// one run. Reports T(n), tokens/s, T(n)/T(1), the draft/target cost ratios
+// T_a(1)/T_b(1) between formats and, in the same run, the machine's read bandwidth with
+// the memory roofline at n=1 (every streamed weight byte read once per token).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/commands.h"
@@ -24,7 +27,8 @@ namespace specsweep {
 namespace {
 
 struct BenchArgs {
-  std::string model, quant, json;
+  std::string model, json;
+  std::vector<std::string> quants;  // formats to compare; "none" = as loaded
   std::vector<int> ns = {1, 2, 4, 8, 16};
   int reps = 10;
   int ctx = 64;
@@ -48,9 +52,27 @@ std::string IsoDate() {
   return buf;
 }
 
-struct Timing {
-  int n = 0;
-  double median = 0, min = 0, max = 0;  // seconds per Forward call
+// Median, min and max of a sample.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return {m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]), v.front(), v.back()};
+}
+
+// One weight format of the model under test, with its own cache and timings.
+struct Variant {
+  std::string label;  // "f32", "q4_0", ...
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<KVCache> cache;
+  std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
+  double StreamedBytes() const {
+    // The embedding table is only gathered from (one row per token): a token streams
+    // every other weight byte once.
+    return static_cast<double>(model->WeightBytes() - model->tok_embeddings.bytes());
+  }
 };
 
 void RunBench(const BenchArgs& a) {
@@ -59,75 +81,136 @@ void RunBench(const BenchArgs& a) {
   std::vector<int> ns = a.ns;
   for (int n : ns)
     if (n < 1) Fail("--n: {} must be at least 1", n);
-  // T(n)/T(1) and the roofline need n=1.
+  // T(n)/T(1), the roofline and the cost ratios need n=1.
   if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
+  std::vector<std::string> quants = a.quants;
+  if (quants.empty()) quants = {"none"};
 
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
   const auto t_load0 = Clock::now();
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
   const double load_s = secs(Clock::now() - t_load0);
-  std::shared_ptr<const Model> model = lm.model;
-  if (!a.quant.empty())
-    model = std::make_shared<Model>(QuantizeModel(*model, ParseQType(a.quant, "--quant")));
-  const ModelConfig& c = model->config;
+  const ModelConfig& c = lm.model->config;
   const int max_n = *std::max_element(ns.begin(), ns.end());
   if (a.ctx + max_n > c.max_seq_len)
     Fail("--ctx: {} + n {} exceeds the model's context length {}", a.ctx, max_n, c.max_seq_len);
 
-  KVCache cache(c, 0, a.ctx + max_n);
   // Fixed pseudo-random tokens: timing does not depend on which ids are used.
   std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
-  if (a.ctx > 0) Forward(*model, std::span<const int>(toks.data(), a.ctx), 0, cache, false);
 
-  std::vector<Timing> timings;
-  for (int n : ns) {
-    std::span<const int> batch(toks.data() + a.ctx, n);
-    std::vector<double> t;  // [reps] seconds per call
-    for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
-      cache.Truncate(a.ctx);
-      auto t0 = Clock::now();
-      Forward(*model, batch, a.ctx, cache, true);
-      auto t1 = Clock::now();
-      if (r >= 0) t.push_back(secs(t1 - t0));
+  std::vector<Variant> vs;
+  for (const std::string& q : quants) {
+    Variant v;
+    if (q == "none") {
+      v.model = lm.model;
+      v.label = std::string(QTypeName(lm.model->layers.at(0).wq.type));
+    } else {
+      v.model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
+      v.label = q;
     }
-    std::sort(t.begin(), t.end());
-    const size_t m = t.size();
-    double median = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
-    timings.push_back({n, median, t.front(), t.back()});
+    for (const Variant& o : vs)
+      if (o.label == v.label) Fail("--quant: format {} listed twice (the loaded model is {})", v.label,
+                                    QTypeName(lm.model->layers.at(0).wq.type));
+    v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n);
+    if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+    v.secs.assign(ns.size(), {});
+    vs.push_back(std::move(v));
   }
-  cache.Truncate(a.ctx);
 
-  // Measured after the forward runs, in the same process and thread setting.
-  const double bw_gbs = MeasureReadBandwidthGBs();
-  const double wbytes = static_cast<double>(model->WeightBytes());
-  // The embedding table is only gathered from (one row per token), so the bytes a
-  // token really streams exclude it; both roofline variants are reported.
-  const double streamed = wbytes - static_cast<double>(model->tok_embeddings.bytes());
-  double t1 = 0;
-  for (auto& t : timings)
-    if (t.n == 1) t1 = t.median;
-  const double roof = bw_gbs * 1e9 / wbytes;  // tokens/s if weights stream at full bandwidth
-  const double roof_streamed = bw_gbs * 1e9 / streamed;
-  const double tps1 = 1.0 / t1;
+  const double bw_before = MeasureReadBandwidthGBs();
+  // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
+  // machine hits every variant alike and the per-repetition ratios stay comparable.
+  for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
+    for (Variant& v : vs) {
+      for (size_t j = 0; j < ns.size(); ++j) {
+        std::span<const int> batch(toks.data() + a.ctx, ns[j]);
+        v.cache->Truncate(a.ctx);
+        const auto t0 = Clock::now();
+        Forward(*v.model, batch, a.ctx, *v.cache, true);
+        const double t = secs(Clock::now() - t0);
+        if (r >= 0) v.secs[j].push_back(t);
+      }
+    }
+  }
+  const double bw_after = MeasureReadBandwidthGBs();
+  // The faster of the two readings: the roofline fraction is not flattered by a slow spell.
+  const double bw_gbs = std::max(bw_before, bw_after);
 
-  std::printf("model %s (%s%s), %.1fM params, %.1f MiB weights, loaded in %.2fs; ctx %d, reps %d, threads %d, "
-              "kernels %s\n",
-              lm.name.c_str(), model->source.format.c_str(), a.quant.empty() ? "" : (", quant " + a.quant).c_str(),
-              model->ParameterCount() / 1e6, wbytes / 1048576.0, load_s, a.ctx, a.reps, NumThreads(),
-              ActiveKernelIsa());
-  std::printf("%4s %12s %12s %12s %9s %10s\n", "n", "T(n) ms", "min ms", "max ms", "T(n)/T(1)", "tokens/s");
-  for (auto& t : timings)
-    std::printf("%4d %12.3f %12.3f %12.3f %9.3f %10.1f\n", t.n, t.median * 1e3, t.min * 1e3, t.max * 1e3,
-                t.median / t1, t.n / t.median);
-  std::printf("read bandwidth %.2f GB/s; roofline at n=1: %.1f tokens/s (all weights), %.1f (without embedding); "
-              "achieved %.1f tokens/s = %.3f of roofline (%.3f without embedding)\n",
-              bw_gbs, roof, roof_streamed, tps1, tps1 / roof, tps1 / roof_streamed);
+  auto per_rep_ratio = [&](const std::vector<double>& num, const std::vector<double>& den) {
+    std::vector<double> r(num.size());  // [reps]
+    for (size_t i = 0; i < num.size(); ++i) r[i] = num[i] / den[i];
+    return Summarize(r);
+  };
+  const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
+
+  fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
+             "kernels {}\n",
+             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
+             ActiveKernelIsa());
+  fmt::print("read bandwidth {:.2f} GB/s before, {:.2f} GB/s after the timings (roofline uses {:.2f})\n", bw_before,
+             bw_after, bw_gbs);
+  fmt::print("{:>8} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>10}\n", "format", "n", "T(n) ms", "min ms", "max ms",
+             "tokens/s", "T(n)/T(1) (range)", "roofline");
+  nlohmann::json recs = nlohmann::json::array();
+  for (const Variant& v : vs) {
+    for (size_t j = 0; j < ns.size(); ++j) {
+      const Spread t = Summarize(v.secs[j]);
+      const Spread rel = per_rep_ratio(v.secs[j], v.secs[j1]);
+      // Tokens/s at full read bandwidth if every streamed weight byte is read once per call.
+      const double roof = ns[j] == 1 ? (1.0 / t.median) / (bw_gbs * 1e9 / v.StreamedBytes()) : 0.0;
+      fmt::print("{:>8} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>10}\n", v.label,
+                 ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min, rel.max,
+                 ns[j] == 1 ? fmt::format("{:.3f}", roof) : "");
+      nlohmann::json rec = {{"name", fmt::format("bench_forward/{}/n:{}", v.label, ns[j])},
+                            {"run_type", "aggregate"},
+                            {"aggregate_name", "median"},
+                            {"format", v.label},
+                            {"n", ns[j]},
+                            {"repetitions", a.reps},
+                            {"real_time", t.median * 1e3},
+                            {"time_unit", "ms"},
+                            {"min_ms", t.min * 1e3},
+                            {"max_ms", t.max * 1e3},
+                            {"rel_spread", (t.max - t.min) / t.median},
+                            {"t_over_t1", rel.median},
+                            {"t_over_t1_min", rel.min},
+                            {"t_over_t1_max", rel.max},
+                            {"tokens_per_s", ns[j] / t.median},
+                            {"weight_bytes", v.model->WeightBytes()},
+                            {"streamed_bytes", v.StreamedBytes()}};
+      if (ns[j] == 1) rec["roofline_fraction"] = roof;
+      recs.push_back(rec);
+    }
+  }
+  fmt::print("roofline = measured tokens/s / (bandwidth / streamed weight bytes); streamed = all weights except "
+             "the embedding table, which is only gathered from\n");
+  if (vs.size() > 1) {
+    fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>8}", "");
+    for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
+    fmt::print("\n");
+    for (const Variant& row : vs) {
+      fmt::print("{:>8}", row.label);
+      for (const Variant& col : vs) {
+        const Spread r = per_rep_ratio(row.secs[j1], col.secs[j1]);
+        fmt::print(" {:>20}", fmt::format("{:.3f} ({:.2f}..{:.2f})", r.median, r.min, r.max));
+        if (&row != &col)
+          recs.push_back({{"name", fmt::format("bench_forward/cost_ratio/{}:{}", row.label, col.label)},
+                          {"run_type", "aggregate"},
+                          {"aggregate_name", "median"},
+                          {"n", 1},
+                          {"ratio", r.median},
+                          {"ratio_min", r.min},
+                          {"ratio_max", r.max}});
+      }
+      fmt::print("\n");
+    }
+  }
 
   if (!a.json.empty()) {
     nlohmann::json ctx = {
-        {"schema_version", 1},
+        {"schema_version", 2},
         {"date", IsoDate()},
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
@@ -137,32 +220,15 @@ void RunBench(const BenchArgs& a) {
         {"git_rev", SPECSWEEP_GIT_REV},
         {"compiler", SPECSWEEP_COMPILER},
         {"model", lm.name},
-        {"model_format", model->source.format},
-        {"quant", a.quant.empty() ? "as-loaded" : a.quant},
-        {"params", model->ParameterCount()},
-        {"weight_bytes", model->WeightBytes()},
+        {"model_format", lm.model->source.format},
+        {"params", lm.model->ParameterCount()},
         {"load_s", load_s},
         {"ctx", a.ctx},
         {"repetitions", a.reps},
         {"read_bandwidth_gbs", bw_gbs},
-        {"roofline_tokens_per_s", roof},
-        {"roofline_fraction", tps1 / roof},
-        {"roofline_fraction_without_embedding", tps1 / roof_streamed},
+        {"read_bandwidth_before_gbs", bw_before},
+        {"read_bandwidth_after_gbs", bw_after},
     };
-    nlohmann::json recs = nlohmann::json::array();
-    for (auto& t : timings)
-      recs.push_back({{"name", "bench_forward/n:" + std::to_string(t.n)},
-                      {"run_type", "aggregate"},
-                      {"aggregate_name", "median"},
-                      {"n", t.n},
-                      {"repetitions", a.reps},
-                      {"real_time", t.median * 1e3},
-                      {"time_unit", "ms"},
-                      {"min_ms", t.min * 1e3},
-                      {"max_ms", t.max * 1e3},
-                      {"rel_spread", (t.max - t.min) / t.median},
-                      {"t_over_t1", t.median / t1},
-                      {"tokens_per_s", t.n / t.median}});
     std::ofstream f(a.json);
     f << nlohmann::json{{"context", ctx}, {"benchmarks", recs}}.dump(2) << "\n";
     if (!f) Fail("--json: {}: cannot write", a.json);
@@ -174,7 +240,10 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("bench-forward", "Time Forward on n tokens at a context position (T(n), roofline)");
   cmd->add_option("model", args->model, "Model (path or name in the models directory)")->required();
   cmd->add_option("--n", args->ns, "Batch sizes (comma separated)")->delimiter(',');
-  cmd->add_option("--quant", args->quant, "Quantize matrices in memory first (f16, bf16, q8_0, q4_0, q4_g64, ...)");
+  cmd->add_option("--quant", args->quants,
+                  "Formats to compare, comma separated, timed interleaved in one run: none (as loaded), f32, f16, "
+                  "bf16, q8_0, q4_0, q4_g64, q4_g128")
+      ->delimiter(',');
   cmd->add_option("--reps", args->reps, "Timed calls per n (median, min, max)");
   cmd->add_option("--ctx", args->ctx, "Context position of the timed tokens (after a prefill)");
   cmd->add_option("--json", args->json, "Write Google-Benchmark-like JSON here");

@@ -439,14 +439,34 @@ TEST(GgufCli, SynthQuantizeBench) {
               dir + "/b.json", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 1);
+  EXPECT_EQ(j["context"]["schema_version"], 2);
   EXPECT_EQ(j["context"]["threads"], 1);
   EXPECT_GT(j["context"]["read_bandwidth_gbs"].get<double>(), 0.0);
   ASSERT_EQ(j["benchmarks"].size(), 3u);  // n=1 added for T(n)/T(1)
   EXPECT_EQ(j["benchmarks"][0]["n"], 1);
   EXPECT_EQ(j["benchmarks"][0]["t_over_t1"], 1.0);
-  EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/n:4");
+  EXPECT_GT(j["benchmarks"][0]["roofline_fraction"].get<double>(), 0.0);
+  EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/q8_0/n:4");
   EXPECT_GT(j["benchmarks"][2]["tokens_per_s"].get<double>(), 0.0);
+
+  // Several formats interleaved: one record per (format, n) plus the pairwise n=1 cost
+  // ratios, each the median of per-repetition ratios.
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--n", "1,2", "--reps", "3", "--ctx", "4", "--quant", "none,f32",
+              "--json", dir + "/b2.json", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "cost ratios");
+  j = nlohmann::json::parse(ReadFile(dir + "/b2.json"));
+  ASSERT_EQ(j["benchmarks"].size(), 6u);
+  EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/f32/n:1");
+  EXPECT_EQ(j["benchmarks"][4]["name"], "bench_forward/cost_ratio/q8_0:f32");
+  EXPECT_EQ(j["benchmarks"][5]["name"], "bench_forward/cost_ratio/f32:q8_0");
+  const double ab = j["benchmarks"][4]["ratio"], ba = j["benchmarks"][5]["ratio"];
+  EXPECT_GT(ab, 0.0);
+  EXPECT_NEAR(ab * ba, 1.0, 1e-9);  // odd repetition count: the medians are one repetition's pair
+
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--quant", "none,q8_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--quant: format q8_0 listed twice");
 
   r = RunCli({"bench-forward", dir + "/q.gguf", "--ctx", "200"});
   EXPECT_EQ(r.exit_code, 1);
