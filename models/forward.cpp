@@ -106,52 +106,59 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       std::copy_n(k + size_t(i) * kv_dim, kv_dim, cache.K(l, start_pos + i));
       std::copy_n(v + size_t(i) * kv_dim, kv_dim, cache.V(l, start_pos + i));
     }
-    // Causal attention. A task is one position and a contiguous range of heads; it walks
-    // the cache position-major so each K/V row (all heads, contiguous) streams once
-    // instead of one 256-byte slice per head at a row stride. Every score and output
+    // Causal attention. A task is a contiguous range of heads for every position of the
+    // batch; it walks the cache position-major so each K/V row (all heads, contiguous)
+    // streams once per call, not once per (position, head). Every score and output
     // element is the same fixed-order reduction over t whatever the split, so the
     // result is independent of the batch and of the thread count.
     const int parts = std::min(n_heads, NumThreads());
 #pragma omp parallel for schedule(static) if (size_t(n) * n_heads * ctx * hd > 32768)
-    for (int task = 0; task < n * parts; ++task) {
-      const int i = task / parts, part = task % parts, pos = start_pos + i;
+    for (int part = 0; part < parts; ++part) {
       const int h0 = n_heads * part / parts, h1 = n_heads * (part + 1) / parts;
-      const float* qi = q + size_t(i) * dim;                       // [n_heads*hd]
-      float* sc = scores + size_t(i) * n_heads * ctx;               // [n_heads][ctx]
-      float* out = att_out + size_t(i) * dim;                       // [n_heads*hd]
       // The rows come from L3 (the weight stream evicts them from L2 every layer) at a
       // row stride the hardware prefetcher does not follow; fetch a few rows ahead.
       constexpr int kAhead = 4;
-      auto prefetch_rows = [&](const float* row) {
+      auto prefetch_row = [&](const float* row) {  // [kv_dim]
         for (int e = (h0 / group) * hd; e < ((h1 - 1) / group + 1) * hd; e += 16) __builtin_prefetch(row + e);
       };
-      for (int t = 0; t <= pos; ++t) {
-        if (t + kAhead <= pos) prefetch_rows(cache.K(l, t + kAhead));
+      for (int t = 0; t < ctx; ++t) {
+        if (t + kAhead < ctx) prefetch_row(cache.K(l, t + kAhead));
         const float* kt = cache.K(l, t);  // [kv_dim]
-        for (int h = h0; h < h1; ++h)
-          sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt + (h / group) * hd, hd) * att_scale;
-      }
-      for (int h = h0; h < h1; ++h) {  // softmax over t, normalised in place
-        float* sh = sc + size_t(h) * ctx;  // [pos+1]
-        float max_s = -INFINITY;
-        for (int t = 0; t <= pos; ++t) max_s = std::max(max_s, sh[t]);
-        float sum = 0.0f;
-        for (int t = 0; t <= pos; ++t) {
-          sh[t] = std::exp(sh[t] - max_s);
-          sum += sh[t];
+        for (int i = std::max(0, t - start_pos); i < n; ++i) {  // positions that see t
+          const float* qi = q + size_t(i) * dim;                // [n_heads*hd]
+          float* sc = scores + size_t(i) * n_heads * ctx;       // [n_heads][ctx]
+          for (int h = h0; h < h1; ++h)
+            sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt + (h / group) * hd, hd) * att_scale;
         }
-        const float inv = 1.0f / sum;
-        for (int t = 0; t <= pos; ++t) sh[t] *= inv;
       }
-      std::fill(out + h0 * hd, out + h1 * hd, 0.0f);
-      for (int t = 0; t <= pos; ++t) {
-        if (t + kAhead <= pos) prefetch_rows(cache.V(l, t + kAhead));
+      for (int i = 0; i < n; ++i) {
+        const int pos = start_pos + i;
+        for (int h = h0; h < h1; ++h) {  // softmax over t <= pos, normalised in place
+          float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [pos+1]
+          float max_s = -INFINITY;
+          for (int t = 0; t <= pos; ++t) max_s = std::max(max_s, sh[t]);
+          float sum = 0.0f;
+          for (int t = 0; t <= pos; ++t) {
+            sh[t] = std::exp(sh[t] - max_s);
+            sum += sh[t];
+          }
+          const float inv = 1.0f / sum;
+          for (int t = 0; t <= pos; ++t) sh[t] *= inv;
+        }
+        std::fill(att_out + size_t(i) * dim + h0 * hd, att_out + size_t(i) * dim + h1 * hd, 0.0f);
+      }
+      for (int t = 0; t < ctx; ++t) {
+        if (t + kAhead < ctx) prefetch_row(cache.V(l, t + kAhead));
         const float* vt = cache.V(l, t);  // [kv_dim]
-        for (int h = h0; h < h1; ++h) {
-          const float w = sc[size_t(h) * ctx + t];
-          const float* vh = vt + (h / group) * hd;
-          float* oh = out + h * hd;
-          for (int e = 0; e < hd; ++e) oh[e] += w * vh[e];
+        for (int i = std::max(0, t - start_pos); i < n; ++i) {
+          const float* sc = scores + size_t(i) * n_heads * ctx;  // [n_heads][ctx]
+          float* out = att_out + size_t(i) * dim;                 // [n_heads*hd]
+          for (int h = h0; h < h1; ++h) {
+            const float w = sc[size_t(h) * ctx + t];
+            const float* vh = vt + (h / group) * hd;
+            float* oh = out + h * hd;
+            for (int e = 0; e < hd; ++e) oh[e] += w * vh[e];
+          }
         }
       }
     }
