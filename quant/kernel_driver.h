@@ -4,8 +4,11 @@
 // n <= kMaxCols every weight is read once; larger n re-reads the 4 rows from L1.
 // Blk::Run<R, C>(W, r, X, A, i0, Y) computes the R x C tile Y[i0..i0+C)[r..r+R) with one
 // accumulator per output element, so the tile shape never changes a result, only the
-// speed.
+// speed. Kernels with Blk::kBlockRows (the AVX-512 float ones) use the blocked walk
+// below instead, which also chunks the columns.
 #pragma once
+#include <algorithm>
+
 #include "quant/kernels.h"
 
 namespace specsweep::kernel_driver {
@@ -45,20 +48,65 @@ inline void TailRow(int left, const QMatrix& W, int r, const float* X, const Qua
   }
 }
 
+// Calls f.template operator()<C>() with C == c, for 1 <= c <= CW.
+template <int CW, class F>
+inline void WithCols(int c, F&& f) {
+  if constexpr (CW >= 1) {
+    if (c == CW) return f.template operator()<CW>();
+    WithCols<CW - 1>(c, f);
+  }
+}
+
+// Blocked walk for kernels that can park accumulators in memory (Blk::kBlockRows,
+// Blk::RunSpan, Blk::ChunkCols): per block of kBlockRows rows and per chunk of up to
+// kMaxCols activation rows, the columns are walked in chunks small enough that those
+// activation rows stay in L1 while every row group of the block uses them; the block's
+// weights are re-read from L2 per activation chunk instead of the activations from L2
+// per row group. Parking is exact and chunks are walked in column order, so the
+// accumulation order of every output element is the same for any chunking.
+template <class Blk>
+void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, float* Y) {
+  constexpr int CW = MaxCols<Blk>(), RB = Blk::kBlockRows;
+  alignas(64) float park[RB * CW * 16];  // [block row][column][16 lanes]
+  const int r4 = r0 + (r1 - r0) / 4 * 4;
+  for (int rb = r0; rb < r4; rb += RB) {
+    const int re = std::min(rb + RB, r4);
+    for (int i = 0; i < n; i += CW) {
+      WithCols<CW>(std::min(CW, n - i), [&]<int C>() {
+        constexpr int R = TileRows(Blk::kMaxAcc, C);
+        const int kc = Blk::ChunkCols(W.cols, C);
+        for (int c0 = 0; c0 < W.cols; c0 += kc) {
+          const int c1 = std::min(W.cols, c0 + kc);
+          for (int r = rb; r < re; r += R)
+            Blk::template RunSpan<R, C>(W, r, X, i, c0, c1, park + (r - rb) * CW * 16, Y);
+        }
+      });
+    }
+  }
+  for (int r = r4; r < r1; ++r)
+    for (int i = 0; i < n; i += CW)
+      WithCols<CW>(std::min(CW, n - i),
+                   [&]<int C>() { Blk::template RunSpan<1, C>(W, r, X, i, 0, W.cols, nullptr, Y); });
+}
+
 template <class Blk>
 void DriveRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, int n,
                float* Y) {
-  constexpr int CW = MaxCols<Blk>();
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    int i = 0;
-    for (; i + CW <= n; i += CW) Tile4<Blk, CW>(W, r, X, A, i, Y);
-    TailTile4<Blk, CW - 1>(n - i, W, r, X, A, i, Y);
-  }
-  for (; r < r1; ++r) {
-    int i = 0;
-    for (; i + CW <= n; i += CW) Blk::template Run<1, CW>(W, r, X, A, i, Y);
-    TailRow<Blk, CW - 1>(n - i, W, r, X, A, i, Y);
+  if constexpr (requires { Blk::kBlockRows; }) {
+    DriveRowsBlocked<Blk>(W, r0, r1, X, n, Y);
+  } else {
+    constexpr int CW = MaxCols<Blk>();
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      int i = 0;
+      for (; i + CW <= n; i += CW) Tile4<Blk, CW>(W, r, X, A, i, Y);
+      TailTile4<Blk, CW - 1>(n - i, W, r, X, A, i, Y);
+    }
+    for (; r < r1; ++r) {
+      int i = 0;
+      for (; i + CW <= n; i += CW) Blk::template Run<1, CW>(W, r, X, A, i, Y);
+      TailRow<Blk, CW - 1>(n - i, W, r, X, A, i, Y);
+    }
   }
 }
 
