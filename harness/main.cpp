@@ -33,12 +33,16 @@ CommandRegistrar::CommandRegistrar(int order, CommandFactory factory) {
 
 int main(int argc, char** argv) {
   using namespace specsweep;
-  // libgomp's default wait policy spins at every parallel-region barrier; on a shared
-  // 2-core machine a spinning worker that has lost its core stalls each MatMul by
-  // milliseconds (measured: 50x slower decode under load). libgomp reads the policy
-  // before main, so choose "passive" by re-executing once; an explicit setting wins.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+  // libgomp's default wait policy spins up to ~300000 iterations (milliseconds) at every
+  // parallel-region barrier; on a shared 2-core machine a spinning worker that has lost
+  // its core stalls each MatMul by that much (measured: 50x slower decode under load).
+  // Fully passive waiting costs a futex wake-up per region instead, ~100 regions per
+  // token: 134M Q4_0 decode 7.3 ms vs 5.6 ms with a short spin. So spin briefly
+  // (GOMP_SPINCOUNT=1000, tens of microseconds: the gap between two MatMuls), then sleep.
+  // libgomp reads its environment before main, hence the one re-exec; an explicit
+  // OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    setenv("GOMP_SPINCOUNT", "1000", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: go on with the default
   }
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
