@@ -39,8 +39,8 @@ void Rope(float* v, int n_heads, int head_dim, const float* cos_t, const float* 
   }
 }
 
-template <typename T>
-T* Grow(std::vector<T>& v, size_t n) {
+template <class Vec>
+auto* Grow(Vec& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }
