@@ -15,12 +15,17 @@ namespace {
 
 // Sum of 64-byte lines of [p, p + lines*64): eight independent integer adds per line
 // (vectorized by the compiler), so the loop is bound by loads, not by a dependency
-// chain. The result is consumed to keep the loads.
+// chain. The result is consumed to keep the loads. Software prefetch 4 KB ahead, as the
+// kernels do: without it the probe reads ~5% less than the F32 kernel streams, and the
+// roofline would flatter every format.
 uint64_t ReadLines(const uint8_t* p, size_t lines) {
   const auto* q = reinterpret_cast<const uint64_t*>(p);  // [lines][8]
+  constexpr size_t kAheadLines = 64;
   uint64_t a[8] = {};
-  for (size_t i = 0; i < lines; ++i)
+  for (size_t i = 0; i < lines; ++i) {
+    __builtin_prefetch(p + 64 * (i + kAheadLines));  // past the end: harmless, never faults
     for (int k = 0; k < 8; ++k) a[k] += q[8 * i + k];
+  }
   uint64_t s = 0;
   for (uint64_t v : a) s += v;
   return s;
