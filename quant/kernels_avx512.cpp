@@ -54,8 +54,8 @@ struct BF16W {
 // Software prefetch distance per row stream of the quantized kernels (past the row end:
 // rows of later tiles; prefetches never fault). The hardware prefetcher alone leaves the
 // weight stream well below the read bandwidth once the kernel does real work. 134M decode,
-// 2 threads, medians of 5 alternating runs: Q4_0 5.3 ms at 2048 bytes, 4.3 at 4096, 4.2
-// at 8192; Q8_0 9.7, 7.6, 7.7.
+// 2 threads, medians of alternating runs (3 at 2048 bytes, 5 at 4096 and 8192): Q4_0
+// 5.3 ms at 2048 bytes, 4.3 at 4096, 4.2 at 8192; Q8_0 9.7, 7.6, 7.7.
 constexpr int kPrefetchBytes = 8192;
 
 // Horizontal sums of N <= 16 accumulators at once: out[4 (k % 4) + k / 4] = the sum of
