@@ -6,11 +6,8 @@
 // the memory roofline at n=1 (every streamed weight byte read once per token).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
