@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/commands.h"
+#include "harness/results.h"
 #include "models/error.h"
 #include "models/forward.h"
 #include "models/loader.h"
@@ -53,10 +54,9 @@ std::string IsoDate() {
 struct Spread {
   double median = 0, min = 0, max = 0;
 };
-Spread Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return {m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]), v.front(), v.back()};
+Spread Summarize(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {Median(v), *lo, *hi};
 }
 
 // One weight format of the model under test, with its own cache and timings.
