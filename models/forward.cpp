@@ -103,64 +103,63 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       const float* sn = &rope_sin[size_t(i) * hd / 2];
       Rope(q + size_t(i) * dim, n_heads, hd, cs, sn);
       Rope(k + size_t(i) * kv_dim, c.n_kv_heads, hd, cs, sn);
-      std::copy_n(k + size_t(i) * kv_dim, kv_dim, cache.K(l, start_pos + i));
-      std::copy_n(v + size_t(i) * kv_dim, kv_dim, cache.V(l, start_pos + i));
+      for (int kh = 0; kh < c.n_kv_heads; ++kh) {
+        std::copy_n(k + size_t(i) * kv_dim + kh * hd, hd, cache.K(l, kh, start_pos + i));
+        std::copy_n(v + size_t(i) * kv_dim + kh * hd, hd, cache.V(l, kh, start_pos + i));
+      }
     }
-    // Causal attention. A task is a contiguous range of heads for every position of the
-    // batch; it walks the cache position-major so each K/V row (all heads, contiguous)
-    // streams once per call, not once per (position, head). Every score and output
-    // element is the same fixed-order reduction over t whatever the split, so the
-    // result is independent of the batch and of the thread count.
+    // Causal attention. A task is a contiguous range of query heads for every position
+    // of the batch. Per KV head it walks the cache position by position: the head's rows
+    // are contiguous (head-major cache), so its keys, then its values, stream once per
+    // call for the whole batch. Every score and output element is the same fixed-order
+    // reduction over t whatever the split, so the result is independent of the batch
+    // and of the thread count.
     const int parts = std::min(n_heads, NumThreads());
 #pragma omp parallel for schedule(static) if (size_t(n) * n_heads * ctx * hd > 32768)
     for (int part = 0; part < parts; ++part) {
       const int h0 = n_heads * part / parts, h1 = n_heads * (part + 1) / parts;
-      // The rows come from L3 (the weight stream evicts them from L2 every layer) at a
-      // row stride the hardware prefetcher does not follow; fetch a few rows ahead.
-      constexpr int kAhead = 4;
-      auto prefetch_row = [&](const float* row) {  // [kv_dim]
-        for (int e = (h0 / group) * hd; e < ((h1 - 1) / group + 1) * hd; e += 16) __builtin_prefetch(row + e);
+      // Calls f(kv_head, first query head, end query head) for the task's KV heads.
+      auto for_kv_heads = [&](auto&& f) {
+        for (int kh = h0 / group; kh * group < h1; ++kh) f(kh, std::max(h0, kh * group), std::min(h1, (kh + 1) * group));
       };
-      for (int t = 0; t < ctx; ++t) {
-        if (t + kAhead < ctx) prefetch_row(cache.K(l, t + kAhead));
-        const float* kt = cache.K(l, t);  // [kv_dim]
-        for (int i = std::max(0, t - start_pos); i < n; ++i) {  // positions that see t
-          const float* qi = q + size_t(i) * dim;                // [n_heads*hd]
-          float* sc = scores + size_t(i) * n_heads * ctx;       // [n_heads][ctx]
-          for (int h = h0; h < h1; ++h)
-            sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt + (h / group) * hd, hd) * att_scale;
+      for_kv_heads([&](int kh, int ha, int hz) {
+        for (int t = 0; t < ctx; ++t) {
+          const float* kt = cache.K(l, kh, t);                    // [hd]
+          for (int i = std::max(0, t - start_pos); i < n; ++i) {  // positions that see t
+            const float* qi = q + size_t(i) * dim;                // [n_heads*hd]
+            float* sc = scores + size_t(i) * n_heads * ctx;       // [n_heads][ctx]
+            for (int h = ha; h < hz; ++h) sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt, hd) * att_scale;
+          }
         }
-      }
+      });
       for (int i = 0; i < n; ++i) {
         const int pos = start_pos + i;
         for (int h = h0; h < h1; ++h) {  // softmax over t <= pos, normalised in place
           float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [pos+1]
           float max_s = -INFINITY;
           for (int t = 0; t <= pos; ++t) max_s = std::max(max_s, sh[t]);
+          for (int t = 0; t <= pos; ++t) sh[t] = ExpF(sh[t] - max_s);
           float sum = 0.0f;
-          for (int t = 0; t <= pos; ++t) {
-            sh[t] = std::exp(sh[t] - max_s);
-            sum += sh[t];
-          }
+          for (int t = 0; t <= pos; ++t) sum += sh[t];
           const float inv = 1.0f / sum;
           for (int t = 0; t <= pos; ++t) sh[t] *= inv;
         }
         std::fill(att_out + size_t(i) * dim + h0 * hd, att_out + size_t(i) * dim + h1 * hd, 0.0f);
       }
-      for (int t = 0; t < ctx; ++t) {
-        if (t + kAhead < ctx) prefetch_row(cache.V(l, t + kAhead));
-        const float* vt = cache.V(l, t);  // [kv_dim]
-        for (int i = std::max(0, t - start_pos); i < n; ++i) {
-          const float* sc = scores + size_t(i) * n_heads * ctx;  // [n_heads][ctx]
-          float* out = att_out + size_t(i) * dim;                 // [n_heads*hd]
-          for (int h = h0; h < h1; ++h) {
-            const float w = sc[size_t(h) * ctx + t];
-            const float* vh = vt + (h / group) * hd;
-            float* oh = out + h * hd;
-            for (int e = 0; e < hd; ++e) oh[e] += w * vh[e];
+      for_kv_heads([&](int kh, int ha, int hz) {
+        for (int t = 0; t < ctx; ++t) {
+          const float* vt = cache.V(l, kh, t);  // [hd]
+          for (int i = std::max(0, t - start_pos); i < n; ++i) {
+            const float* sc = scores + size_t(i) * n_heads * ctx;  // [n_heads][ctx]
+            float* out = att_out + size_t(i) * dim;                 // [n_heads*hd]
+            for (int h = ha; h < hz; ++h) {
+              const float w = sc[size_t(h) * ctx + t];
+              float* oh = out + h * hd;
+              for (int e = 0; e < hd; ++e) oh[e] += w * vt[e];
+            }
           }
         }
-      }
+      });
     }
     MatMul(L.wo, att_out, n, xb);
     for (size_t e = 0; e < size_t(n) * dim; ++e) x[e] += xb[e];
@@ -171,13 +170,10 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     MatMul(L.w1, xb, n, hb);
     MatMul(L.w3, xb, n, hb2);
     // Element-wise, so splitting it over threads cannot change a value; only worth a
-    // fork/join for verification/prefill batches (expf dominates there).
+    // fork/join for verification/prefill batches.
     const long ffn_elems = long(n) * hidden;
-#pragma omp parallel for schedule(static) if (ffn_elems >= 8192)
-    for (long e = 0; e < ffn_elems; ++e) {
-      const float g = hb[e];
-      hb[e] = g / (1.0f + std::exp(-g)) * hb2[e];
-    }
+#pragma omp parallel for simd schedule(static) if (ffn_elems >= 8192)
+    for (long e = 0; e < ffn_elems; ++e) hb[e] = SwiGlu(hb[e], hb2[e]);
     MatMul(L.w2, hb, n, xb);
     for (size_t e = 0; e < size_t(n) * dim; ++e) x[e] += xb[e];
   }

@@ -500,6 +500,7 @@ LoadedModel LoadGguf(const std::string& path) {
     m.output = m.tok_embeddings;  // tied classifier
     m.tied_embeddings = true;
   }
+  PackForKernels(m);
 
   LoadedModel lm;
   lm.name = path;

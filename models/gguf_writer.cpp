@@ -10,6 +10,7 @@
 
 #include "models/error.h"
 #include "models/gguf.h"
+#include "quant/packed.h"
 
 namespace specsweep {
 namespace {
@@ -120,9 +121,13 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     Pending p;
     p.name = name;
     p.m = &m;
+    if (m.layout != Layout::kRows) {  // GGUF holds ggml rows
+      converted.push_back(packed::Unpack(m));
+      p.m = &converted.back();
+    }
     if (IsQuantized(m.type) && m.cols % BlockSize(m.type) != 0) {
       ToGgmlType(m.type, path + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
-      converted.push_back(Convert(m, QType::F16));
+      converted.push_back(Convert(*p.m, QType::F16));
       p.m = &converted.back();
       p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
                            m.cols, BlockSize(m.type));
@@ -182,9 +187,11 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   add_vector("output_norm.weight", model.final_norm);
   check_shape("output.weight", model.output, c.vocab_size, c.dim);
   const QMatrix& e = model.tok_embeddings;
-  const QMatrix& o = model.output;
-  const bool tied = model.tied_embeddings && o.type == e.type && o.bytes() == e.bytes() &&
-                    std::memcmp(o.data.data(), e.data.data(), e.bytes()) == 0;
+  auto same_as_embedding = [&] {  // compared as ggml rows
+    const QMatrix o = packed::Unpack(model.output);
+    return o.type == e.type && o.bytes() == e.bytes() && std::memcmp(o.data.data(), e.data.data(), e.bytes()) == 0;
+  };
+  const bool tied = model.tied_embeddings && same_as_embedding();
   if (!tied) add_matrix("output.weight", model.output);
 
   Kv kv;

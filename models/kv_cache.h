@@ -37,18 +37,20 @@ class KVCache {
   // Rolls back to the first `pos` positions (0 <= pos <= length()).
   void Truncate(int pos);
 
-  float* K(int layer, int pos) { return &k_[Index(layer, pos)]; }  // [kv_dim]
-  float* V(int layer, int pos) { return &v_[Index(layer, pos)]; }  // [kv_dim]
-  const float* K(int layer, int pos) const { return &k_[Index(layer, pos)]; }
-  const float* V(int layer, int pos) const { return &v_[Index(layer, pos)]; }
+  // Head-major: one KV head's rows of consecutive positions are contiguous, so
+  // attention streams each head's keys and values sequentially.
+  float* K(int layer, int kv_head, int pos) { return &k_[Index(layer, kv_head, pos)]; }  // [head_dim]
+  float* V(int layer, int kv_head, int pos) { return &v_[Index(layer, kv_head, pos)]; }  // [head_dim]
+  const float* K(int layer, int kv_head, int pos) const { return &k_[Index(layer, kv_head, pos)]; }
+  const float* V(int layer, int kv_head, int pos) const { return &v_[Index(layer, kv_head, pos)]; }
 
  private:
-  size_t Index(int layer, int pos) const {
-    return (static_cast<size_t>(layer) * capacity_ + pos) * kv_dim_;
+  size_t Index(int layer, int kv_head, int pos) const {
+    return ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
   }
-  int n_layers_, capacity_, kv_dim_;
+  int n_layers_, capacity_, kv_dim_, n_kv_heads_, head_dim_;
   int length_ = 0;
-  AlignedFloats k_, v_;  // [n_layers][capacity][kv_dim]
+  AlignedFloats k_, v_;  // [n_layers][n_kv_heads][capacity][head_dim]
 
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.

@@ -76,7 +76,12 @@ void ForEachMatrix(M& m, F&& f) {
 
 // Which tensors QuantizeModel converts: all layer matrices and the classifier. The
 // embedding table is only gathered from, so it stays as loaded; norms stay F32.
+// Packs the result for the active kernels (PackForKernels).
 Model QuantizeModel(const Model& m, QType type);
+
+// Every multiplied matrix (layers, classifier; not the gathered embedding) in the layout
+// the active kernel family runs fastest (quant/matmul.h PackForKernels).
+void PackForKernels(Model& m);
 
 // Names of the matrices of a model with their in-memory type and shape, one per line,
 // with padded tensors marked ("padded 172->192"). Used by `inspect`.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "models/model.h"
+#include "quant/matmul.h"
 
 namespace specsweep {
 namespace {
@@ -50,7 +51,14 @@ Model QuantizeModel(const Model& m, QType type) {
     q.layers.push_back(std::move(o));
   }
   q.output = Convert(m.output, type);
+  PackForKernels(q);
   return q;
+}
+
+void PackForKernels(Model& m) {
+  ForEachMatrix(m, [](const std::string& name, QMatrix& w) {
+    if (name != "tok_embeddings") w = specsweep::PackForKernels(w);
+  });
 }
 
 std::vector<std::string> DescribeWeights(const Model& m) {
@@ -59,6 +67,7 @@ std::vector<std::string> DescribeWeights(const Model& m) {
     std::string line = fmt::format("{:<18} [{} x {}] {:<7} {:>12} bytes", name, w.rows, w.cols,
                                    QTypeName(w.type), w.bytes());
     if (w.padded()) line += fmt::format("  padded {}->{}", w.cols, w.cols_padded);
+    if (w.layout == Layout::kPacked16) line += "  (16-row interleaved for the VNNI kernels)";
     if (name == "output" && m.tied_embeddings) line += "  (tied to tok_embeddings in the file)";
     out.push_back(std::move(line));
   });

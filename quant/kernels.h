@@ -12,6 +12,9 @@
 //    y = sum_b (dw_b * dx_b) * isum_b. The SIMD families accumulate the per-lane partial
 //    integer sums (4 elements each) as float lanes in block order, then a fixed tree, so
 //    |y_simd - y_ref| <= 2 * (cols/32 + 24) * 2^-24 * sum_j |dw wq_j| |dx xq_j|.
+//  - packed Q8_0/Q4_0 (Layout::kPacked16): each lane of a vector holds one row's whole
+//    block sum isum_b, so the SIMD kernels compute y exactly as the scalar reference does
+//    (same products, same order, no fused multiply-add): bit-identical.
 //  Every family is deterministic: an output element never depends on n, on the other
 //  rows of X or on the thread count.
 #pragma once
@@ -29,11 +32,15 @@ struct QuantActs {
   AlignedBuffer q;     // [n][cols] int8 values
   AlignedBuffer d;     // [n][cols/32] float block scales
   AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
+  AlignedBuffer bsum;  // [n][cols/32] int32: sum of each 32-wide block's q (packed kernels)
 
   const int8_t* Q(int i) const { return reinterpret_cast<const int8_t*>(q.data()) + size_t(i) * cols; }
   const float* D(int i) const { return reinterpret_cast<const float*>(d.data()) + size_t(i) * (cols / 32); }
   const int32_t* Corr(int i) const {
     return reinterpret_cast<const int32_t*>(corr.data()) + size_t(i) * (cols / 4);
+  }
+  const int32_t* BSum(int i) const {
+    return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32);
   }
   // Grows the buffers (never shrinks) for n rows of `cols_needed` values.
   void Reserve(int n_rows, int cols_needed);
@@ -55,11 +62,16 @@ using RowsKernelFn = void (*)(const QMatrix& W, int r0, int r1, const float* X, 
 using BlockDotsFn = void (*)(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr,
                              int nblocks, int32_t* out);
 
+struct KernelFamily;
+// Quantizes activation row x[cols] into row i of a (Reserve'd) with family k, block sums included.
+void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, QuantActs& a);
+
 struct KernelFamily {
   const char* name;  // "scalar", "avx2", "avx512"
   QuantizeActsFn quantize_acts;
   BlockDotsFn block_dots;
-  RowsKernelFn rows[7];  // indexed by QType
+  RowsKernelFn rows[7];    // Layout::kRows, indexed by QType
+  RowsKernelFn packed[7];  // Layout::kPacked16 (Q8_0, Q4_0); nullptr: not implemented
 };
 
 const KernelFamily& ScalarKernels();

@@ -264,6 +264,7 @@ const KernelFamily& Avx2Kernels() {
       BlockDotsAvx2,
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
+      {},  // no packed kernels: PackForKernels keeps the row layout for this family
   };
   return k;
 }

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/packed.h"
 
 // GCC 12 reports its own _mm512_undefined_* placeholders inside insert/extract/shuffle
 // intrinsics as maybe-uninitialized; the lanes are fully written.
@@ -379,6 +381,85 @@ struct QuantBlk {
   }
 };
 
+// ---- packed quantized weights (Layout::kPacked16, quant/packed.h) -------------------
+
+// One 16-row group x C activation rows. Per 32-wide block, every vpdpbusd (4 broadcast
+// activation bytes against 4 bytes of each of the 16 rows) advances all 16 rows' integer
+// sums, one lane per row, starting from the offset correction -off * sum(xq). Each lane
+// then holds its row's exact block sum, scaled and added as the scalar reference does
+// ((dw * dx) * isum, then + acc; no fused multiply-add): bit-identical results.
+// Per block and row group: 4 (Q4) or 8 (Q8) weight loads shared by the C columns.
+template <QType T>
+struct PackedBlk {
+  static constexpr int kQuantBytes = packed::QuantBytes(T);
+  static constexpr int kOffset = T == QType::Q4_0 ? 8 : 128;  // stored byte = value + kOffset
+  static __m512i Bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  template <int C>
+  static void Run(const QMatrix& W, int g, const QuantActs& A, int i0, float* Y) {
+    const int nb = W.cols_padded / 32;
+    const uint8_t* q = packed::Group(W, g);
+    const uint16_t* sc = packed::Scales(W, q);
+    const int8_t* x[C];    // [C] quantized activation rows
+    const float* dx[C];    // [C] their block scales
+    const int32_t* bs[C];  // [C] their block sums
+    __m512 acc[C];         // [C] 16 rows each
+    #pragma GCC unroll 16
+    for (int b = 0; b < C; ++b) {
+      x[b] = A.Q(i0 + b);
+      dx[b] = A.D(i0 + b);
+      bs[b] = A.BSum(i0 + b);
+      acc[b] = _mm512_setzero_ps();
+    }
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < nb; ++k, q += kQuantBytes) {
+      __m512i is[C];  // [C] integer block sums of the 16 rows
+      #pragma GCC unroll 16
+      for (int b = 0; b < C; ++b) is[b] = _mm512_set1_epi32(-kOffset * bs[b][k]);
+      #pragma GCC unroll 8
+      for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
+        _mm_prefetch(reinterpret_cast<const char*>(q) + 64 * ch + kPrefetchBytes, _MM_HINT_T0);
+        const __m512i v = _mm512_load_si512(q + 64 * ch);
+        if constexpr (T == QType::Q4_0) {
+          const __m512i lo = _mm512_and_si512(v, nibble);                         // elements 8ch..8ch+3
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);  // 8ch+4..8ch+7
+          #pragma GCC unroll 16
+          for (int b = 0; b < C; ++b) {
+            is[b] = _mm512_dpbusd_epi32(is[b], lo, Bcast4(x[b] + 32 * k + 8 * ch));
+            is[b] = _mm512_dpbusd_epi32(is[b], hi, Bcast4(x[b] + 32 * k + 8 * ch + 4));
+          }
+        } else {
+          #pragma GCC unroll 16
+          for (int b = 0; b < C; ++b) is[b] = _mm512_dpbusd_epi32(is[b], v, Bcast4(x[b] + 32 * k + 4 * ch));
+        }
+      }
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 16 * k)));
+      #pragma GCC unroll 16
+      for (int b = 0; b < C; ++b) {
+        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[b][k]));
+        acc[b] = _mm512_add_ps(acc[b], _mm512_mul_ps(s, _mm512_cvtepi32_ps(is[b])));
+      }
+    }
+    const __mmask16 valid = FirstLanes(W.rows - packed::kGroupRows * g);
+    #pragma GCC unroll 16
+    for (int b = 0; b < C; ++b)
+      _mm512_mask_storeu_ps(Y + static_cast<size_t>(i0 + b) * W.rows + packed::kGroupRows * g, valid, acc[b]);
+  }
+};
+
+// Rows [r0, r1) start at a group boundary (MatMul's row chunks are whole groups); up to
+// 8 activation rows per pass, so more re-read the group's weights from L1.
+template <QType T>
+void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  for (int g = r0 / packed::kGroupRows; g * packed::kGroupRows < r1; ++g)
+    for (int i = 0; i < n; i += 8)
+      kernel_driver::WithCols<8>(std::min(8, n - i),
+                                 [&]<int C>() { PackedBlk<T>::template Run<C>(W, g, *A, i, Y); });
+}
+
 template <class Blk>
 void Rows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, int n, float* Y) {
   kernel_driver::DriveRows<Blk>(W, r0, r1, X, A, n, Y);
@@ -442,6 +523,7 @@ const KernelFamily& Avx512Kernels() {
       BlockDotsAvx512,
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
+      {nullptr, nullptr, nullptr, PackedRows<QType::Q8_0>, PackedRows<QType::Q4_0>, nullptr, nullptr},
   };
   return k;
 }

@@ -7,6 +7,7 @@
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/packed.h"
 
 namespace specsweep {
 namespace {
@@ -75,39 +76,65 @@ float WeightD(const uint8_t* row, int b) {
   return F16ToF32(reinterpret_cast<const BlockQ4<G>*>(row)[b * 32 / G].d);
 }
 
+// Row r of a row-layout matrix: D(b) = scale of 32-wide block b, Q(c) = value of element c.
 template <QType T>
-int32_t BlockDot(const uint8_t* row, const int8_t* xq, int b) {
+struct RowWeights {
+  const uint8_t* row;
+  float D(int b) const { return WeightD<T>(row, b); }
+  int Q(int c) const { return WeightQ<T>(row, c); }
+};
+// Row r of a Layout::kPacked16 matrix (Q8_0, Q4_0), through quant/packed.h.
+struct PackedWeights {
+  const QMatrix& m;
+  int r;
+  float D(int b) const { return F16ToF32(packed::Scale(m, r, b)); }
+  int Q(int c) const { return packed::Value(m, r, c); }
+};
+
+template <class Weights>
+int32_t BlockDot(const Weights& w, const int8_t* xq, int b) {
   int32_t s = 0;
-  for (int j = 0; j < 32; ++j) s += WeightQ<T>(row, 32 * b + j) * xq[32 * b + j];
+  for (int j = 32 * b; j < 32 * b + 32; ++j) s += w.Q(j) * xq[j];
   return s;
 }
 
-template <QType T>
-void QuantRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+// y = sum_b (dw_b * dx_b) * isum_b in block order, whatever the layout; weights(r) gives
+// row r's accessor.
+template <class RowAccess>
+void QuantSum(const QMatrix& W, int r0, int r1, const QuantActs* A, int n, float* Y, RowAccess weights) {
   const int nb = W.cols_padded / 32;
   for (int r = r0; r < r1; ++r) {
-    const uint8_t* row = W.Row(r);
+    const auto w = weights(r);
     for (int i = 0; i < n; ++i) {
       const int8_t* xq = A->Q(i);
       const float* dx = A->D(i);
       float acc = 0.0f;
-      for (int b = 0; b < nb; ++b)
-        acc += (WeightD<T>(row, b) * dx[b]) * static_cast<float>(BlockDot<T>(row, xq, b));
+      for (int b = 0; b < nb; ++b) acc += (w.D(b) * dx[b]) * static_cast<float>(BlockDot(w, xq, b));
       Y[static_cast<size_t>(i) * W.rows + r] = acc;
     }
   }
 }
 
+template <QType T>
+void QuantRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  QuantSum(W, r0, r1, A, n, Y, [&](int r) { return RowWeights<T>{W.Row(r)}; });
+}
+void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  QuantSum(W, r0, r1, A, n, Y, [&](int r) { return PackedWeights{W, r}; });
+}
+
+template <QType T>
+void BlockDotsT(const uint8_t* row, const int8_t* xq, int nblocks, int32_t* out) {
+  for (int b = 0; b < nblocks; ++b) out[b] = BlockDot(RowWeights<T>{row}, xq, b);
+}
 void BlockDotsScalar(QType type, const uint8_t* row, const int8_t* xq, const int32_t*, int nblocks,
                      int32_t* out) {
-  for (int b = 0; b < nblocks; ++b) {
-    switch (type) {
-      case QType::Q8_0: out[b] = BlockDot<QType::Q8_0>(row, xq, b); break;
-      case QType::Q4_0: out[b] = BlockDot<QType::Q4_0>(row, xq, b); break;
-      case QType::Q4_G64: out[b] = BlockDot<QType::Q4_G64>(row, xq, b); break;
-      case QType::Q4_G128: out[b] = BlockDot<QType::Q4_G128>(row, xq, b); break;
-      default: out[b] = 0;
-    }
+  switch (type) {
+    case QType::Q8_0: return BlockDotsT<QType::Q8_0>(row, xq, nblocks, out);
+    case QType::Q4_0: return BlockDotsT<QType::Q4_0>(row, xq, nblocks, out);
+    case QType::Q4_G64: return BlockDotsT<QType::Q4_G64>(row, xq, nblocks, out);
+    case QType::Q4_G128: return BlockDotsT<QType::Q4_G128>(row, xq, nblocks, out);
+    default: std::fill(out, out + nblocks, 0);
   }
 }
 
@@ -120,6 +147,7 @@ const KernelFamily& ScalarKernels() {
       BlockDotsScalar,
       {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, QuantRows<QType::Q8_0>,
        QuantRows<QType::Q4_0>, QuantRows<QType::Q4_G64>, QuantRows<QType::Q4_G128>},
+      {nullptr, nullptr, nullptr, PackedRows, PackedRows, nullptr, nullptr},
   };
   return k;
 }

@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "quant/kernels.h"
+#include "quant/packed.h"
 
 namespace specsweep {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 // Output rows per OpenMP work item. Each item computes whole dot products, so the
 // result never depends on how items are spread over threads.
 constexpr int kRowChunk = 16;
+static_assert(kRowChunk % packed::kGroupRows == 0, "packed kernels take whole row groups");
 // Below this many weight bytes a fork/join costs more than the product (dim 64..128
 // real models); the decision depends only on the matrix, never on n.
 constexpr size_t kParallelBytes = 64 * 1024;
@@ -58,9 +60,21 @@ void QuantActs::Reserve(int n_rows, int cols_needed) {
     q = AlignedBuffer(elems);
     d = AlignedBuffer(elems / 32 * sizeof(float));
     corr = AlignedBuffer(elems / 4 * sizeof(int32_t));
+    bsum = AlignedBuffer(elems / 32 * sizeof(int32_t));
   }
   n = n_rows;
   cols = cols_needed;
+}
+
+void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, QuantActs& a) {
+  auto* q = const_cast<int8_t*>(a.Q(i));
+  k.quantize_acts(x, cols, a.cols, q, const_cast<float*>(a.D(i)), const_cast<int32_t*>(a.Corr(i)));
+  auto* bsum = const_cast<int32_t*>(a.BSum(i));  // the packed kernels' offset correction
+  for (int b = 0; b < a.cols / 32; ++b) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) s += q[32 * b + j];
+    bsum[b] = s;
+  }
 }
 
 const KernelFamily* FindKernelFamily(const char* isa) {
@@ -83,19 +97,25 @@ void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
   if (IsQuantized(W.type)) {
     const int cp = ActsCols(W);
     acts.Reserve(n, cp);
-    for (int i = 0; i < n; ++i) {
-      k.quantize_acts(X + static_cast<size_t>(i) * W.cols, W.cols, cp,
-                      const_cast<int8_t*>(acts.Q(i)), const_cast<float*>(acts.D(i)),
-                      const_cast<int32_t*>(acts.Corr(i)));
-    }
+    for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * W.cols, W.cols, i, acts);
     A = &acts;
   }
-  const RowsKernelFn fn = k.rows[static_cast<int>(W.type)];
+  const int t = static_cast<int>(W.type);
+  // A packed matrix under a family without packed kernels (forced after packing) runs on
+  // the scalar reference: slow, never wrong.
+  const RowsKernelFn fn = W.layout == Layout::kRows ? k.rows[t]
+                          : k.packed[t]             ? k.packed[t]
+                                                    : ScalarKernels().packed[t];
   const int chunks = (W.rows + kRowChunk - 1) / kRowChunk;
   const bool parallel = W.bytes() >= kParallelBytes;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int ch = 0; ch < chunks; ++ch)
     fn(W, ch * kRowChunk, std::min(W.rows, (ch + 1) * kRowChunk), X, A, n, Y);
+}
+
+QMatrix PackForKernels(const QMatrix& m) {
+  const bool has = m.layout == Layout::kRows && ActiveKernels().packed[static_cast<int>(m.type)];
+  return has ? packed::Pack(m) : m;
 }
 
 const char* ActiveKernelIsa() { return ActiveKernels().name; }

@@ -12,6 +12,10 @@ namespace specsweep {
 // Parallel over output rows (OpenMP), each weight block read once for all n columns.
 void MatMul(const QMatrix& W, const float* X, int n, float* Y);
 
+// m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
+// Layout::kPacked16 where the family has packed kernels (avx512), else unchanged.
+QMatrix PackForKernels(const QMatrix& m);
+
 // Which kernel family MatMul dispatches to: "scalar", "avx2", "avx512".
 const char* ActiveKernelIsa();
 // Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.

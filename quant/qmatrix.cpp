@@ -10,6 +10,7 @@
 #include "models/error.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
+#include "quant/packed.h"
 
 namespace specsweep {
 
@@ -145,6 +146,11 @@ QMatrix Convert(const QMatrix& m, QType type) {
 
 void DequantizeRow(const QMatrix& m, int r, float* out) {
   if (r < 0 || r >= m.rows) Fail("dequantize: row {}: out of range [0, {})", r, m.rows);
+  if (m.layout == Layout::kPacked16) {
+    for (int c = 0; c < m.cols; ++c)
+      out[c] = static_cast<float>(packed::Value(m, r, c)) * F16ToF32(packed::Scale(m, r, c / 32));
+    return;
+  }
   const uint8_t* row = m.Row(r);
   switch (m.type) {
     case QType::F32: std::memcpy(out, row, sizeof(float) * m.cols); return;

@@ -1,5 +1,6 @@
 // A 2-D weight matrix in any QType, row-major: rows are output features, columns the
-// reduction dimension. Quantized rows are zero-padded up to a whole number of blocks
+// reduction dimension. Q8_0/Q4_0 matrices may instead be held in the 16-row interleaved
+// layout of the VNNI kernels (quant/packed.h; Row() is then meaningless). Quantized rows are zero-padded up to a whole number of blocks
 // (cols_padded); kernels run over cols_padded and activations are zero-padded to match,
 // so padding never changes a result. inspect reports every padded tensor.
 #pragma once
@@ -31,17 +32,26 @@ class AlignedBuffer {
   size_t size_ = 0;
 };
 
+enum class Layout : uint8_t {
+  kRows,      // row r at data + r * row_bytes, ggml block layout
+  kPacked16,  // groups of 16 rows interleaved (quant/packed.h)
+};
+
 struct QMatrix {
   QType type = QType::F32;
+  Layout layout = Layout::kRows;
   int rows = 0;
   int cols = 0;         // logical row length
   int cols_padded = 0;  // row length in storage: cols rounded up to BlockSize(type)
-  size_t row_bytes = 0;
-  AlignedBuffer data;   // rows * row_bytes
+  size_t row_bytes = 0;     // as ggml rows (the weight bytes of a row in any layout)
+  size_t group_bytes = 0;   // kPacked16: bytes per 16-row group
+  AlignedBuffer data;       // kRows: [rows][row_bytes]; kPacked16: [groups][group_bytes]
 
   const uint8_t* Row(int r) const { return data.data() + static_cast<size_t>(r) * row_bytes; }
   uint8_t* Row(int r) { return data.data() + static_cast<size_t>(r) * row_bytes; }
-  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  size_t bytes() const {  // as held in memory
+    return layout == Layout::kRows ? static_cast<size_t>(rows) * row_bytes : data.size();
+  }
   bool padded() const { return cols_padded != cols; }
 };
 

@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "models/forward.h"
+#include "models/vec_ops.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"
@@ -105,6 +106,23 @@ std::vector<int> SomeTokens(int n, int vocab) {
   std::vector<int> t(n);
   for (int i = 0; i < n; ++i) t[i] = (i * 37 + 11) % vocab;
   return t;
+}
+
+TEST(VecOps, ExpFWithinStatedErrorOfLibm) {
+  double worst = 0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.0007f) {
+    const double want = std::exp(double(x));
+    worst = std::max(worst, std::fabs(ExpF(x) - want) / want);
+  }
+  EXPECT_LT(worst, 4e-7);
+  EXPECT_GT(worst, 0.0);  // not libm itself
+  EXPECT_EQ(ExpF(0.0f), 1.0f);
+  EXPECT_TRUE(std::isfinite(ExpF(INFINITY)));   // clamped: 2.2e38
+  EXPECT_GT(ExpF(-INFINITY), 0.0f);             // clamped: ~1.2e-38
+  EXPECT_TRUE(std::isnan(ExpF(NAN)));
+  EXPECT_EQ(SwiGlu(0.0f, 3.0f), 0.0f);
+  EXPECT_NEAR(SwiGlu(-200.0f, 1.0f), 0.0f, 1e-30f);
+  EXPECT_NEAR(SwiGlu(20.0f, 0.5f), 10.0f, 1e-5f);
 }
 
 TEST(Forward, MatchesNaiveReference) {

@@ -17,6 +17,7 @@
 #include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
+#include "quant/packed.h"
 #include "quant/quant_error.h"
 #include "tests/test_util.h"
 
@@ -215,9 +216,7 @@ std::vector<const KernelFamily*> SimdFamilies() {
 QuantActs QuantizeWith(const KernelFamily& k, const QMatrix& W, const std::vector<float>& x, int n) {
   QuantActs a;
   a.Reserve(n, ActsCols(W));
-  for (int i = 0; i < n; ++i)
-    k.quantize_acts(x.data() + size_t(i) * W.cols, W.cols, a.cols, const_cast<int8_t*>(a.Q(i)),
-                    const_cast<float*>(a.D(i)), const_cast<int32_t*>(a.Corr(i)));
+  for (int i = 0; i < n; ++i) QuantizeActsRow(k, x.data() + size_t(i) * W.cols, W.cols, i, a);
   return a;
 }
 
@@ -290,7 +289,8 @@ std::vector<float> RunRows(const KernelFamily& k, const QMatrix& W, const std::v
   std::vector<float> y(size_t(n) * W.rows, NAN);  // [n][rows]
   QuantActs a;
   if (IsQuantized(W.type)) a = QuantizeWith(ScalarKernels(), W, x, n);
-  k.rows[int(W.type)](W, 0, W.rows, x.data(), &a, n, y.data());
+  const RowsKernelFn fn = W.layout == Layout::kRows ? k.rows[int(W.type)] : k.packed[int(W.type)];
+  fn(W, 0, W.rows, x.data(), &a, n, y.data());
   return y;
 }
 
@@ -338,6 +338,67 @@ TEST(Kernels, RowKernelsMatchScalarWithinBound) {
               ASSERT_LE(std::fabs(double(y0[e]) - y1[e]), bound[e])
                   << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n
                   << " kind " << int(kind) << " e " << e << " ref " << y0[e] << " got " << y1[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- the 16-row interleaved layout (quant/packed.h) ----------------------------------
+
+constexpr QType kPackableTypes[] = {QType::Q8_0, QType::Q4_0};
+constexpr Shape kPackShapes[] = {{1, 32}, {5, 172}, {16, 64}, {17, 96}, {33, 1100}, {48, 768}};
+
+TEST(Packed, RoundTripsAndDequantizesAsRows) {
+  for (QType t : kPackableTypes) {
+    for (Shape s : kPackShapes) {
+      const QMatrix W = RandomRawMatrix(t, s.rows, s.cols, 7 + s.cols);  // every byte pattern
+      const QMatrix P = packed::Pack(W);
+      ASSERT_EQ(P.layout, Layout::kPacked16);
+      const size_t groups = (s.rows + 15) / 16;
+      EXPECT_EQ(P.bytes(), groups * P.group_bytes);
+      EXPECT_EQ(P.group_bytes % 64, 0u);
+      EXPECT_LT(P.group_bytes, 16 * W.row_bytes + 64);  // the same weight bytes, padded to 64
+      const QMatrix U = packed::Unpack(P);
+      ASSERT_EQ(U.layout, Layout::kRows);
+      ASSERT_EQ(U.bytes(), W.bytes());
+      ASSERT_EQ(0, std::memcmp(U.data.data(), W.data.data(), W.bytes())) << QTypeName(t) << " " << s.rows;
+      std::vector<float> a(s.cols), b(s.cols);
+      for (int r = 0; r < s.rows; ++r) {
+        DequantizeRow(W, r, a.data());
+        DequantizeRow(P, r, b.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << QTypeName(t) << " row " << r;
+      }
+    }
+  }
+  const QMatrix f = Quantize(Values(64, Kind::kUniform, 1).data(), 2, 32, QType::Q4_G64);
+  EXPECT_EQ(packed::Pack(f).layout, Layout::kRows);  // not a packable type: unchanged
+}
+
+// The packed kernels compute exactly what the scalar reference computes on the row
+// layout: bit-identical, for random raw blocks (every nibble/byte, extreme scales),
+// row counts off the 16-row groups, padded columns and every column-tile shape.
+TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
+  const auto& ref = ScalarKernels();
+  std::vector<const KernelFamily*> fams = {&ref};
+  for (const KernelFamily* k : SimdFamilies())
+    if (k->packed[int(QType::Q4_0)]) fams.push_back(k);
+  for (const KernelFamily* k : fams) {
+    for (QType t : kPackableTypes) {
+      for (Shape s : kPackShapes) {
+        for (bool raw : {true, false}) {
+          const std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kMixedScales, s.cols);
+          const QMatrix W = raw ? RandomRawMatrix(t, s.rows, s.cols, 3 + s.rows) : Quantize(wf.data(), s.rows, s.cols, t);
+          const QMatrix P = packed::Pack(W);
+          for (Kind kind : {Kind::kUniform, Kind::kZeroBlocks, Kind::kHuge, Kind::kTiny}) {
+            for (int n : {1, 2, 3, 8, 9, 16}) {
+              const std::vector<float> x = Values(size_t(n) * s.cols, kind, 50 + n);
+              const std::vector<float> y0 = RunRows(ref, W, x, n), y1 = RunRows(*k, P, x, n);
+              ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
+                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n
+                  << " kind " << int(kind) << " raw " << raw;
+            }
           }
         }
       }
@@ -398,7 +459,7 @@ TEST(MatMul, BatchEqualsSingleCallsBitwise) {
       // 1100 columns: two scale segments of the AVX-512 integer kernels, odd block count.
       for (Shape s : {Shape{37, 172}, Shape{300, 96}, Shape{21, 1100}}) {
         std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kUniform, 21);
-        QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+        QMatrix W = PackForKernels(Quantize(wf.data(), s.rows, s.cols, t));
         const int n = 13;  // one full 8-column tile plus a 5-column tail
         std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 22);
         std::vector<float> yb(size_t(n) * s.rows);
@@ -422,7 +483,7 @@ TEST(MatMul, IndependentOfThreadCount) {
     for (QType t : kAllTypes) {
       // 1000 x 256 is above the serial threshold in every type (Q4_G128: 132 KB).
       std::vector<float> wf = Values(1000 * 256, Kind::kUniform, 31);
-      QMatrix W = Quantize(wf.data(), 1000, 256, t);
+      QMatrix W = PackForKernels(Quantize(wf.data(), 1000, 256, t));
       const int n = 4;
       std::vector<float> x = Values(size_t(n) * 256, Kind::kUniform, 32);
       std::vector<float> y1(size_t(n) * 1000), y2(size_t(n) * 1000);
