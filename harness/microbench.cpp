@@ -17,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "quant/bandwidth.h"
@@ -42,14 +44,15 @@ std::vector<float> RandomValues(size_t n, uint64_t seed) {
   return v;
 }
 
-// Weights per (type, shape), built on first use.
+// Weights per (type, shape) in the layout the active kernel family runs (packed Q8_0/Q4_0
+// for avx512), built on first use.
 const QMatrix& Weights(QType t, int shape) {
-  static std::map<std::pair<int, int>, std::unique_ptr<QMatrix>> cache;
-  auto& slot = cache[{static_cast<int>(t), shape}];
+  static std::map<std::tuple<int, int, std::string>, std::unique_ptr<QMatrix>> cache;
+  auto& slot = cache[{static_cast<int>(t), shape, ActiveKernelIsa()}];
   if (!slot) {
     const Shape s = kShapes[shape];
     std::vector<float> w = RandomValues(size_t(s.rows) * s.cols, 1 + shape);  // [rows][cols]
-    slot = std::make_unique<QMatrix>(Quantize(w.data(), s.rows, s.cols, t));
+    slot = std::make_unique<QMatrix>(PackForKernels(Quantize(w.data(), s.rows, s.cols, t)));
   }
   return *slot;
 }
@@ -97,7 +100,7 @@ const DecodeModel& Model134M(QType t) {
     uint64_t seed = 7;
     auto add = [&](int rows, int cols) {
       std::vector<float> w = RandomValues(size_t(rows) * cols, seed++);  // [rows][cols]
-      m->mats.push_back(Quantize(w.data(), rows, cols, t));
+      m->mats.push_back(PackForKernels(Quantize(w.data(), rows, cols, t)));
       m->bytes += m->mats.back().bytes();
       m->macs += double(rows) * cols;
     };

@@ -95,9 +95,8 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     // Attention block.
     for (int i = 0; i < n; ++i)
       RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.attn_norm.data(), dim, c.norm_eps);
-    MatMul(L.wq, xb, n, q);
-    MatMul(L.wk, xb, n, k);
-    MatMul(L.wv, xb, n, v);
+    const MatMulTarget qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
+    MatMuls(qkv, xb, n);
     for (int i = 0; i < n; ++i) {
       const float* cs = &rope_cos[size_t(i) * hd / 2];
       const float* sn = &rope_sin[size_t(i) * hd / 2];
@@ -167,8 +166,8 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     // SwiGLU feed-forward block.
     for (int i = 0; i < n; ++i)
       RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c.norm_eps);
-    MatMul(L.w1, xb, n, hb);
-    MatMul(L.w3, xb, n, hb2);
+    const MatMulTarget gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
+    MatMuls(gate_up, xb, n);
     // Element-wise, so splitting it over threads cannot change a value; only worth a
     // fork/join for verification/prefill batches.
     const long ffn_elems = long(n) * hidden;

@@ -415,13 +415,20 @@ struct PackedBlk {
       acc[b] = _mm512_setzero_ps();
     }
     const __m512i nibble = _mm512_set1_epi8(0x0F);
-    for (int k = 0; k < nb; ++k, q += kQuantBytes) {
+    // The prefetch walks the group's bytes (quants, then scales, then the next groups)
+    // linearly, a block's share per block: a stream following only the quants skipped
+    // the scales. 134M Q4_0 decode, matmuls only, 2 threads, two alternating rounds:
+    // 3.52 / 3.74 ms following the quants, 3.19 / 3.37 ms linear.
+    const size_t block_share = W.group_bytes / nb;
+    const char* pf = reinterpret_cast<const char*>(q) + kPrefetchBytes;
+    for (int k = 0; k < nb; ++k, q += kQuantBytes, pf += block_share) {
+      #pragma GCC unroll 16
+      for (int j = 0; j <= kQuantBytes / 64; ++j) _mm_prefetch(pf + 64 * j, _MM_HINT_T0);
       __m512i is[C];  // [C] integer block sums of the 16 rows
       #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) is[b] = _mm512_set1_epi32(-kOffset * bs[b][k]);
       #pragma GCC unroll 8
       for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
-        _mm_prefetch(reinterpret_cast<const char*>(q) + 64 * ch + kPrefetchBytes, _MM_HINT_T0);
         const __m512i v = _mm512_load_si512(q + 64 * ch);
         if constexpr (T == QType::Q4_0) {
           const __m512i lo = _mm512_and_si512(v, nibble);                         // elements 8ch..8ch+3

@@ -89,28 +89,51 @@ const KernelFamily* FindKernelFamily(const char* isa) {
 const KernelFamily& ActiveKernels() { return *Active(); }
 
 void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
-  if (n <= 0 || W.rows == 0) return;
+  const MatMulTarget t[] = {{&W, Y}};
+  MatMuls(t, X, n);
+}
+
+void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
+  constexpr int kMaxTargets = 8;
+  if (n <= 0 || targets.empty()) return;
+  if (targets.size() > kMaxTargets) Fail("matmul: {} matrices in one call (at most {})", targets.size(), kMaxTargets);
   const KernelFamily& k = ActiveKernels();
+  const int cols = targets[0].W->cols;
+  // Row chunks of every target, numbered consecutively: target j owns [first[j], first[j+1]).
+  int first[kMaxTargets + 1] = {0};
+  RowsKernelFn fn[kMaxTargets];
+  bool quantized = false;
+  size_t bytes = 0;
+  for (size_t j = 0; j < targets.size(); ++j) {
+    const QMatrix& W = *targets[j].W;
+    if (W.cols != cols) Fail("matmul: matrices of one call share their input: {} vs {} columns", W.cols, cols);
+    const int t = static_cast<int>(W.type);
+    // A packed matrix under a family without packed kernels (forced after packing) runs
+    // on the scalar reference: slow, never wrong.
+    fn[j] = W.layout == Layout::kRows ? k.rows[t] : k.packed[t] ? k.packed[t] : ScalarKernels().packed[t];
+    first[j + 1] = first[j] + (W.rows + kRowChunk - 1) / kRowChunk;
+    quantized |= IsQuantized(W.type);
+    bytes += W.bytes();
+  }
   const QuantActs* A = nullptr;
-  // Per calling thread, reused across calls: [n][ActsCols(W)] quantized activations.
+  // Per calling thread, reused across calls: [n][ActsCols] quantized activations, the
+  // same for every target (ActsCols depends on the column count only).
   static thread_local QuantActs acts;
-  if (IsQuantized(W.type)) {
-    const int cp = ActsCols(W);
-    acts.Reserve(n, cp);
-    for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * W.cols, W.cols, i, acts);
+  if (quantized) {
+    acts.Reserve(n, (cols + 127) / 128 * 128);
+    for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * cols, cols, i, acts);
     A = &acts;
   }
-  const int t = static_cast<int>(W.type);
-  // A packed matrix under a family without packed kernels (forced after packing) runs on
-  // the scalar reference: slow, never wrong.
-  const RowsKernelFn fn = W.layout == Layout::kRows ? k.rows[t]
-                          : k.packed[t]             ? k.packed[t]
-                                                    : ScalarKernels().packed[t];
-  const int chunks = (W.rows + kRowChunk - 1) / kRowChunk;
-  const bool parallel = W.bytes() >= kParallelBytes;
+  const int chunks = first[targets.size()];
+  const bool parallel = bytes >= kParallelBytes;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int ch = 0; ch < chunks; ++ch)
-    fn(W, ch * kRowChunk, std::min(W.rows, (ch + 1) * kRowChunk), X, A, n, Y);
+  for (int ch = 0; ch < chunks; ++ch) {
+    size_t j = 0;
+    while (ch >= first[j + 1]) ++j;
+    const QMatrix& W = *targets[j].W;
+    const int r0 = (ch - first[j]) * kRowChunk;
+    fn[j](W, r0, std::min(W.rows, r0 + kRowChunk), X, A, n, targets[j].Y);
+  }
 }
 
 QMatrix PackForKernels(const QMatrix& m) {

@@ -4,6 +4,8 @@
 // X row i, computed with a fixed reduction order; never on n, on the other rows of X,
 // or on the thread count. Hence batch-of-n logits are bit-identical to n single steps.
 #pragma once
+#include <span>
+
 #include "quant/qmatrix.h"
 
 namespace specsweep {
@@ -11,6 +13,15 @@ namespace specsweep {
 // Y[n][W.rows] = X[n][W.cols] * W^T. X rows are dense with stride W.cols.
 // Parallel over output rows (OpenMP), each weight block read once for all n columns.
 void MatMul(const QMatrix& W, const float* X, int n, float* Y);
+
+// Several products of the same X (W.cols equal): Y_j[n][W_j.rows] = X * W_j^T, in one
+// parallel region (one fork/join instead of one per matrix); each Y_j is exactly what
+// MatMul(W_j, X, n, Y_j) gives.
+struct MatMulTarget {
+  const QMatrix* W;
+  float* Y;
+};
+void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n);
 
 // m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
 // Layout::kPacked16 where the family has packed kernels (avx512), else unchanged.

@@ -522,6 +522,37 @@ TEST(MatMul, PaddedRowsEqualUnpaddedMath) {
   }
 }
 
+TEST(MatMul, SharedInputCallEqualsSeparateCalls) {
+  IsaGuard guard;
+  const int cols = 200, n = 5;
+  const std::vector<float> x = Values(size_t(n) * cols, Kind::kUniform, 61);
+  for (const std::string& isa : AvailableIsas()) {
+    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    std::vector<QMatrix> ws;
+    int rows = 7;
+    for (QType t : {QType::F32, QType::Q4_0, QType::Q8_0, QType::F16}) {
+      const std::vector<float> wf = Values(size_t(rows) * cols, Kind::kMixedScales, rows);
+      ws.push_back(PackForKernels(Quantize(wf.data(), rows, cols, t)));
+      rows = rows * 3 + 50;  // 7, 71, 263, 839: chunk counts off the 16-row grid
+    }
+    std::vector<std::vector<float>> ys, want;
+    std::vector<MatMulTarget> targets;
+    for (const QMatrix& w : ws) {
+      ys.emplace_back(size_t(n) * w.rows, NAN);
+      want.emplace_back(size_t(n) * w.rows);
+      MatMul(w, x.data(), n, want.back().data());
+    }
+    for (size_t j = 0; j < ws.size(); ++j) targets.push_back({&ws[j], ys[j].data()});
+    MatMuls(targets, x.data(), n);
+    for (size_t j = 0; j < ws.size(); ++j)
+      ASSERT_EQ(0, std::memcmp(ys[j].data(), want[j].data(), 4 * ys[j].size())) << isa << " target " << j;
+  }
+  const QMatrix a = MakeQMatrix(QType::F32, 4, 32), b = MakeQMatrix(QType::F32, 4, 64);
+  std::vector<float> y(8), xx(64);
+  const MatMulTarget mixed[] = {{&a, y.data()}, {&b, y.data()}};
+  EXPECT_THROW(MatMuls(mixed, xx.data(), 1), Error);
+}
+
 TEST(MatMul, ForceKernelIsa) {
   IsaGuard guard;
   EXPECT_TRUE(ForceKernelIsa("scalar"));
