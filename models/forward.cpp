@@ -45,6 +45,40 @@ auto* Grow(Vec& v, size_t n) {
   return v.data();
 }
 
+// Softmax over sh[0..len) in place.
+void Softmax(float* sh, int len) {
+  float max_s = -INFINITY;
+  for (int t = 0; t < len; ++t) max_s = std::max(max_s, sh[t]);
+  for (int t = 0; t < len; ++t) sh[t] = ExpF(sh[t] - max_s);
+  float sum = 0.0f;
+  for (int t = 0; t < len; ++t) sum += sh[t];
+  const float inv = 1.0f / sum;
+  for (int t = 0; t < len; ++t) sh[t] *= inv;
+}
+
+// One query head at one position: sh[t] = q.k_t * scale for t < len, softmax, then
+// out = sum_t sh[t] v_t accumulated in t order. k and v are one KV head's rows of
+// consecutive positions ([len][HD], contiguous in the head-major cache). HD > 0 fixes
+// the head size at compile time so the output row stays in registers; the arithmetic is
+// the same for every HD, so results never depend on which version ran.
+template <int HD>
+void AttendHead(const float* q, const float* k, const float* v, int len, float scale, int hd, float* sh,
+                float* out) {
+  const int d = HD > 0 ? HD : hd;
+  for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * d, d) * scale;
+  Softmax(sh, len);
+  if constexpr (HD > 0) {
+    float acc[HD] = {};  // [HD] the output row
+    for (int t = 0; t < len; ++t)
+      for (int e = 0; e < HD; ++e) acc[e] += sh[t] * v[size_t(t) * HD + e];
+    std::copy_n(acc, HD, out);
+  } else {
+    std::fill(out, out + d, 0.0f);
+    for (int t = 0; t < len; ++t)
+      for (int e = 0; e < d; ++e) out[e] += sh[t] * v[size_t(t) * d + e];
+  }
+}
+
 }  // namespace
 
 std::span<const float> Forward(const Model& model, std::span<const int> tokens, int start_pos,
@@ -108,57 +142,26 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       }
     }
     // Causal attention. A task is a contiguous range of query heads for every position
-    // of the batch. Per KV head it walks the cache position by position: the head's rows
-    // are contiguous (head-major cache), so its keys, then its values, stream once per
-    // call for the whole batch. Every score and output element is the same fixed-order
-    // reduction over t whatever the split, so the result is independent of the batch
-    // and of the thread count.
+    // of the batch; per head and position it walks that KV head's rows, contiguous in
+    // the head-major cache (re-read from L1/L2 by the other positions and heads of the
+    // group). Every score and output element is the same fixed-order reduction over t
+    // whatever the split, so the result is independent of the batch and the thread count.
     const int parts = std::min(n_heads, NumThreads());
 #pragma omp parallel for schedule(static) if (size_t(n) * n_heads * ctx * hd > 32768)
     for (int part = 0; part < parts; ++part) {
-      const int h0 = n_heads * part / parts, h1 = n_heads * (part + 1) / parts;
-      // Calls f(kv_head, first query head, end query head) for the task's KV heads.
-      auto for_kv_heads = [&](auto&& f) {
-        for (int kh = h0 / group; kh * group < h1; ++kh) f(kh, std::max(h0, kh * group), std::min(h1, (kh + 1) * group));
-      };
-      for_kv_heads([&](int kh, int ha, int hz) {
-        for (int t = 0; t < ctx; ++t) {
-          const float* kt = cache.K(l, kh, t);                    // [hd]
-          for (int i = std::max(0, t - start_pos); i < n; ++i) {  // positions that see t
-            const float* qi = q + size_t(i) * dim;                // [n_heads*hd]
-            float* sc = scores + size_t(i) * n_heads * ctx;       // [n_heads][ctx]
-            for (int h = ha; h < hz; ++h) sc[size_t(h) * ctx + t] = Dot(qi + h * hd, kt, hd) * att_scale;
-          }
+      for (int h = n_heads * part / parts; h < n_heads * (part + 1) / parts; ++h) {
+        const float* kc = cache.K(l, h / group, 0);  // [ctx][hd]
+        const float* vc = cache.V(l, h / group, 0);  // [ctx][hd]
+        for (int i = 0; i < n; ++i) {
+          const float* qh = q + size_t(i) * dim + h * hd;        // [hd]
+          float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [ctx]
+          float* oh = att_out + size_t(i) * dim + h * hd;        // [hd]
+          const int len = start_pos + i + 1;                     // positions i sees
+          if (hd == 64) AttendHead<64>(qh, kc, vc, len, att_scale, hd, sh, oh);
+          else if (hd == 128) AttendHead<128>(qh, kc, vc, len, att_scale, hd, sh, oh);
+          else AttendHead<0>(qh, kc, vc, len, att_scale, hd, sh, oh);
         }
-      });
-      for (int i = 0; i < n; ++i) {
-        const int pos = start_pos + i;
-        for (int h = h0; h < h1; ++h) {  // softmax over t <= pos, normalised in place
-          float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [pos+1]
-          float max_s = -INFINITY;
-          for (int t = 0; t <= pos; ++t) max_s = std::max(max_s, sh[t]);
-          for (int t = 0; t <= pos; ++t) sh[t] = ExpF(sh[t] - max_s);
-          float sum = 0.0f;
-          for (int t = 0; t <= pos; ++t) sum += sh[t];
-          const float inv = 1.0f / sum;
-          for (int t = 0; t <= pos; ++t) sh[t] *= inv;
-        }
-        std::fill(att_out + size_t(i) * dim + h0 * hd, att_out + size_t(i) * dim + h1 * hd, 0.0f);
       }
-      for_kv_heads([&](int kh, int ha, int hz) {
-        for (int t = 0; t < ctx; ++t) {
-          const float* vt = cache.V(l, kh, t);  // [hd]
-          for (int i = std::max(0, t - start_pos); i < n; ++i) {
-            const float* sc = scores + size_t(i) * n_heads * ctx;  // [n_heads][ctx]
-            float* out = att_out + size_t(i) * dim;                 // [n_heads*hd]
-            for (int h = ha; h < hz; ++h) {
-              const float w = sc[size_t(h) * ctx + t];
-              float* oh = out + h * hd;
-              for (int e = 0; e < hd; ++e) oh[e] += w * vt[e];
-            }
-          }
-        }
-      });
     }
     MatMul(L.wo, att_out, n, xb);
     for (size_t e = 0; e < size_t(n) * dim; ++e) x[e] += xb[e];
