@@ -117,10 +117,10 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
   }
   const QuantActs* A = nullptr;
   // Per calling thread, reused across calls: [n][ActsCols] quantized activations, the
-  // same for every target (ActsCols depends on the column count only).
+  // same for every target (ActsCols rounds the shared column count up to 128).
   static thread_local QuantActs acts;
   if (quantized) {
-    acts.Reserve(n, (cols + 127) / 128 * 128);
+    acts.Reserve(n, ActsCols(*targets[0].W));
     for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * cols, cols, i, acts);
     A = &acts;
   }

@@ -1,8 +1,9 @@
 // A 2-D weight matrix in any QType, row-major: rows are output features, columns the
-// reduction dimension. Q8_0/Q4_0 matrices may instead be held in the 16-row interleaved
-// layout of the VNNI kernels (quant/packed.h; Row() is then meaningless). Quantized rows are zero-padded up to a whole number of blocks
+// reduction dimension. Quantized rows are zero-padded up to a whole number of blocks
 // (cols_padded); kernels run over cols_padded and activations are zero-padded to match,
-// so padding never changes a result. inspect reports every padded tensor.
+// so padding never changes a result. inspect reports every padded tensor. Q8_0/Q4_0
+// matrices may instead be held in the 16-row interleaved layout of the VNNI kernels
+// (quant/packed.h); Row() is then meaningless.
 #pragma once
 #include <cstdint>
 #include <memory>
