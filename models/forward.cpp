@@ -67,16 +67,12 @@ void AttendHead(const float* q, const float* k, const float* v, int len, float s
   const int d = HD > 0 ? HD : hd;
   for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * d, d) * scale;
   Softmax(sh, len);
-  if constexpr (HD > 0) {
-    float acc[HD] = {};  // [HD] the output row
-    for (int t = 0; t < len; ++t)
-      for (int e = 0; e < HD; ++e) acc[e] += sh[t] * v[size_t(t) * HD + e];
-    std::copy_n(acc, HD, out);
-  } else {
-    std::fill(out, out + d, 0.0f);
-    for (int t = 0; t < len; ++t)
-      for (int e = 0; e < d; ++e) out[e] += sh[t] * v[size_t(t) * d + e];
-  }
+  float local[HD > 0 ? HD : 1];  // [HD] the output row, in registers
+  float* o = HD > 0 ? local : out;
+  std::fill(o, o + d, 0.0f);
+  for (int t = 0; t < len; ++t)
+    for (int e = 0; e < d; ++e) o[e] += sh[t] * v[size_t(t) * d + e];
+  if (HD > 0) std::copy_n(local, d, out);
 }
 
 }  // namespace
