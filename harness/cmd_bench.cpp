@@ -98,18 +98,18 @@ void RunBench(const BenchArgs& a) {
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
 
   std::vector<Variant> vs;
+  const std::string loaded_type(QTypeName(lm.model->layers.at(0).wq.type));
   for (const std::string& q : quants) {
     Variant v;
     if (q == "none") {
       v.model = lm.model;
-      v.label = std::string(QTypeName(lm.model->layers.at(0).wq.type));
+      v.label = loaded_type;
     } else {
       v.model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
       v.label = q;
     }
     for (const Variant& o : vs)
-      if (o.label == v.label) Fail("--quant: format {} listed twice (the loaded model is {})", v.label,
-                                    QTypeName(lm.model->layers.at(0).wq.type));
+      if (o.label == v.label) Fail("--quant: format {} listed twice (the loaded model is {})", v.label, loaded_type);
     v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n);
     if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
     v.secs.assign(ns.size(), {});

@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
   // libgomp's default wait policy spins up to ~300000 iterations (milliseconds) at every
   // parallel-region barrier; on a shared 2-core machine a spinning worker that has lost
   // its core stalls each MatMul by that much (measured: 50x slower decode under load).
-  // Fully passive waiting costs a futex wake-up per region instead, ~100 regions per
-  // token: 134M Q4_0 decode 7.3 ms vs 5.6 ms with a short spin. So spin briefly
+  // Fully passive waiting costs a futex wake-up per region instead (then ~100 regions per
+  // token): 134M Q4_0 decode 7.3 ms vs 5.6 ms with a short spin. So spin briefly
   // (GOMP_SPINCOUNT=1000, tens of microseconds: the gap between two MatMuls), then sleep.
   // libgomp reads its environment before main, hence the one re-exec; an explicit
   // OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.

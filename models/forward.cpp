@@ -89,7 +89,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   if (start_pos + n > cache.capacity())
     Fail("forward: context: {} positions exceed the context length {}", start_pos + n,
          cache.capacity());
-  if (cache.kv_dim() != kv_dim || cache.n_layers() > c.n_layers)
+  if (cache.n_kv_heads() != c.n_kv_heads || cache.head_dim() != hd || cache.n_layers() > c.n_layers)
     Fail("forward: cache: built for another model shape");
   for (int t : tokens)
     if (t < 0 || t >= c.vocab_size) Fail("forward: token: id {} outside vocabulary [0, {})", t, c.vocab_size);

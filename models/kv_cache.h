@@ -33,7 +33,9 @@ class KVCache {
   int length() const { return length_; }      // positions held
   int capacity() const { return capacity_; }
   int n_layers() const { return n_layers_; }
-  int kv_dim() const { return kv_dim_; }
+  int n_kv_heads() const { return n_kv_heads_; }
+  int head_dim() const { return head_dim_; }
+  int kv_dim() const { return n_kv_heads_ * head_dim_; }
   // Rolls back to the first `pos` positions (0 <= pos <= length()).
   void Truncate(int pos);
 
@@ -48,7 +50,7 @@ class KVCache {
   size_t Index(int layer, int kv_head, int pos) const {
     return ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
   }
-  int n_layers_, capacity_, kv_dim_, n_kv_heads_, head_dim_;
+  int n_layers_, capacity_, n_kv_heads_, head_dim_;
   int length_ = 0;
   AlignedFloats k_, v_;  // [n_layers][n_kv_heads][capacity][head_dim]
 

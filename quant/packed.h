@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "quant/qmatrix.h"
 
@@ -34,20 +35,29 @@ inline const uint16_t* Scales(const QMatrix& m, const uint8_t* group) {
   return reinterpret_cast<const uint16_t*>(group + size_t(m.cols_padded / 32) * QuantBytes(m.type));
 }
 
+// Byte offsets in m.data of row r's 32-wide block b: where its quants start (element j
+// at + QuantByte(type, j)) and its f16 scale.
+inline size_t QuantsOffset(const QMatrix& m, int r, int b) {
+  return size_t(r / kGroupRows) * m.group_bytes + size_t(b) * QuantBytes(m.type) + 4 * (r % kGroupRows);
+}
+inline size_t ScaleOffset(const QMatrix& m, int r, int b) {
+  return size_t(r / kGroupRows) * m.group_bytes + size_t(m.cols_padded / 32) * QuantBytes(m.type) +
+         2 * (16 * size_t(b) + r % kGroupRows);
+}
+inline int QuantByte(QType type, int j) { return type == QType::Q4_0 ? 64 * (j / 8) + j % 4 : 64 * (j / 4) + j % 4; }
+// Q4_0: the nibble of element j in its byte.
+inline int NibbleShift(int j) { return j % 8 < 4 ? 0 : 4; }
+
 // Signed integer value of element c of row r.
 inline int Value(const QMatrix& m, int r, int c) {
-  const uint8_t* q = Group(m, r / kGroupRows) + size_t(c / 32) * QuantBytes(m.type);
-  const int lane = r % kGroupRows, j = c % 32;
-  if (m.type == QType::Q4_0) {
-    const uint8_t byte = q[64 * (j / 8) + 4 * lane + j % 4];
-    return (j % 8 < 4 ? byte & 0x0F : byte >> 4) - 8;
-  }
-  return q[64 * (j / 4) + 4 * lane + j % 4] - 128;
+  const uint8_t byte = m.data.data()[QuantsOffset(m, r, c / 32) + QuantByte(m.type, c % 32)];
+  return m.type == QType::Q4_0 ? ((byte >> NibbleShift(c % 32)) & 0x0F) - 8 : byte - 128;
 }
 // f16 bits of the scale of row r's 32-wide block b.
 inline uint16_t Scale(const QMatrix& m, int r, int b) {
-  const uint8_t* g = Group(m, r / kGroupRows);
-  return Scales(m, g)[16 * b + r % kGroupRows];
+  uint16_t d;
+  std::memcpy(&d, m.data.data() + ScaleOffset(m, r, b), sizeof d);
+  return d;
 }
 
 // Re-lays a row-layout Q8_0/Q4_0 matrix out as kPacked16, and back; bytes round-trip
