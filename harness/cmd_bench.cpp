@@ -2,8 +2,9 @@
 // Forward call on n tokens at a fixed context position, the quantity speculative
 // verification pays per step, for one or several weight formats timed interleaved in
 // one run. Reports T(n), tokens/s, T(n)/T(1), the draft/target cost ratios
-// T_a(1)/T_b(1) between formats and, in the same run, the machine's read bandwidth with
-// the memory roofline at n=1 (every streamed weight byte read once per token).
+// T_a(1)/T_b(1) between formats and, in the same run, the machine's read bandwidth and
+// float multiply-add peak with the roofline floor per n: every streamed weight byte read
+// once per call, or every float multiply-add at the peak, whichever takes longer.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -70,6 +71,25 @@ struct Variant {
     // every other weight byte once.
     return static_cast<double>(model->WeightBytes() - model->tok_embeddings.bytes());
   }
+  // Float multiply-adds per token in the float-typed streamed matrices (the integer dot
+  // products of quantized ones have no single-instruction ceiling and are not counted).
+  double FloatMacs() const {
+    double macs = 0;
+    ForEachMatrix(*model, [&](const std::string& name, const QMatrix& W) {
+      if (name != "tok_embeddings" && !IsQuantized(W.type)) macs += double(W.rows) * W.cols;
+    });
+    return macs;
+  }
+  // Roofline time of an n-token call: every streamed byte read once at full bandwidth,
+  // or every float multiply-add at the FMA peak, whichever takes longer (perfect overlap).
+  struct Floor {
+    double secs;
+    const char* bound;  // "memory" or "compute"
+  };
+  Floor FloorAt(int n, double bw_gbs, double fma_gmacs) const {
+    const double mem = StreamedBytes() / (bw_gbs * 1e9), fma = n * FloatMacs() / (fma_gmacs * 1e9);
+    return fma > mem ? Floor{fma, "compute"} : Floor{mem, "memory"};
+  }
 };
 
 void RunBench(const BenchArgs& a) {
@@ -116,7 +136,7 @@ void RunBench(const BenchArgs& a) {
     vs.push_back(std::move(v));
   }
 
-  const double bw_before = MeasureReadBandwidthGBs();
+  const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
   // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
   // machine hits every variant alike and the per-repetition ratios stay comparable.
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
@@ -131,9 +151,9 @@ void RunBench(const BenchArgs& a) {
       }
     }
   }
-  const double bw_after = MeasureReadBandwidthGBs();
+  const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs();
   // The faster of the two readings: the roofline fraction is not flattered by a slow spell.
-  const double bw_gbs = std::max(bw_before, bw_after);
+  const double bw_gbs = std::max(bw_before, bw_after), fma_gmacs = std::max(fma_before, fma_after);
 
   auto per_rep_ratio = [&](const std::vector<double>& num, const std::vector<double>& den) {
     std::vector<double> r(num.size());  // [reps]
@@ -148,18 +168,20 @@ void RunBench(const BenchArgs& a) {
              ActiveKernelIsa());
   fmt::print("read bandwidth {:.2f} GB/s before, {:.2f} GB/s after the timings (roofline uses {:.2f})\n", bw_before,
              bw_after, bw_gbs);
-  fmt::print("{:>8} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>10}\n", "format", "n", "T(n) ms", "min ms", "max ms",
-             "tokens/s", "T(n)/T(1) (range)", "roofline");
+  fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
+             fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
+  fmt::print("{:>8} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", "n", "T(n) ms", "min ms",
+             "max ms", "tokens/s", "T(n)/T(1) (range)", "floor ms (bound)", "roofline");
   nlohmann::json recs = nlohmann::json::array();
   for (const Variant& v : vs) {
     for (size_t j = 0; j < ns.size(); ++j) {
       const Spread t = Summarize(v.secs[j]);
       const Spread rel = per_rep_ratio(v.secs[j], v.secs[j1]);
-      // Tokens/s at full read bandwidth if every streamed weight byte is read once per call.
-      const double roof = ns[j] == 1 ? (1.0 / t.median) / (bw_gbs * 1e9 / v.StreamedBytes()) : 0.0;
-      fmt::print("{:>8} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>10}\n", v.label,
-                 ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min, rel.max,
-                 ns[j] == 1 ? fmt::format("{:.3f}", roof) : "");
+      const Variant::Floor floor = v.FloorAt(ns[j], bw_gbs, fma_gmacs);
+      const double roof = floor.secs / t.median;
+      fmt::print("{:>8} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>16} {:>9.3f}\n",
+                 v.label, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
+                 rel.max, fmt::format("{:.3f} ({})", floor.secs * 1e3, floor.bound), roof);
       nlohmann::json rec = {{"name", fmt::format("bench_forward/{}/n:{}", v.label, ns[j])},
                             {"run_type", "aggregate"},
                             {"aggregate_name", "median"},
@@ -176,13 +198,17 @@ void RunBench(const BenchArgs& a) {
                             {"t_over_t1_max", rel.max},
                             {"tokens_per_s", ns[j] / t.median},
                             {"weight_bytes", v.model->WeightBytes()},
-                            {"streamed_bytes", v.StreamedBytes()}};
-      if (ns[j] == 1) rec["roofline_fraction"] = roof;
+                            {"streamed_bytes", v.StreamedBytes()},
+                            {"float_macs_per_token", v.FloatMacs()},
+                            {"floor_ms", floor.secs * 1e3},
+                            {"floor_bound", floor.bound},
+                            {"roofline_fraction", roof}};
       recs.push_back(rec);
     }
   }
-  fmt::print("roofline = measured tokens/s / (bandwidth / streamed weight bytes); streamed = all weights except "
-             "the embedding table, which is only gathered from\n");
+  fmt::print("floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
+             "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
+             "from; quantized matrices count toward memory only\n");
   if (vs.size() > 1) {
     fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>8}", "");
     for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
@@ -207,7 +233,7 @@ void RunBench(const BenchArgs& a) {
 
   if (!a.json.empty()) {
     nlohmann::json ctx = {
-        {"schema_version", 2},
+        {"schema_version", 3},
         {"date", IsoDate()},
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
@@ -225,6 +251,9 @@ void RunBench(const BenchArgs& a) {
         {"read_bandwidth_gbs", bw_gbs},
         {"read_bandwidth_before_gbs", bw_before},
         {"read_bandwidth_after_gbs", bw_after},
+        {"fma_peak_gmacs", fma_gmacs},
+        {"fma_peak_before_gmacs", fma_before},
+        {"fma_peak_after_gmacs", fma_after},
     };
     std::ofstream f(a.json);
     f << nlohmann::json{{"context", ctx}, {"benchmarks", recs}}.dump(2) << "\n";

@@ -1,5 +1,5 @@
 // specsweep-microbench: matrix-kernel throughput per weight format on the shapes of a
-// 134M Llama (dim 768, FFN 2048, vocab 32000), plus the read-bandwidth roofline.
+// 134M Llama (dim 768, FFN 2048, vocab 32000), plus the roofline's two ceilings.
 //
 //   BM_MatMul/<type>/<shape>/<n>     one MatMul; shape 0: 768x768, 1: 2048x768 (w1/w3),
 //                                    2: 768x2048 (w2), 3: 32000x768 (classifier)
@@ -8,6 +8,7 @@
 //   BM_MatMulIsa/<isa>/<type>        2048x768, n=1, per kernel family
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth                 STREAM-like read of 256 MiB (GB/s counter)
+//   BM_FmaPeak                       float multiply-add peak of the active kernel family
 // Counters: bytes_per_second = weight bytes per call, items_per_second = multiply-adds.
 // Threads follow OMP_NUM_THREADS (all cores by default). Wall-clock time (UseRealTime).
 #include <benchmark/benchmark.h>
@@ -21,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "models/kv_cache.h"
 #include "quant/bandwidth.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
@@ -36,10 +38,11 @@ struct Shape {
 constexpr Shape kShapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
 constexpr double kMinTime = 0.1;  // seconds per benchmark: keeps the full run short
 
-std::vector<float> RandomValues(size_t n, uint64_t seed) {
+// Cache-line aligned like the forward pass's activations, so 512-bit loads never split.
+AlignedFloats RandomValues(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-0.03f, 0.03f);
-  std::vector<float> v(n);  // [n]
+  AlignedFloats v(n);  // [n]
   for (float& x : v) x = u(rng);
   return v;
 }
@@ -51,7 +54,7 @@ const QMatrix& Weights(QType t, int shape) {
   auto& slot = cache[{static_cast<int>(t), shape, ActiveKernelIsa()}];
   if (!slot) {
     const Shape s = kShapes[shape];
-    std::vector<float> w = RandomValues(size_t(s.rows) * s.cols, 1 + shape);  // [rows][cols]
+    AlignedFloats w = RandomValues(size_t(s.rows) * s.cols, 1 + shape);  // [rows][cols]
     slot = std::make_unique<QMatrix>(PackForKernels(Quantize(w.data(), s.rows, s.cols, t)));
   }
   return *slot;
@@ -66,8 +69,8 @@ void BM_MatMul(benchmark::State& st) {
   const QType t = kTypes[st.range(0)];
   const QMatrix& W = Weights(t, static_cast<int>(st.range(1)));
   const int n = static_cast<int>(st.range(2));
-  std::vector<float> x = RandomValues(size_t(n) * W.cols, 99);  // [n][cols]
-  std::vector<float> y(size_t(n) * W.rows);                      // [n][rows]
+  AlignedFloats x = RandomValues(size_t(n) * W.cols, 99);  // [n][cols]
+  AlignedFloats y(size_t(n) * W.rows);                      // [n][rows]
   for (auto _ : st) {
     MatMul(W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -99,7 +102,7 @@ const DecodeModel& Model134M(QType t) {
     m->type = t;
     uint64_t seed = 7;
     auto add = [&](int rows, int cols) {
-      std::vector<float> w = RandomValues(size_t(rows) * cols, seed++);  // [rows][cols]
+      AlignedFloats w = RandomValues(size_t(rows) * cols, seed++);  // [rows][cols]
       m->mats.push_back(PackForKernels(Quantize(w.data(), rows, cols, t)));
       m->bytes += m->mats.back().bytes();
       m->macs += double(rows) * cols;
@@ -119,8 +122,8 @@ void BM_Decode134M(benchmark::State& st) {
   const QType t = kTypes[st.range(0)];
   const int n = static_cast<int>(st.range(1));
   const DecodeModel& m = Model134M(t);
-  std::vector<float> x = RandomValues(size_t(n) * 2048, 5);  // [n][<= 2048]
-  std::vector<float> y(size_t(n) * 32000);                    // [n][<= 32000]
+  AlignedFloats x = RandomValues(size_t(n) * 2048, 5);  // [n][<= 2048]
+  AlignedFloats y(size_t(n) * 32000);                    // [n][<= 32000]
   for (auto _ : st) {
     for (const QMatrix& W : m.mats) MatMul(W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -144,7 +147,7 @@ void BM_MatMulIsa(benchmark::State& st) {
   }
   const QType t = kTypes[st.range(1)];
   const QMatrix& W = Weights(t, 1);
-  std::vector<float> x = RandomValues(W.cols, 3), y(W.rows);  // [cols], [rows]
+  AlignedFloats x = RandomValues(W.cols, 3), y(W.rows);  // [cols], [rows]
   for (auto _ : st) {
     MatMul(W, x.data(), 1, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -163,7 +166,7 @@ void BM_QuantizeActs(benchmark::State& st) {
   }
   const int cols = static_cast<int>(st.range(1));
   const int cp = (cols + 127) / 128 * 128;
-  std::vector<float> x = RandomValues(cols, 4);  // [cols]
+  AlignedFloats x = RandomValues(cols, 4);  // [cols]
   std::vector<int8_t> q(cp);                    // [cp]
   std::vector<float> d(cp / 32);                // [cp/32]
   std::vector<int32_t> corr(cp / 4);            // [cp/4]
@@ -187,6 +190,16 @@ void BM_ReadBandwidth(benchmark::State& st) {
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads");
 }
 BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Iterations(9);
+
+// The compute ceiling of the float kernels: the active family's FMA probe on all threads.
+void BM_FmaPeak(benchmark::State& st) {
+  std::vector<double> gmacs;
+  for (auto _ : st) gmacs.push_back(MeasureFmaPeakGmacs());
+  std::sort(gmacs.begin(), gmacs.end());
+  st.counters["GMACps_median"] = gmacs[gmacs.size() / 2];
+  st.SetLabel(std::to_string(omp_get_max_threads()) + " threads " + ActiveKernelIsa());
+}
+BENCHMARK(BM_FmaPeak)->UseRealTime()->Iterations(3);
 
 }  // namespace
 }  // namespace specsweep

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "quant/kernels.h"
 #include "quant/qmatrix.h"
 
 namespace specsweep {
@@ -51,15 +52,37 @@ double ReadPassGBs(const void* buf, size_t bytes) {
   return static_cast<double>(lines * 64) / s / 1e9;
 }
 
+namespace {
+
+// Median of `passes` calls of pass() after one warm-up call.
+template <class Pass>
+double MedianPass(int passes, Pass pass) {
+  pass();  // warm-up (TLB, frequency)
+  std::vector<double> v;  // [passes]
+  for (int i = 0; i < passes; ++i) v.push_back(pass());
+  std::sort(v.begin(), v.end());
+  return v[passes / 2];
+}
+
+}  // namespace
+
 double MeasureReadBandwidthGBs() {
   constexpr size_t kBytes = size_t{256} << 20;  // far beyond any last-level cache
   AlignedBuffer buf(kBytes);                    // zeroed: pages are touched
-  std::vector<double> passes;                   // [kPasses] GB/s
-  constexpr int kPasses = 7;
-  ReadPassGBs(buf.data(), kBytes);  // warm-up (TLB, frequency)
-  for (int i = 0; i < kPasses; ++i) passes.push_back(ReadPassGBs(buf.data(), kBytes));
-  std::sort(passes.begin(), passes.end());
-  return passes[kPasses / 2];
+  return MedianPass(7, [&] { return ReadPassGBs(buf.data(), kBytes); });
+}
+
+double MeasureFmaPeakGmacs() {
+  const FmaProbeFn probe = ActiveKernels().fma_probe;
+  constexpr long kSteps = 1 << 20;  // ~20 ms per pass at 16-lane widths
+  return MedianPass(7, [&] {
+    double macs = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel reduction(+ : macs)
+    macs += probe(kSteps);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return macs / s / 1e9;
+  });
 }
 
 }  // namespace specsweep

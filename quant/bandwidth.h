@@ -1,4 +1,5 @@
-// STREAM-like memory read bandwidth, the roofline for memory-bound decoding.
+// The two ceilings of the roofline model for decoding: STREAM-like memory read bandwidth
+// (memory-bound decode, n = 1) and the float multiply-add peak (compute-bound batches).
 #pragma once
 #include <cstddef>
 
@@ -11,5 +12,9 @@ double MeasureReadBandwidthGBs();
 // One timed pass over `bytes` (rounded down to 64) of `buf`; returns GB/s. The buffer
 // must be 64-byte aligned. Exposed for the microbenchmark.
 double ReadPassGBs(const void* buf, size_t bytes);
+
+// Runs the active kernel family's FmaProbe on all OpenMP threads at once and returns the
+// median of several passes in GMAC/s (1e9 multiply-adds/s, all threads). Takes ~0.2 s.
+double MeasureFmaPeakGmacs();
 
 }  // namespace specsweep

@@ -13,6 +13,23 @@
 
 namespace specsweep::kernel_driver {
 
+// FmaProbeFn body for vector type V of `lanes` floats: 12 chains cover the FMA latency
+// (4 cycles) at up to two FMAs per cycle; a = a*b + c converges to c/(1-b), so no lane
+// goes denormal. The chains are folded into one register the compiler must produce.
+template <class V, class Fma>
+double FmaProbe(long steps, V b, V c, int lanes, Fma fma) {
+  V a[12];
+  for (V& v : a) v = c;
+  for (long s = 0; s < steps; ++s) {
+    #pragma GCC unroll 12
+    for (V& v : a) v = fma(v, b, c);
+  }
+  V sum = a[0];
+  for (int i = 1; i < 12; ++i) sum = fma(sum, b, a[i]);
+  asm volatile("" : : "v"(sum));
+  return double(steps) * 12 * lanes;
+}
+
 constexpr int TileRows(int max_acc, int c) {
   const int r = max_acc / c;
   return r >= 4 ? 4 : r >= 2 ? 2 : 1;

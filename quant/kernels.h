@@ -62,6 +62,11 @@ using RowsKernelFn = void (*)(const QMatrix& W, int r0, int r1, const float* X, 
 using BlockDotsFn = void (*)(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr,
                              int nblocks, int32_t* out);
 
+// Runs `steps` rounds of the family's widest float multiply-add on 12 independent
+// accumulators and returns the multiply-adds done: timed, it is the compute ceiling of
+// the float kernels (one multiply-add per weight and activation column).
+using FmaProbeFn = double (*)(long steps);
+
 struct KernelFamily;
 // Quantizes activation row x[cols] into row i of a (Reserve'd) with family k, block sums included.
 void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, QuantActs& a);
@@ -72,6 +77,7 @@ struct KernelFamily {
   BlockDotsFn block_dots;
   RowsKernelFn rows[7];    // Layout::kRows, indexed by QType
   RowsKernelFn packed[7];  // Layout::kPacked16 (Q8_0, Q4_0); nullptr: not implemented
+  FmaProbeFn fma_probe;
 };
 
 const KernelFamily& ScalarKernels();

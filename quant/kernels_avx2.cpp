@@ -255,6 +255,11 @@ void BlockDotsAvx2(QType type, const uint8_t* row, const int8_t* xq, const int32
   }
 }
 
+double FmaProbeAvx2(long steps) {
+  return kernel_driver::FmaProbe(steps, _mm256_set1_ps(0.999f), _mm256_set1_ps(1e-3f), 8,
+                                 [](__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); });
+}
+
 }  // namespace
 
 const KernelFamily& Avx2Kernels() {
@@ -265,6 +270,7 @@ const KernelFamily& Avx2Kernels() {
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
       {},  // no packed kernels: PackForKernels keeps the row layout for this family
+      FmaProbeAvx2,
   };
   return k;
 }

@@ -521,6 +521,11 @@ void BlockDotsAvx512(QType type, const uint8_t* row, const int8_t* xq, const int
   }
 }
 
+double FmaProbeAvx512(long steps) {
+  return kernel_driver::FmaProbe(steps, _mm512_set1_ps(0.999f), _mm512_set1_ps(1e-3f), 16,
+                                 [](__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); });
+}
+
 }  // namespace
 
 const KernelFamily& Avx512Kernels() {
@@ -531,6 +536,7 @@ const KernelFamily& Avx512Kernels() {
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
       {nullptr, nullptr, nullptr, PackedRows<QType::Q8_0>, PackedRows<QType::Q4_0>, nullptr, nullptr},
+      FmaProbeAvx512,
   };
   return k;
 }

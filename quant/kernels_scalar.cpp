@@ -138,6 +138,18 @@ void BlockDotsScalar(QType type, const uint8_t* row, const int8_t* xq, const int
   }
 }
 
+// The scalar kernels multiply and add separately (-ffp-contract=off), as does the probe.
+double FmaProbeScalar(long steps) {
+  float a[12];
+  std::fill(a, a + 12, 1e-3f);
+  for (long s = 0; s < steps; ++s)
+    for (float& v : a) v = v * 0.999f + 1e-3f;
+  float sum = 0.0f;
+  for (float v : a) sum += v;
+  asm volatile("" : : "x"(sum));
+  return double(steps) * 12;
+}
+
 }  // namespace
 
 const KernelFamily& ScalarKernels() {
@@ -148,6 +160,7 @@ const KernelFamily& ScalarKernels() {
       {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, QuantRows<QType::Q8_0>,
        QuantRows<QType::Q4_0>, QuantRows<QType::Q4_G64>, QuantRows<QType::Q4_G128>},
       {nullptr, nullptr, nullptr, PackedRows, PackedRows, nullptr, nullptr},
+      FmaProbeScalar,
   };
   return k;
 }

@@ -439,13 +439,22 @@ TEST(GgufCli, SynthQuantizeBench) {
               dir + "/b.json", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 2);
+  EXPECT_EQ(j["context"]["schema_version"], 3);
   EXPECT_EQ(j["context"]["threads"], 1);
-  EXPECT_GT(j["context"]["read_bandwidth_gbs"].get<double>(), 0.0);
+  const double bw = j["context"]["read_bandwidth_gbs"], fma = j["context"]["fma_peak_gmacs"];
+  EXPECT_GT(bw, 0.0);
+  EXPECT_GT(fma, 0.0);
   ASSERT_EQ(j["benchmarks"].size(), 3u);  // n=1 added for T(n)/T(1)
   EXPECT_EQ(j["benchmarks"][0]["n"], 1);
   EXPECT_EQ(j["benchmarks"][0]["t_over_t1"], 1.0);
-  EXPECT_GT(j["benchmarks"][0]["roofline_fraction"].get<double>(), 0.0);
+  for (const auto& b : j["benchmarks"]) {
+    // Q8_0 matrices count toward memory only, so the floor is the byte stream's time.
+    EXPECT_EQ(b["float_macs_per_token"], 0.0);
+    EXPECT_EQ(b["floor_bound"], "memory");
+    EXPECT_NEAR(b["floor_ms"].get<double>(), b["streamed_bytes"].get<double>() / (bw * 1e9) * 1e3, 1e-9);
+    EXPECT_NEAR(b["roofline_fraction"].get<double>(), b["floor_ms"].get<double>() / b["real_time"].get<double>(),
+                1e-9);
+  }
   EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/q8_0/n:4");
   EXPECT_GT(j["benchmarks"][2]["tokens_per_s"].get<double>(), 0.0);
 
@@ -458,6 +467,19 @@ TEST(GgufCli, SynthQuantizeBench) {
   j = nlohmann::json::parse(ReadFile(dir + "/b2.json"));
   ASSERT_EQ(j["benchmarks"].size(), 6u);
   EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/f32/n:1");
+  // F32: one multiply-add per streamed matrix weight (4 bytes each; the norm vectors are
+  // streamed too); the floor is the larger of the two ceilings.
+  const auto& f1 = j["benchmarks"][2];
+  const double macs = f1["float_macs_per_token"], streamed = f1["streamed_bytes"];
+  EXPECT_GT(macs, 0.97 * streamed / 4);
+  EXPECT_LT(macs, streamed / 4);
+  const double bw2 = j["context"]["read_bandwidth_gbs"], fma2 = j["context"]["fma_peak_gmacs"];
+  for (int k : {2, 3}) {
+    const auto& b = j["benchmarks"][k];
+    const double mem_ms = streamed / (bw2 * 1e9) * 1e3, fma_ms = b["n"].get<int>() * macs / (fma2 * 1e9) * 1e3;
+    EXPECT_NEAR(b["floor_ms"].get<double>(), std::max(mem_ms, fma_ms), 1e-9);
+    EXPECT_EQ(b["floor_bound"], fma_ms > mem_ms ? "compute" : "memory");
+  }
   EXPECT_EQ(j["benchmarks"][4]["name"], "bench_forward/cost_ratio/q8_0:f32");
   EXPECT_EQ(j["benchmarks"][5]["name"], "bench_forward/cost_ratio/f32:q8_0");
   const double ab = j["benchmarks"][4]["ratio"], ba = j["benchmarks"][5]["ratio"];

@@ -4,15 +4,19 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "models/error.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
+#include "quant/bandwidth.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/kernels.h"
@@ -551,6 +555,30 @@ TEST(MatMul, SharedInputCallEqualsSeparateCalls) {
   std::vector<float> y(8), xx(64);
   const MatMulTarget mixed[] = {{&a, y.data()}, {&b, y.data()}};
   EXPECT_THROW(MatMuls(mixed, xx.data(), 1), Error);
+}
+
+// The compute ceiling counts what it runs: 12 chains x the family's lanes per step, and
+// its time grows with the steps (a probe the compiler folded away would take no time).
+TEST(Kernels, FmaProbeCountsTheMultiplyAddsItRuns) {
+  std::vector<const KernelFamily*> families = SimdFamilies();
+  families.push_back(&ScalarKernels());
+  for (const KernelFamily* k : families) {
+    const int lanes = std::string(k->name) == "avx512" ? 16 : std::string(k->name) == "avx2" ? 8 : 1;
+    EXPECT_EQ(k->fma_probe(1000), 1000.0 * 12 * lanes) << k->name;
+    auto secs = [&](long steps) {
+      const auto t0 = std::chrono::steady_clock::now();
+      k->fma_probe(steps);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    // Best of three against scheduling noise: 4M dependent steps take milliseconds.
+    double t_small = 1e9, t_large = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      t_small = std::min(t_small, secs(1 << 16));
+      t_large = std::min(t_large, secs(1 << 22));
+    }
+    EXPECT_GT(t_large, 8 * t_small) << k->name;
+  }
+  EXPECT_GT(MeasureFmaPeakGmacs(), 0.0);
 }
 
 TEST(MatMul, ForceKernelIsa) {
