@@ -7,6 +7,7 @@
 // once per call, or every float multiply-add at the peak, whichever takes longer.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <thread>
@@ -254,6 +255,7 @@ void RunBench(const BenchArgs& a) {
         {"fma_peak_gmacs", fma_gmacs},
         {"fma_peak_before_gmacs", fma_before},
         {"fma_peak_after_gmacs", fma_after},
+        {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
     };
     std::ofstream f(a.json);
     f << nlohmann::json{{"context", ctx}, {"benchmarks", recs}}.dump(2) << "\n";
