@@ -61,6 +61,11 @@ Spread Summarize(const std::vector<double>& v) {
   return {Median(v), *lo, *hi};
 }
 
+const char* EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
 // One weight format of the model under test, with its own cache and timings.
 struct Variant {
   std::string label;  // "f32", "q4_0", ...
@@ -255,7 +260,10 @@ void RunBench(const BenchArgs& a) {
         {"fma_peak_gmacs", fma_gmacs},
         {"fma_peak_before_gmacs", fma_before},
         {"fma_peak_after_gmacs", fma_after},
-        {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default"},
+        // The wait settings libgomp ran with (main() sets GOMP_SPINCOUNT=1000 unless
+        // either variable was given).
+        {"omp_wait_policy", EnvOr("OMP_WAIT_POLICY", "default")},
+        {"gomp_spincount", EnvOr("GOMP_SPINCOUNT", "default")},
     };
     std::ofstream f(a.json);
     f << nlohmann::json{{"context", ctx}, {"benchmarks", recs}}.dump(2) << "\n";

@@ -42,7 +42,7 @@ inline size_t QuantsOffset(const QMatrix& m, int r, int b) {
 }
 inline size_t ScaleOffset(const QMatrix& m, int r, int b) {
   return size_t(r / kGroupRows) * m.group_bytes + size_t(m.cols_padded / 32) * QuantBytes(m.type) +
-         2 * (16 * size_t(b) + r % kGroupRows);
+         2 * (kGroupRows * size_t(b) + r % kGroupRows);
 }
 inline int QuantByte(QType type, int j) { return type == QType::Q4_0 ? 64 * (j / 8) + j % 4 : 64 * (j / 4) + j % 4; }
 // Q4_0: the nibble of element j in its byte.
