@@ -7,7 +7,8 @@
 //                                    beyond the caches: the memory-bound decode step)
 //   BM_MatMulIsa/<isa>/<type>        2048x768, n=1, per kernel family
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
-//   BM_ReadBandwidth                 STREAM-like read of 256 MiB (GB/s counter)
+//   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
+//                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2)
 //   BM_FmaPeak                       float multiply-add peak of the active kernel family
 // Counters: bytes_per_second = weight bytes per call, items_per_second = multiply-adds.
 // Threads follow OMP_NUM_THREADS (all cores by default). Wall-clock time (UseRealTime).
@@ -180,16 +181,18 @@ void BM_QuantizeActs(benchmark::State& st) {
 BENCHMARK(BM_QuantizeActs)->ArgsProduct({{0, 1, 2}, {768, 2048}})->MinTime(kMinTime);
 
 void BM_ReadBandwidth(benchmark::State& st) {
+  const int pattern = static_cast<int>(st.range(0));
   const size_t bytes = size_t{256} << 20;
   static AlignedBuffer buf(bytes);  // [256 MiB]
   std::vector<double> gbs;
-  for (auto _ : st) gbs.push_back(ReadPassGBs(buf.data(), bytes));
+  for (auto _ : st) gbs.push_back(ReadPassGBs(buf.data(), bytes, pattern));
   std::sort(gbs.begin(), gbs.end());
   st.counters["GBps_median"] = gbs[gbs.size() / 2];
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * bytes));
-  st.SetLabel(std::to_string(omp_get_max_threads()) + " threads");
+  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2"};
+  st.SetLabel(std::to_string(omp_get_max_threads()) + " threads, " + names[pattern]);
 }
-BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Iterations(9);
+BENCHMARK(BM_ReadBandwidth)->DenseRange(0, 2)->UseRealTime()->Iterations(9);
 
 // The compute ceiling of the float kernels: the active family's FMA probe on all threads.
 void BM_FmaPeak(benchmark::State& st) {

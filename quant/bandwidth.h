@@ -5,13 +5,17 @@
 
 namespace specsweep {
 
-// Reads a 256 MiB buffer with all OpenMP threads (NumThreads) several times and returns
-// the median pass in GB/s (1e9 bytes/s). Takes about a second.
+// Reads a 256 MiB buffer with all OpenMP threads (NumThreads) several times with each
+// software prefetch pattern (ReadPassGBs) and returns the fastest pattern's median pass in
+// GB/s (1e9 bytes/s): a kernel that streamed faster than the probe would make the
+// roofline flatter it. Takes about a second.
 double MeasureReadBandwidthGBs();
 
 // One timed pass over `bytes` (rounded down to 64) of `buf`; returns GB/s. The buffer
-// must be 64-byte aligned. Exposed for the microbenchmark.
-double ReadPassGBs(const void* buf, size_t bytes);
+// must be 64-byte aligned. Prefetch `pattern`: 0 = a fixed 4 KB lead, 1 = the
+// page-interleaved window of quant/prefetch.h into L1, 2 = the same into L2 (as the
+// kernels do). Exposed for the microbenchmark.
+double ReadPassGBs(const void* buf, size_t bytes, int pattern);
 
 // Runs the active kernel family's FmaProbe on all OpenMP threads at once and returns the
 // median of several passes in GMAC/s (1e9 multiply-adds/s, all threads). Takes ~0.2 s.

@@ -103,7 +103,7 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
   for (int r = r4; r < r1; ++r)
     for (int i = 0; i < n; i += CW)
       WithCols<CW>(std::min(CW, n - i),
-                   [&]<int C>() { Blk::template RunSpan<1, C>(W, r, X, i, 0, W.cols, nullptr, Y); });
+                   [&]<int C>() { Blk::template RunSpan<1, C>(W, r, X, i, 0, W.cols, park, Y); });
 }
 
 template <class Blk>

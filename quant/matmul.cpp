@@ -1,12 +1,16 @@
 // MatMul dispatch: picks the kernel family once (cpuid), quantizes activations for the
-// integer kernels, and splits output rows over OpenMP threads in fixed chunks.
+// integer kernels, and splits output rows over OpenMP threads in fixed chunks, balanced by
+// work stealing (quant/chunk_queue.h).
 #include "quant/matmul.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
 #include "models/error.h"
+#include "quant/chunk_queue.h"
 #include "quant/kernels.h"
 #include "quant/packed.h"
 
@@ -125,14 +129,23 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
     A = &acts;
   }
   const int chunks = first[targets.size()];
-  const bool parallel = bytes >= kParallelBytes;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int ch = 0; ch < chunks; ++ch) {
+  auto run = [&](int ch) {
     size_t j = 0;
     while (ch >= first[j + 1]) ++j;
     const QMatrix& W = *targets[j].W;
     const int r0 = (ch - first[j]) * kRowChunk;
     fn[j](W, r0, std::min(W.rows, r0 + kRowChunk), X, A, n, targets[j].Y);
+  };
+  const int threads = bytes >= kParallelBytes ? std::min(omp_get_max_threads(), chunks) : 1;
+  if (threads <= 1) {  // no OpenMP region at all: even a one-thread team costs ~1 us
+    for (int ch = 0; ch < chunks; ++ch) run(ch);
+    return;
+  }
+  ChunkQueue queue(chunks, threads);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    for (int ch; (ch = queue.Next(t)) >= 0;) run(ch);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/error.h"
@@ -18,6 +19,7 @@
 #include "models/synthetic.h"
 #include "quant/bandwidth.h"
 #include "quant/blocks.h"
+#include "quant/chunk_queue.h"
 #include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
@@ -493,12 +495,59 @@ TEST(MatMul, IndependentOfThreadCount) {
       std::vector<float> y1(size_t(n) * 1000), y2(size_t(n) * 1000);
       omp_set_num_threads(1);
       MatMul(W, x.data(), n, y1.data());
-      omp_set_num_threads(2);
-      MatMul(W, x.data(), n, y2.data());
-      ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size())) << isa << " " << QTypeName(t);
+      for (int threads : {2, 3, 5}) {  // 3 and 5 oversubscribe a 2-core machine: chunks get stolen
+        omp_set_num_threads(threads);
+        std::fill(y2.begin(), y2.end(), -1.0f);
+        MatMul(W, x.data(), n, y2.data());
+        ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size()))
+            << isa << " " << QTypeName(t) << " threads " << threads;
+      }
     }
   }
   omp_set_num_threads(saved_threads);
+}
+
+// Every chunk is handed out exactly once, each thread starts on its own static range in
+// order, and ranges of threads that never ask (a smaller team than planned) are stolen.
+TEST(ChunkQueue, EveryChunkExactlyOnce) {
+  for (int threads : {1, 2, 3, 8, 17, 40}) {    // 17 and 40 exceed the inline ranges
+    for (int chunks : {0, 1, 5, 64, 1000}) {
+      for (int active : {threads, (threads + 1) / 2}) {
+        ChunkQueue q(chunks, threads);
+        std::vector<std::vector<int>> got(active);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < active; ++t)
+          pool.emplace_back([&, t] {
+            std::mt19937 rng(t);
+            for (int ch; (ch = q.Next(t)) >= 0;) {
+              got[t].push_back(ch);
+              if (rng() % 4 == 0) std::this_thread::yield();  // uneven speeds: stealing
+            }
+          });
+        for (auto& th : pool) th.join();
+        std::vector<int> count(chunks, 0);
+        for (int t = 0; t < active; ++t)
+          for (int ch : got[t]) ++count[ch];
+        for (int ch = 0; ch < chunks; ++ch)
+          ASSERT_EQ(1, count[ch]) << "chunk " << ch << " of " << chunks << ", " << threads << " threads, "
+                                  << active << " active";
+      }
+    }
+  }
+}
+
+// Alone, a thread walks its own range front to back, then steals the back half of the
+// largest remaining range, and so on: ascending runs, each chunk once.
+TEST(ChunkQueue, OwnRangeFirstThenBackHalves) {
+  ChunkQueue q(100, 4);  // ranges [0,25) [25,50) [50,75) [75,100)
+  std::vector<int> got;
+  for (int ch; (ch = q.Next(0)) >= 0;) got.push_back(ch);
+  ASSERT_EQ(100u, got.size());
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(i, got[i]);
+  EXPECT_EQ(37, got[25]);  // back half of [25, 50): 13 chunks
+  std::vector<int> sorted = got;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(i, sorted[i]);
 }
 
 // A 172-column matrix gives exactly the results of its zero-padded 256-column twin
