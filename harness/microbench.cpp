@@ -189,7 +189,7 @@ void BM_ReadBandwidth(benchmark::State& st) {
   std::sort(gbs.begin(), gbs.end());
   st.counters["GBps_median"] = gbs[gbs.size() / 2];
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * bytes));
-  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2"};
+  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts"};
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads, " + names[pattern]);
 }
 BENCHMARK(BM_ReadBandwidth)->DenseRange(0, 2)->UseRealTime()->Iterations(9);

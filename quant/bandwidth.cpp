@@ -16,7 +16,8 @@ namespace specsweep {
 namespace {
 
 // Read patterns of the probe, one software prefetch per line: a fixed 4 KB lead into L1,
-// the page-interleaved window (quant/prefetch.h) into L1, and into L2 as the kernels do.
+// the page-interleaved window (quant/prefetch.h) into L1, and into L2 in bursts of 8 as
+// the kernels do.
 enum Pattern { kLead4K, kWindowL1, kWindowL2, kPatterns };
 
 // Sum of 64-byte lines of [p, p + lines*64): eight independent integer adds per line
@@ -26,10 +27,11 @@ template <Pattern kPattern>
 uint64_t ReadLines(const uint8_t* p, size_t lines) {
   const auto* q = reinterpret_cast<const uint64_t*>(p);  // [lines][8]
   uint64_t a[8] = {};
+  WindowPrefetcher window(p);
   for (size_t i = 0; i < lines; ++i) {
     if constexpr (kPattern == kLead4K) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * (i + 64), _MM_HINT_T0);
     if constexpr (kPattern == kWindowL1) _mm_prefetch(PrefetchTarget(p + 64 * i), _MM_HINT_T0);
-    if constexpr (kPattern == kWindowL2) PrefetchWeights(p + 64 * i);
+    if constexpr (kPattern == kWindowL2) window.Reach(p + 64 * i);
     for (int k = 0; k < 8; ++k) a[k] += q[8 * i + k];
   }
   uint64_t s = 0;

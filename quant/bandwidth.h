@@ -13,8 +13,8 @@ double MeasureReadBandwidthGBs();
 
 // One timed pass over `bytes` (rounded down to 64) of `buf`; returns GB/s. The buffer
 // must be 64-byte aligned. Prefetch `pattern`: 0 = a fixed 4 KB lead, 1 = the
-// page-interleaved window of quant/prefetch.h into L1, 2 = the same into L2 (as the
-// kernels do). Exposed for the microbenchmark.
+// page-interleaved window of quant/prefetch.h into L1, 2 = the same into L2 in bursts
+// (as the kernels do). Exposed for the microbenchmark.
 double ReadPassGBs(const void* buf, size_t bytes, int pattern);
 
 // Runs the active kernel family's FmaProbe on all OpenMP threads at once and returns the

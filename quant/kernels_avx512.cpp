@@ -121,11 +121,13 @@ struct FloatBlk {
       for (int b = 0; b < C; ++b)
         acc[a][b] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(park + (a * kMaxCols + b) * 16);
     const int full = std::min(c1, cols & ~15);
+    // The tile's R rows are adjacent: one stream, consumed R x as fast as a row.
+    WindowPrefetcher window(WL::At(w[0], R * c0));
     for (int c = c0; c < full; c += 16) {
+      window.Reach(WL::At(w[0], R * c));
       __m512 wv[R];
       #pragma GCC unroll 16
       for (int a = 0; a < R; ++a) {
-        PrefetchWeights(WL::At(w[a], c));
         wv[a] = WL::Load(WL::At(w[a], c));
       }
       #pragma GCC unroll 16
@@ -317,6 +319,7 @@ struct QuantBlk {
       for (int b = 0; b < C; ++b) acc[a][b] = _mm512_setzero_ps();
     const size_t step_bytes = W.row_bytes * 2 / nb;  // weight bytes per 64 elements (approx.)
     alignas(64) float sc[R][C][kSegBlocks];  // dw_k * dx_k of the segment, 0 beyond nb
+    WindowPrefetcher window(w[0]);
     for (int b0 = 0; b0 < nb; b0 += kSegBlocks) {
       const int bn = std::min(kSegBlocks, nb - b0);  // blocks in this segment
       #pragma GCC unroll 16
@@ -332,11 +335,11 @@ struct QuantBlk {
         }
       }
       auto step = [&](int s, bool half) {
+        window.Reach(w[0] + R * s * step_bytes);  // the R rows are adjacent
         const int k = 2 * s - b0;  // segment index of the step's first block
         __m512i wv[R], wc[R];
         #pragma GCC unroll 16
         for (int a = 0; a < R; ++a) {
-          PrefetchWeights(w[a] + s * step_bytes);
           wv[a] = half ? QW<T>::LoadHalf(w[a], s) : QW<T>::Load(w[a], s);
           wc[a] = RowCorr<T>(wv[a]);
         }
@@ -407,10 +410,10 @@ struct PackedBlk {
     // 134M Q4_0 decode, matmuls only, 2 threads, two alternating rounds: 3.52 / 3.74 ms
     // following the quants, 3.19 / 3.37 ms in address order.
     const size_t block_share = W.group_bytes / nb;
-    const uint8_t* pf = q;
+    const uint8_t* pf = q + block_share;
+    WindowPrefetcher window(q);
     for (int k = 0; k < nb; ++k, q += kQuantBytes, pf += block_share) {
-      #pragma GCC unroll 16
-      for (int j = 0; j <= kQuantBytes / 64; ++j) PrefetchWeights(pf + 64 * j);
+      window.Reach(pf);
       // Integer block sums of the 16 rows per column, in two vpdpbusd chains (one chain
       // is 5 cycles per step): Q4_0 keeps the high nibbles in place (16 x their value,
       // one vpandn instead of a shift and a mask) and divides that chain's sum by 16 at

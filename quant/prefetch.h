@@ -23,16 +23,41 @@ inline const char* PrefetchTarget(const void* consumed) {
   return reinterpret_cast<const char*>((next + (k % kPrefetchPages) * 64 + k / kPrefetchPages) << 6);
 }
 
-// The kernels' prefetch for a weight line they are consuming: its target, into L2.
-// 134M bench-forward, 2 threads, T(1) medians of 3 alternating runs against a fixed lead
-// into L1 (8 KB for the quantized kernels, 4 rows for the float ones): F32 21.2-22.0 ->
-// 17.6-20.1 ms, F16 12.6-12.7 -> 10.7-12.6, Q8_0 7.1-7.4 -> 5.3-6.0, Q4_0 4.4-4.8 ->
-// 3.1-3.8; n = 8: F32 27.9-28.8 -> 20.0-24.3, the other formats within the noise.
+// The kernels' prefetch: PrefetchTarget's targets into L2, issued in bursts for a buffer
+// consumed in address order. When consumption reaches a 512-byte slot (lines 8 j .. 8 j + 7
+// of its window), the 8 lines they map to (line j of each page of the next window) are
+// prefetched at once: one address computation per 8 lines. Computing every line's target
+// took the scalar ports from the vector work: 768x768 F16 in L2, one thread, ran at
+// 11-12 GB/s per line against 19-22 in bursts (28 with a fixed lead into L1).
+// 134M bench-forward, 2 threads, T(1) medians of 4 alternating runs, per-line targets ->
+// bursts: F32 19.4-23.1 -> 16.5-18.8 ms, F16 11.1-15.0 -> 8.9-10.5, Q8_0 5.7-6.6 ->
+// 5.3-6.1, Q4_0 3.8-4.4 -> 3.4-4.0; n = 8 within the noise. Against the fixed lead into L1
+// of earlier versions (8 KB for the quantized kernels, 4 rows for the float ones), per-line
+// targets were already faster: F32 21.2-22.0 -> 17.6-20.1 ms, F16 12.6-12.7 -> 10.7-12.6,
+// Q8_0 7.1-7.4 -> 5.3-6.0, Q4_0 4.4-4.8 -> 3.1-3.8, F32 n = 8 27.9-28.8 -> 20.0-24.3.
 // Into L1 (T0) the window's lead (up to 64 KB) evicts lines before use when the kernel is
-// compute-bound (n = 8 up to 40% slower). Cost: the target takes ~10 scalar operations,
-// which compete with the vector work when the weights are already in L2 (768x768 F16,
-// one thread: ~2x slower); issuing the targets in bursts of 8 fixed that but lost the
-// n = 8 gains, and the real tinystories models decode at the same speed either way.
-inline void PrefetchWeights(const void* consumed) { _mm_prefetch(PrefetchTarget(consumed), _MM_HINT_T1); }
+// compute-bound (n = 8 up to 40% slower).
+class WindowPrefetcher {
+ public:
+  explicit WindowPrefetcher(const void* start) : next_(reinterpret_cast<uintptr_t>(start) & ~kSlotMask) {}
+  // Consumption has reached `consumed`: bursts for every slot it entered.
+  void Reach(const void* consumed) {
+    for (const uintptr_t a = reinterpret_cast<uintptr_t>(consumed); next_ <= a; next_ += kSlotMask + 1) {
+      const char* base = BurstBase(next_);
+      #pragma GCC unroll 8
+      for (uintptr_t p = 0; p < kPrefetchPages; ++p) _mm_prefetch(base + 4096 * p, _MM_HINT_T1);
+    }
+  }
+  // The burst of the slot at `slot` (512-byte aligned) prefetches BurstBase + 4096 p for
+  // p < 8: PrefetchTarget of the slot's line p.
+  static const char* BurstBase(uintptr_t slot) {
+    constexpr uintptr_t kWindow = 64 * kPrefetchWindowLines;  // bytes
+    return reinterpret_cast<const char*>((slot & ~(kWindow - 1)) + kWindow + ((slot & (kWindow - 1)) >> 9) * 64);
+  }
+
+ private:
+  static constexpr uintptr_t kSlotMask = 64 * kPrefetchPages - 1;
+  uintptr_t next_;  // start of the next slot to burst
+};
 
 }  // namespace specsweep

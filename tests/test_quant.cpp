@@ -24,6 +24,7 @@
 #include "quant/kernels.h"
 #include "quant/matmul.h"
 #include "quant/packed.h"
+#include "quant/prefetch.h"
 #include "quant/quant_error.h"
 #include "tests/test_util.h"
 
@@ -548,6 +549,29 @@ TEST(ChunkQueue, OwnRangeFirstThenBackHalves) {
   std::vector<int> sorted = got;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < 100; ++i) EXPECT_EQ(i, sorted[i]);
+}
+
+// PrefetchTarget maps the lines of each 32 KB window one-to-one onto the next window,
+// line 8 j + p to line j of page p; WindowPrefetcher's burst for a slot covers exactly
+// the targets of the slot's 8 lines.
+TEST(Prefetch, WindowTargetsArePageInterleavedAndBurstsMatch) {
+  const uintptr_t base = uintptr_t(1) << 30;  // 32 KB aligned; never dereferenced
+  std::vector<int> hits(512, 0);
+  for (uintptr_t k = 0; k < 512; ++k) {
+    const auto t = reinterpret_cast<uintptr_t>(PrefetchTarget(reinterpret_cast<const void*>(base + 64 * k + 5)));
+    ASSERT_GE(t, base + 32768);
+    ASSERT_LT(t, base + 65536);
+    ASSERT_EQ(0u, t % 64);
+    const uintptr_t line = (t - base - 32768) / 64;
+    EXPECT_EQ(k % 8, line / 64) << "page of line " << k;
+    EXPECT_EQ(k / 8, line % 64) << "line in page of line " << k;
+    ++hits[line];
+  }
+  for (int h : hits) ASSERT_EQ(1, h);
+  for (uintptr_t slot = base; slot < base + 65536; slot += 512)
+    for (uintptr_t p = 0; p < 8; ++p)
+      ASSERT_EQ(PrefetchTarget(reinterpret_cast<const void*>(slot + 64 * p)),
+                WindowPrefetcher::BurstBase(slot) + 4096 * p);
 }
 
 // A 172-column matrix gives exactly the results of its zero-padded 256-column twin
