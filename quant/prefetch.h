@@ -16,14 +16,7 @@ namespace specsweep {
 constexpr uintptr_t kPrefetchPages = 8;                        // pages per window
 constexpr uintptr_t kPrefetchWindowLines = 64 * kPrefetchPages;  // 64-byte lines per window
 
-inline const char* PrefetchTarget(const void* consumed) {
-  const uintptr_t line = reinterpret_cast<uintptr_t>(consumed) >> 6;
-  const uintptr_t k = line % kPrefetchWindowLines;  // position in the current window
-  const uintptr_t next = line - k + kPrefetchWindowLines;
-  return reinterpret_cast<const char*>((next + (k % kPrefetchPages) * 64 + k / kPrefetchPages) << 6);
-}
-
-// The kernels' prefetch: PrefetchTarget's targets into L2, issued in bursts for a buffer
+// The kernels' prefetch: the window targets (PrefetchTarget below) into L2, issued in bursts for a buffer
 // consumed in address order. When consumption reaches a 512-byte slot (lines 8 j .. 8 j + 7
 // of its window), the 8 lines they map to (line j of each page of the next window) are
 // prefetched at once: one address computation per 8 lines. Computing every line's target
@@ -48,8 +41,8 @@ class WindowPrefetcher {
       for (uintptr_t p = 0; p < kPrefetchPages; ++p) _mm_prefetch(base + 4096 * p, _MM_HINT_T1);
     }
   }
-  // The burst of the slot at `slot` (512-byte aligned) prefetches BurstBase + 4096 p for
-  // p < 8: PrefetchTarget of the slot's line p.
+  // The burst of the slot at `slot` (512-byte aligned, lines 8 j .. 8 j + 7 of its window)
+  // prefetches BurstBase + 4096 p for p < 8: line j of page p of the next window.
   static const char* BurstBase(uintptr_t slot) {
     constexpr uintptr_t kWindow = 64 * kPrefetchWindowLines;  // bytes
     return reinterpret_cast<const char*>((slot & ~(kWindow - 1)) + kWindow + ((slot & (kWindow - 1)) >> 9) * 64);
@@ -59,5 +52,12 @@ class WindowPrefetcher {
   static constexpr uintptr_t kSlotMask = 64 * kPrefetchPages - 1;
   uintptr_t next_;  // start of the next slot to burst
 };
+
+// The target of one consumed line (the mapping described at the top): its slot's burst
+// entry for the line's position in the slot.
+inline const char* PrefetchTarget(const void* consumed) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(consumed);
+  return WindowPrefetcher::BurstBase(a & ~uintptr_t(511)) + 4096 * ((a >> 6) % kPrefetchPages);
+}
 
 }  // namespace specsweep
