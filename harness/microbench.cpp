@@ -23,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "harness/results.h"
 #include "models/kv_cache.h"
 #include "quant/bandwidth.h"
 #include "quant/kernels.h"
@@ -186,8 +187,7 @@ void BM_ReadBandwidth(benchmark::State& st) {
   static AlignedBuffer buf(bytes);  // [256 MiB]
   std::vector<double> gbs;
   for (auto _ : st) gbs.push_back(ReadPassGBs(buf.data(), bytes, pattern));
-  std::sort(gbs.begin(), gbs.end());
-  st.counters["GBps_median"] = gbs[gbs.size() / 2];
+  st.counters["GBps_median"] = Median(gbs);
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * bytes));
   const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts"};
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads, " + names[pattern]);
@@ -198,8 +198,7 @@ BENCHMARK(BM_ReadBandwidth)->DenseRange(0, 2)->UseRealTime()->Iterations(9);
 void BM_FmaPeak(benchmark::State& st) {
   std::vector<double> gmacs;
   for (auto _ : st) gmacs.push_back(MeasureFmaPeakGmacs());
-  std::sort(gmacs.begin(), gmacs.end());
-  st.counters["GMACps_median"] = gmacs[gmacs.size() / 2];
+  st.counters["GMACps_median"] = Median(gmacs);
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads " + ActiveKernelIsa());
 }
 BENCHMARK(BM_FmaPeak)->UseRealTime()->Iterations(3);
