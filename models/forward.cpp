@@ -61,8 +61,17 @@ auto* Grow(Vec& v, size_t n) {
 
 // Softmax over sh[0..len) in place.
 void Softmax(float* sh, int len) {
+  // The maximum in 8 lanes, then across them: max is exact, so any order gives the same
+  // value (a zero's sign aside, which cannot change exp(sh[t] - max_s)).
+  Lanes8 m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int t8 = 0;
+  for (; t8 + 8 <= len; t8 += 8) {
+    const Lanes8 s8 = LoadLanes8(sh + t8);
+    m8 = m8 < s8 ? s8 : m8;
+  }
   float max_s = -INFINITY;
-  for (int t = 0; t < len; ++t) max_s = std::max(max_s, sh[t]);
+  for (int j = 0; j < 8; ++j) max_s = std::max(max_s, m8[j]);
+  for (int t = t8; t < len; ++t) max_s = std::max(max_s, sh[t]);
   for (int t = 0; t < len; ++t) sh[t] = ExpF(sh[t] - max_s);
   float sum = 0.0f;
   for (int t = 0; t < len; ++t) sum += sh[t];
