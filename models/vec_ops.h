@@ -12,8 +12,8 @@ namespace specsweep {
 
 // 8 float lanes in GCC's portable vector type: it lowers to whatever the target ISA has,
 // and keeps the 16 partial sums in registers. As a float[16] array the sums went through
-// the stack and the tree ran as scalar code with store-forwarding stalls, ~65 cycles per
-// 64-wide Dot: two thirds of a 134M decode step's attention.
+// the stack and the tree ran as scalar code with store-forwarding stalls: attention of 6
+// heads over 65 positions (hd 64, L1-resident) took 11.1 us, 6.0 us with these types.
 using Lanes8 = float __attribute__((vector_size(32)));
 using Lanes4 = float __attribute__((vector_size(16)));
 

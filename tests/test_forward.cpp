@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
+#include <random>
 #include <cstring>
 #include <vector>
 
@@ -106,6 +108,31 @@ std::vector<int> SomeTokens(int n, int vocab) {
   std::vector<int> t(n);
   for (int i = 0; i < n; ++i) t[i] = (i * 37 + 11) % vocab;
   return t;
+}
+
+// Dot's documented order, written out: 16 lane sums of the products i = j (mod 16) in
+// element order, then lanes j and j + w added for w = 8, 4, 2, 1.
+float DotInDocumentedOrder(const float* a, const float* b, int n) {
+  float acc[16] = {};
+  for (int i = 0; i < n; ++i) acc[i % 16] += a[i] * b[i];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
+TEST(VecOps, DotIsBitIdenticalToItsDocumentedOrder) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int n : {0, 1, 5, 15, 16, 17, 31, 64, 65, 100, 768}) {
+    std::vector<float> a(n), b(n);
+    for (int i = 0; i < n; ++i) {
+      a[i] = u(rng) * std::ldexp(1.0f, i % 9);  // mixed magnitudes: the order shows in the bits
+      b[i] = u(rng);
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(Dot(a.data(), b.data(), n)),
+              std::bit_cast<uint32_t>(DotInDocumentedOrder(a.data(), b.data(), n)))
+        << "n " << n;
+  }
 }
 
 TEST(VecOps, ExpFWithinStatedErrorOfLibm) {
