@@ -39,13 +39,10 @@ inline float Dot(const float* a, const float* b, int n) {
     lo += LoadLanes8(a + i) * LoadLanes8(b + i);
     hi += LoadLanes8(a + i + 8) * LoadLanes8(b + i + 8);
   }
-  float acc[16];  // the tail, added only to the lanes it reaches
-  std::memcpy(acc, &lo, sizeof lo);
-  std::memcpy(acc + 8, &hi, sizeof hi);
-  for (int j = 0; i + j < n; ++j) acc[j] += a[i + j] * b[i + j];
-  if (i < n) {
-    std::memcpy(&lo, acc, sizeof lo);
-    std::memcpy(&hi, acc + 8, sizeof hi);
+  for (int j = 0; i + j < n; ++j) {  // the tail, added only to the lanes it reaches
+    const float p = a[i + j] * b[i + j];
+    if (j < 8) lo[j] += p;
+    else hi[j - 8] += p;
   }
   return LaneTreeSum(lo, hi);
 }

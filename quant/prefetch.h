@@ -16,10 +16,10 @@ namespace specsweep {
 constexpr uintptr_t kPrefetchPages = 8;                        // pages per window
 constexpr uintptr_t kPrefetchWindowLines = 64 * kPrefetchPages;  // 64-byte lines per window
 
-// The kernels' prefetch: the window targets (PrefetchTarget below) into L2, issued in bursts for a buffer
-// consumed in address order. When consumption reaches a 512-byte slot (lines 8 j .. 8 j + 7
-// of its window), the 8 lines they map to (line j of each page of the next window) are
-// prefetched at once: one address computation per 8 lines. Computing every line's target
+// The kernels' prefetch: the window targets (PrefetchTarget below) into L2, issued in
+// bursts for a buffer consumed in address order. When consumption reaches a 512-byte slot
+// (lines 8 j .. 8 j + 7 of its window), the 8 lines they map to (line j of each page of
+// the next window) are prefetched at once: one address computation per 8 lines. Computing every line's target
 // took the scalar ports from the vector work: 768x768 F16 in L2, one thread, ran at
 // 11-12 GB/s per line against 19-22 in bursts (28 with a fixed lead into L1).
 // 134M bench-forward, 2 threads, T(1) medians of 4 alternating runs, per-line targets ->
