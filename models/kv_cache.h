@@ -3,10 +3,12 @@
 // (early-exit draft sharing the target's weights).
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <new>
 #include <vector>
 
 #include "models/config.h"
+#include "quant/chunk_queue.h"
 
 namespace specsweep {
 
@@ -57,7 +59,16 @@ class KVCache {
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.
   struct Scratch {
-    AlignedFloats x, xb, q, k, v, att_out, hb, hb2, logits, scores, rope_cos, rope_sin;
+    // Shared by the forward pass's threads.
+    AlignedFloats q, k, v, att_out, ob, hb, hb2, logits, scores, rope_cos, rope_sin;
+    // Each thread's own residual stream and normed product input (models/forward.cpp).
+    struct Own {
+      AlignedFloats x, xb;
+    };
+    std::vector<Own> own;
+    // One row-chunk queue per matrix product of a forward pass.
+    std::unique_ptr<ChunkQueue[]> queues;
+    size_t n_queues = 0;
   } scratch;
   void SetLength(int n) { length_ = n; }
 };

@@ -22,8 +22,16 @@ namespace specsweep {
 
 class ChunkQueue {
  public:
-  ChunkQueue(int n, int threads) : threads_(std::max(threads, 1)) {
-    if (threads_ > kInline) heap_ = std::make_unique<Range[]>(threads_);
+  ChunkQueue() = default;
+  ChunkQueue(int n, int threads) { Reset(n, threads); }
+
+  // Hands out [0, n) afresh. Not thread-safe: call it before the team takes chunks.
+  void Reset(int n, int threads) {
+    threads_ = std::max(threads, 1);
+    if (threads_ > kInline && heap_size_ < threads_) {
+      heap_ = std::make_unique<Range[]>(threads_);
+      heap_size_ = threads_;
+    }
     for (int t = 0; t < threads_; ++t)
       At(t).v.store(Pack(int64_t(n) * t / threads_, int64_t(n) * (t + 1) / threads_),
                     std::memory_order_relaxed);
@@ -49,7 +57,7 @@ class ChunkQueue {
   static uint64_t Pack(int64_t begin, int64_t end) { return uint64_t(begin) | uint64_t(end) << 32; }
   static uint32_t Begin(uint64_t v) { return uint32_t(v); }
   static uint32_t End(uint64_t v) { return uint32_t(v >> 32); }
-  Range& At(int t) { return heap_ ? heap_[t] : inline_[t]; }
+  Range& At(int t) { return threads_ > kInline ? heap_[t] : inline_[t]; }
 
   // Moves the back half (rounded up) of the largest other range into t's own; false if
   // nothing is left anywhere. Only t writes its own range while it is empty, and other
@@ -74,9 +82,10 @@ class ChunkQueue {
     }
   }
 
-  int threads_;
+  int threads_ = 1;
   Range inline_[kInline];
   std::unique_ptr<Range[]> heap_;
+  int heap_size_ = 0;
 };
 
 }  // namespace specsweep

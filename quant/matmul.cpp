@@ -97,56 +97,82 @@ void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
   MatMuls(t, X, n);
 }
 
-void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
-  constexpr int kMaxTargets = 8;
-  if (n <= 0 || targets.empty()) return;
-  if (targets.size() > kMaxTargets) Fail("matmul: {} matrices in one call (at most {})", targets.size(), kMaxTargets);
-  const KernelFamily& k = ActiveKernels();
-  const int cols = targets[0].W->cols;
-  // Row chunks of every target, numbered consecutively: target j owns [first[j], first[j+1]).
+namespace {
+
+constexpr int kMaxTargets = 8;
+
+// The row chunks of every target, numbered consecutively (target j owns
+// [first[j], first[j+1])), and the kernel of each.
+struct Plan {
   int first[kMaxTargets + 1] = {0};
-  RowsKernelFn fn[kMaxTargets];
+  RowsKernelFn fn[kMaxTargets] = {};
   bool quantized = false;
   size_t bytes = 0;
-  for (size_t j = 0; j < targets.size(); ++j) {
-    const QMatrix& W = *targets[j].W;
-    if (W.cols != cols) Fail("matmul: matrices of one call share their input: {} vs {} columns", W.cols, cols);
-    const int t = static_cast<int>(W.type);
-    // A packed matrix under a family without packed kernels (forced after packing) runs
-    // on the scalar reference: slow, never wrong.
-    fn[j] = W.layout == Layout::kRows ? k.rows[t] : k.packed[t] ? k.packed[t] : ScalarKernels().packed[t];
-    first[j + 1] = first[j] + (W.rows + kRowChunk - 1) / kRowChunk;
-    quantized |= IsQuantized(W.type);
-    bytes += W.bytes();
+
+  Plan(std::span<const MatMulTarget> targets, const KernelFamily& k) {
+    for (size_t j = 0; j < targets.size(); ++j) {
+      const QMatrix& W = *targets[j].W;
+      const int t = static_cast<int>(W.type);
+      // A packed matrix under a family without packed kernels (forced after packing) runs
+      // on the scalar reference: slow, never wrong.
+      fn[j] = W.layout == Layout::kRows ? k.rows[t] : k.packed[t] ? k.packed[t] : ScalarKernels().packed[t];
+      first[j + 1] = first[j] + (W.rows + kRowChunk - 1) / kRowChunk;
+      quantized |= IsQuantized(W.type);
+      bytes += W.bytes();
+    }
   }
-  const QuantActs* A = nullptr;
-  // Per calling thread, reused across calls: [n][ActsCols] quantized activations, the
-  // same for every target (ActsCols rounds the shared column count up to 128).
+};
+
+void Validate(std::span<const MatMulTarget> targets) {
+  if (targets.size() > kMaxTargets) Fail("matmul: {} matrices in one call (at most {})", targets.size(), kMaxTargets);
+  for (const MatMulTarget& t : targets)
+    if (t.W->cols != targets[0].W->cols)
+      Fail("matmul: matrices of one call share their input: {} vs {} columns", t.W->cols, targets[0].W->cols);
+}
+
+}  // namespace
+
+int MatMulChunks(std::span<const MatMulTarget> targets) {
+  Validate(targets);
+  return Plan(targets, ActiveKernels()).first[targets.size()];
+}
+
+void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread) {
+  const KernelFamily& k = ActiveKernels();
+  const Plan plan(targets, k);
+  const int cols = targets[0].W->cols;
+  // Per thread, reused across calls: [n][ActsCols] quantized activations, the same for
+  // every target (ActsCols rounds the shared column count up to 128). Each thread of a
+  // team quantizes for itself: the same time as one thread doing it before a fork, and
+  // no barrier.
   static thread_local QuantActs acts;
-  if (quantized) {
+  const QuantActs* A = nullptr;
+  if (plan.quantized) {
     acts.Reserve(n, ActsCols(*targets[0].W));
     for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * cols, cols, i, acts);
     A = &acts;
   }
-  const int chunks = first[targets.size()];
-  auto run = [&](int ch) {
+  for (int ch; (ch = queue.Next(thread)) >= 0;) {
     size_t j = 0;
-    while (ch >= first[j + 1]) ++j;
+    while (ch >= plan.first[j + 1]) ++j;
     const QMatrix& W = *targets[j].W;
-    const int r0 = (ch - first[j]) * kRowChunk;
-    fn[j](W, r0, std::min(W.rows, r0 + kRowChunk), X, A, n, targets[j].Y);
-  };
-  const int threads = bytes >= kParallelBytes ? std::min(omp_get_max_threads(), chunks) : 1;
-  if (threads <= 1) {  // no OpenMP region at all: even a one-thread team costs ~1 us
-    for (int ch = 0; ch < chunks; ++ch) run(ch);
-    return;
+    const int r0 = (ch - plan.first[j]) * kRowChunk;
+    plan.fn[j](W, r0, std::min(W.rows, r0 + kRowChunk), X, A, n, targets[j].Y);
   }
+}
+
+bool WorthSplitting(size_t weight_bytes) { return weight_bytes >= kParallelBytes; }
+
+void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
+  if (n <= 0 || targets.empty()) return;
+  Validate(targets);
+  const Plan plan(targets, ActiveKernels());
+  const int chunks = plan.first[targets.size()];
+  const int threads = WorthSplitting(plan.bytes) ? std::min(omp_get_max_threads(), chunks) : 1;
   ChunkQueue queue(chunks, threads);
+  if (threads <= 1) return MatMulsTeam(targets, X, n, queue, 0);  // no OpenMP region at all
 #pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    for (int ch; (ch = queue.Next(t)) >= 0;) run(ch);
-  }
+  MatMulsTeam(targets, X, n, queue, omp_get_thread_num());
 }
 
 QMatrix PackForKernels(const QMatrix& m) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <span>
 
+#include "quant/chunk_queue.h"
 #include "quant/qmatrix.h"
 
 namespace specsweep {
@@ -22,6 +23,20 @@ struct MatMulTarget {
   float* Y;
 };
 void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n);
+
+// Team form, for the threads of an OpenMP region the caller keeps open across several
+// products (the forward pass: one region per call, a barrier instead of a fork/join per
+// product). Every thread of the team calls it with the same targets and n; X may be the
+// calling thread's own copy (equal values). `queue`, Reset to MatMulChunks(targets)
+// chunks for the team size before any thread calls, hands out row chunks; a thread
+// returns when none is left, so read Y only after a barrier. Y_j is exactly what MatMul
+// gives. MatMulChunks checks the targets (throws); MatMulsTeam trusts them.
+int MatMulChunks(std::span<const MatMulTarget> targets);
+void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue,
+                 int thread);
+// Whether a product of this many weight bytes is worth splitting over threads (below,
+// a fork/join costs more than the product; the rule MatMuls applies).
+bool WorthSplitting(size_t weight_bytes);
 
 // m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
 // Layout::kPacked16 where the family has packed kernels (avx512), else unchanged.

@@ -196,22 +196,29 @@ TEST(Forward, BatchOfNBitIdenticalToSingleSteps) {
 
 TEST(Forward, ThreadCountDoesNotChangeLogits) {
   ModelConfig c = TinyTestConfig();
-  c.dim = 256;  // large enough that the parallel paths run
+  c.dim = 256;  // large enough that the forward pass runs as a team
   c.hidden_dim = 512;
   c.n_heads = 8;
-  c.n_kv_heads = 4;
-  Model m = MakeSyntheticModel(c, 5);
-  auto toks = SomeTokens(12, c.vocab_size);
-  std::vector<std::vector<float>> runs;
-  for (int threads : {1, 2, 3}) {
-    SetNumThreads(threads);
-    KVCache cache(c);
-    auto l = Forward(m, toks, 0, cache);
-    runs.emplace_back(l.begin(), l.end());
+  c.n_kv_heads = 4;  // 3 threads split the 4 KV heads unevenly
+  const Model f32 = MakeSyntheticModel(c, 5);
+  auto toks = SomeTokens(16, c.vocab_size);
+  for (const Model& m : {f32, QuantizeModel(f32, QType::Q4_0)}) {  // float and integer kernels
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2, 3}) {
+      SetNumThreads(threads);
+      KVCache cache(c);
+      auto l = Forward(m, std::span(toks).first(12), 0, cache);  // prefill, then decode steps
+      std::vector<float> all(l.begin(), l.end());
+      for (int pos = 12; pos < 16; ++pos) {
+        l = Forward(m, std::span(toks).subspan(pos, 1), pos, cache);
+        all.insert(all.end(), l.begin(), l.end());
+      }
+      runs.push_back(std::move(all));
+    }
+    SetNumThreads(0);
+    EXPECT_EQ(runs[0], runs[1]);
+    EXPECT_EQ(runs[0], runs[2]);
   }
-  SetNumThreads(0);
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[0], runs[2]);
 }
 
 TEST(Forward, TruncateThenRedecodeEqualsFresh) {

@@ -537,6 +537,19 @@ TEST(ChunkQueue, EveryChunkExactlyOnce) {
   }
 }
 
+// Reset reuses a queue for another split (the forward pass keeps one per product):
+// every chunk once again, whether the team grows past the inline ranges or shrinks.
+TEST(ChunkQueue, ResetHandsOutAfresh) {
+  ChunkQueue q;
+  for (auto [chunks, threads] : {std::pair{10, 2}, {100, 40}, {7, 3}, {0, 2}, {64, 17}}) {
+    q.Reset(chunks, threads);
+    std::vector<int> count(chunks, 0);
+    for (int t = threads - 1; t >= 0; --t)  // one thread at a time: own range, then steals
+      for (int ch; (ch = q.Next(t)) >= 0;) ++count[ch];
+    EXPECT_EQ(std::vector<int>(chunks, 1), count) << chunks << " chunks, " << threads << " threads";
+  }
+}
+
 // Alone, a thread walks its own range front to back, then steals the back half of the
 // largest remaining range, and so on: ascending runs, each chunk once.
 TEST(ChunkQueue, OwnRangeFirstThenBackHalves) {
