@@ -68,6 +68,7 @@ std::vector<std::string> DescribeWeights(const Model& m) {
                                    QTypeName(w.type), w.bytes());
     if (w.padded()) line += fmt::format("  padded {}->{}", w.cols, w.cols_padded);
     if (w.layout == Layout::kPacked16) line += "  (16-row interleaved for the VNNI kernels)";
+    if (w.layout == Layout::kColChunks) line += fmt::format("  (16-row blocks in {}-column chunks)", QMatrix::kColChunk);
     if (name == "output" && m.tied_embeddings) line += "  (tied to tok_embeddings in the file)";
     out.push_back(std::move(line));
   });

@@ -81,17 +81,21 @@ inline void WithCols(int c, F&& f) {
 // weights are re-read from L2 per activation chunk instead of the activations from L2
 // per row group. Parking is exact and chunks are walked in column order, so the
 // accumulation order of every output element is the same for any chunking.
+// A matrix in Layout::kColChunks is walked in its own column chunks whatever n (they
+// fit kMaxCols activation rows in L1), so every block is read in address order.
 template <class Blk>
 void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, float* Y) {
   constexpr int CW = MaxCols<Blk>(), RB = Blk::kBlockRows;
+  static_assert(RB == QMatrix::kChunkRows && Blk::ChunkCols(1 << 30, CW) == QMatrix::kColChunk);
   alignas(64) float park[RB * CW * 16];  // [block row][column][16 lanes]
+  const bool chunked = W.layout == Layout::kColChunks;
   const int r4 = r0 + (r1 - r0) / 4 * 4;
   for (int rb = r0; rb < r4; rb += RB) {
     const int re = std::min(rb + RB, r4);
     for (int i = 0; i < n; i += CW) {
       WithCols<CW>(std::min(CW, n - i), [&]<int C>() {
         constexpr int R = TileRows(Blk::kMaxAcc, C);
-        const int kc = Blk::ChunkCols(W.cols, C);
+        const int kc = chunked ? QMatrix::kColChunk : Blk::ChunkCols(W.cols, C);
         for (int c0 = 0; c0 < W.cols; c0 += kc) {
           const int c1 = std::min(W.cols, c0 + kc);
           for (int r = rb; r < re; r += R)
@@ -100,10 +104,13 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
       });
     }
   }
+  const int kc = chunked ? QMatrix::kColChunk : W.cols;
   for (int r = r4; r < r1; ++r)
     for (int i = 0; i < n; i += CW)
-      WithCols<CW>(std::min(CW, n - i),
-                   [&]<int C>() { Blk::template RunSpan<1, C>(W, r, X, i, 0, W.cols, park, Y); });
+      WithCols<CW>(std::min(CW, n - i), [&]<int C>() {
+        for (int c0 = 0; c0 < W.cols; c0 += kc)
+          Blk::template RunSpan<1, C>(W, r, X, i, c0, std::min(W.cols, c0 + kc), park, Y);
+      });
 }
 
 template <class Blk>

@@ -97,7 +97,7 @@ struct FloatBlk {
   // Column chunk for c activation rows: they stay within 24 KB of L1, so 768-column
   // matrices are never chunked and w2 (2048 columns) at n = 8 takes chunks of 768, 768,
   // 512 instead of reading 64 KB of activations from L2 per row tile.
-  static int ChunkCols(int cols, int c) {
+  static constexpr int ChunkCols(int cols, int c) {
     const int fit = (24 * 1024 / (4 * c)) & ~15;
     return cols <= fit ? cols : fit;
   }
@@ -108,22 +108,22 @@ struct FloatBlk {
   static void RunSpan(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park,
                       float* Y) {
     const int cols = W.cols;
-    const uint8_t* w[R];  // [R] rows
-    const float* x[C];    // [C] activation rows
+    const uint8_t* w[R];  // [R] rows from column c0 (either layout: c0 starts a span)
+    const float* x[C];    // [C] activation rows from column c0
     #pragma GCC unroll 16
-    for (int a = 0; a < R; ++a) w[a] = W.Row(r + a);
+    for (int a = 0; a < R; ++a) w[a] = W.Span(r + a, c0);
     #pragma GCC unroll 16
-    for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols;
+    for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols + c0;
     __m512 acc[R][C];  // one 16-lane accumulator per output element
     #pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
       #pragma GCC unroll 16
       for (int b = 0; b < C; ++b)
         acc[a][b] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(park + (a * kMaxCols + b) * 16);
-    const int full = std::min(c1, cols & ~15);
-    // The tile's R rows are adjacent: one stream, consumed R x as fast as a row.
-    WindowPrefetcher window(WL::At(w[0], R * c0));
-    for (int c = c0; c < full; c += 16) {
+    const int full = std::min(c1, cols & ~15) - c0;  // columns from c0 in whole vectors
+    // The tile's R spans are adjacent: one stream, consumed R x as fast as a span.
+    WindowPrefetcher window(w[0]);
+    for (int c = 0; c < full; c += 16) {
       window.Reach(WL::At(w[0], R * c));
       __m512 wv[R];
       #pragma GCC unroll 16
@@ -144,8 +144,8 @@ struct FloatBlk {
         for (int b = 0; b < C; ++b) _mm512_store_ps(park + (a * kMaxCols + b) * 16, acc[a][b]);
       return;
     }
-    if (full < cols) {  // masked last chunk: zeros in both operands
-      const __mmask16 m = FirstLanes(cols - full);
+    if (c0 + full < cols) {  // masked last vector: zeros in both operands
+      const __mmask16 m = FirstLanes(cols - c0 - full);
       __m512 wv[R];
       #pragma GCC unroll 16
       for (int a = 0; a < R; ++a) wv[a] = WL::LoadMasked(WL::At(w[a], full), m);
@@ -538,7 +538,8 @@ const KernelFamily& Avx512Kernels() {
       BlockDotsAvx512,
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
-      {nullptr, nullptr, nullptr, PackedRows<QType::Q8_0>, PackedRows<QType::Q4_0>, nullptr, nullptr},
+      {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, PackedRows<QType::Q8_0>,
+       PackedRows<QType::Q4_0>, nullptr, nullptr},
       FmaProbeAvx512,
   };
   return k;

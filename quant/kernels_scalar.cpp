@@ -39,14 +39,19 @@ float LoadW(const uint8_t* row, int c) {
   return 0.0f;
 }
 
+// Row layout or Layout::kColChunks: a row is one span or one per column chunk, summed
+// in column order either way.
 template <QType T>
 void FloatRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs*, int n, float* Y) {
+  const int step = W.layout == Layout::kColChunks ? QMatrix::kColChunk : W.cols;
   for (int r = r0; r < r1; ++r) {
-    const uint8_t* row = W.Row(r);
     for (int i = 0; i < n; ++i) {
       const float* x = X + static_cast<size_t>(i) * W.cols;
       float acc = 0.0f;
-      for (int c = 0; c < W.cols; ++c) acc += LoadW<T>(row, c) * x[c];
+      for (int c0 = 0; c0 < W.cols; c0 += step) {
+        const uint8_t* span = W.Span(r, c0);
+        for (int c = c0; c < std::min(W.cols, c0 + step); ++c) acc += LoadW<T>(span, c - c0) * x[c];
+      }
       Y[static_cast<size_t>(i) * W.rows + r] = acc;
     }
   }
@@ -159,7 +164,8 @@ const KernelFamily& ScalarKernels() {
       BlockDotsScalar,
       {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, QuantRows<QType::Q8_0>,
        QuantRows<QType::Q4_0>, QuantRows<QType::Q4_G64>, QuantRows<QType::Q4_G128>},
-      {nullptr, nullptr, nullptr, PackedRows, PackedRows, nullptr, nullptr},
+      {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, PackedRows, PackedRows, nullptr,
+       nullptr},
       FmaProbeScalar,
   };
   return k;

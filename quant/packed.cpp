@@ -1,5 +1,9 @@
-// Conversion between ggml's row layout and the 16-row interleaved layout (packed.h).
+// Conversion between ggml's row layout and the kernels' layouts: 16-row interleaved
+// (packed.h) and column chunks (QMatrix::Span).
 #include "quant/packed.h"
+
+#include <algorithm>
+#include <cstring>
 
 #include "quant/blocks.h"
 
@@ -21,8 +25,26 @@ void ForEachBlock(const QMatrix& m, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// Row layout <-> Layout::kColChunks (qmatrix.h): the same bytes, moved span by span.
+QMatrix ChunkColumns(const QMatrix& m, Layout to) {
+  QMatrix out = m;
+  out.layout = to;
+  out.data = AlignedBuffer(m.bytes());
+  const size_t elt = m.row_bytes / m.cols_padded;
+  for (int r = 0; r < m.rows; ++r)
+    for (int c0 = 0; c0 < m.cols; c0 += QMatrix::kColChunk)
+      std::memcpy(out.Span(r, c0), m.Span(r, c0), elt * std::min(QMatrix::kColChunk, m.cols - c0));
+  return out;
+}
+
+}  // namespace
+
 QMatrix Pack(const QMatrix& m) {
-  if (!Packable(m.type) || m.layout != Layout::kRows) return m;
+  if (m.layout != Layout::kRows) return m;
+  if (!IsQuantized(m.type)) return m.cols > QMatrix::kColChunk ? ChunkColumns(m, Layout::kColChunks) : m;
+  if (!Packable(m.type)) return m;
   QMatrix p = m;
   const int nb = m.cols_padded / 32;
   p.layout = Layout::kPacked16;
@@ -45,6 +67,7 @@ QMatrix Pack(const QMatrix& m) {
 }
 
 QMatrix Unpack(const QMatrix& m) {
+  if (m.layout == Layout::kColChunks) return ChunkColumns(m, Layout::kRows);
   if (m.layout != Layout::kPacked16) return m;
   QMatrix u = MakeQMatrix(m.type, m.rows, m.cols);
   ForEachBlock(u, [&](int r, int b) {

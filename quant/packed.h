@@ -60,7 +60,8 @@ inline uint16_t Scale(const QMatrix& m, int r, int b) {
   return d;
 }
 
-// Re-lays a row-layout Q8_0/Q4_0 matrix out as kPacked16, and back; bytes round-trip
+// Re-lays a row-layout Q8_0/Q4_0 matrix out as kPacked16, and a float one wider than
+// QMatrix::kColChunk as kColChunks; Unpack returns either to rows. Bytes round-trip
 // exactly. Other types and layouts are returned unchanged.
 QMatrix Pack(const QMatrix& m);
 QMatrix Unpack(const QMatrix& m);

@@ -144,6 +144,17 @@ QMatrix Convert(const QMatrix& m, QType type) {
   return Quantize(f.data(), m.rows, m.cols, type);
 }
 
+namespace {
+
+void DequantizeFloats(QType type, const uint8_t* p, int count, float* out) {
+  const auto* h = reinterpret_cast<const uint16_t*>(p);
+  if (type == QType::F32) std::memcpy(out, p, sizeof(float) * count);
+  else if (type == QType::F16) for (int c = 0; c < count; ++c) out[c] = F16ToF32(h[c]);
+  else for (int c = 0; c < count; ++c) out[c] = BF16ToF32(h[c]);
+}
+
+}  // namespace
+
 void DequantizeRow(const QMatrix& m, int r, float* out) {
   if (r < 0 || r >= m.rows) Fail("dequantize: row {}: out of range [0, {})", r, m.rows);
   if (m.layout == Layout::kPacked16) {
@@ -151,19 +162,17 @@ void DequantizeRow(const QMatrix& m, int r, float* out) {
       out[c] = static_cast<float>(packed::Value(m, r, c)) * F16ToF32(packed::Scale(m, r, c / 32));
     return;
   }
+  if (!IsQuantized(m.type)) {  // a whole row, or one span per column chunk
+    const int step = m.layout == Layout::kColChunks ? QMatrix::kColChunk : m.cols;
+    for (int c0 = 0; c0 < m.cols; c0 += step)
+      DequantizeFloats(m.type, m.Span(r, c0), std::min(step, m.cols - c0), out + c0);
+    return;
+  }
   const uint8_t* row = m.Row(r);
   switch (m.type) {
-    case QType::F32: std::memcpy(out, row, sizeof(float) * m.cols); return;
-    case QType::F16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (int c = 0; c < m.cols; ++c) out[c] = F16ToF32(h[c]);
-      return;
-    }
-    case QType::BF16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (int c = 0; c < m.cols; ++c) out[c] = BF16ToF32(h[c]);
-      return;
-    }
+    case QType::F32:
+    case QType::F16:
+    case QType::BF16: break;  // above
     case QType::Q8_0: {
       const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
       for (int c = 0; c < m.cols; ++c)

@@ -413,6 +413,46 @@ TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
   }
 }
 
+// Float matrices wider than one column chunk (Layout::kColChunks): the layout holds the
+// same bytes, round-trips and dequantizes as rows, and each family's kernel on it
+// computes bit for bit what it computes on rows (the same column order per lane, the
+// accumulators parked between chunks), for rows off the 16-row blocks and chunks and
+// vectors cut short.
+TEST(Packed, ColumnChunksRoundTripAndMatchRowKernels) {
+  std::vector<const KernelFamily*> fams = {&ScalarKernels()};
+  for (const KernelFamily* k : SimdFamilies())
+    if (k->packed[int(QType::F32)]) fams.push_back(k);
+  for (QType t : {QType::F32, QType::F16, QType::BF16}) {
+    for (Shape s : {Shape{3, 1100}, Shape{20, 769}, Shape{33, 1700}, Shape{17, 800}, Shape{48, 2048}}) {
+      const std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kMixedScales, s.cols);
+      const QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+      const QMatrix P = packed::Pack(W);
+      ASSERT_EQ(P.layout, Layout::kColChunks);
+      ASSERT_EQ(P.bytes(), W.bytes());
+      EXPECT_NE(0, std::memcmp(P.data.data(), W.data.data(), W.bytes()));  // really re-laid out
+      const QMatrix U = packed::Unpack(P);
+      ASSERT_EQ(U.layout, Layout::kRows);
+      ASSERT_EQ(0, std::memcmp(U.data.data(), W.data.data(), W.bytes())) << QTypeName(t) << " " << s.cols;
+      std::vector<float> a(s.cols), b(s.cols);
+      for (int r = 0; r < s.rows; ++r) {
+        DequantizeRow(W, r, a.data());
+        DequantizeRow(P, r, b.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << QTypeName(t) << " row " << r;
+      }
+      for (const KernelFamily* k : fams) {
+        for (int n : {1, 2, 3, 5, 8, 13}) {
+          const std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 60 + n);
+          const std::vector<float> y0 = RunRows(*k, W, x, n), y1 = RunRows(*k, P, x, n);
+          ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
+              << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n;
+        }
+      }
+    }
+  }
+  const QMatrix one_chunk = Quantize(Values(4 * 768, Kind::kUniform, 5).data(), 4, 768, QType::F32);
+  EXPECT_EQ(packed::Pack(one_chunk).layout, Layout::kRows);  // nothing to chunk: unchanged
+}
+
 // The scalar oracle itself against an independent double evaluation of the dequantized
 // weights times the dequantized activations.
 TEST(Kernels, ScalarOracleMatchesDequantizedMath) {
