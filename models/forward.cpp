@@ -78,14 +78,15 @@ void AttendHead(const float* q, const float* k, const float* v, int len, float s
   for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * d, d) * scale;
   Softmax(sh, len);
   if constexpr (HD > 0) {
-    // The output row in HD / 8 vector registers (as a float array GCC kept it on the
+    // The output row in HD / 16 vector registers (as a float array GCC kept it on the
     // stack, a store-forwarding round trip per t); each element's arithmetic is the
     // same multiply, then add, in t order.
-    Lanes8 o[HD / 8] = {};  // [HD]
+    static_assert(HD % 16 == 0);
+    Lanes16 o[HD / 16] = {};  // [HD]
     for (int t = 0; t < len; ++t) {
       const float* vt = v + size_t(t) * HD;
       #pragma GCC unroll 16
-      for (int j = 0; j < HD / 8; ++j) o[j] += sh[t] * LoadLanes8(vt + 8 * j);
+      for (int j = 0; j < HD / 16; ++j) o[j] += sh[t] * LoadLanes16(vt + 16 * j);
     }
     std::memcpy(out, o, sizeof o);
   } else {
