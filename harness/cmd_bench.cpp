@@ -266,7 +266,7 @@ void RunBench(const BenchArgs& a) {
         {"gomp_spincount", EnvOr("GOMP_SPINCOUNT", "default")},
     };
     std::ofstream f(a.json);
-    f << nlohmann::json{{"context", ctx}, {"benchmarks", recs}}.dump(2) << "\n";
+    f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
     if (!f) Fail("--json: {}: cannot write", a.json);
   }
 }

@@ -149,7 +149,7 @@ void RunGenerate(const GenerateArgs& a) {
                           {"draft_layers", a.draft_layers},
                           {"draft_quant", o.draft_quant ? std::string(QTypeName(*o.draft_quant))
                                           : o.kind == DecoderKind::SelfSpec ? "q4_0" : ""}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", DumpJson(j, 2));
     return;
   }
   Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));

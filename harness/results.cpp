@@ -606,6 +606,10 @@ Results LoadResults(const std::string& path) {
   return res;
 }
 
+std::string DumpJson(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
 std::string FieldText(const json& rec, const std::string& field) {
   if (!rec.contains(field)) return "";
   const json& v = rec[field];

@@ -66,6 +66,11 @@ std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);
 nlohmann::json ContextBlock(const std::string& experiment_name, const std::string& experiment_file,
                             const std::vector<std::string>& model_files);
 // Lowercase hex sha256 of a byte string / of a file (Error if unreadable).
+// j as JSON text (indent < 0: one line). Strings that are not valid UTF-8 (a model's
+// text cut inside a character, raw byte tokens) get U+FFFD for the bad bytes instead
+// of throwing, so no measured result is lost to its text.
+std::string DumpJson(const nlohmann::json& j, int indent = -1);
+
 std::string Sha256Hex(std::string_view bytes);
 std::string Sha256File(const std::string& path);
 

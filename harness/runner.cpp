@@ -311,7 +311,7 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
     progress.Start(p->Name());
     SetThreads(*p, o);
     RawRecord r = Measure(e, *p, cache);
-    AppendLine(s.jsonl_path, RawToJson(r).dump());
+    AppendLine(s.jsonl_path, DumpJson(RawToJson(r)));
     ++s.measured;
     json agg = Aggregate(r, nullptr);
     std::string summary = fmt::format("{:.1f} tok/s", agg.value("tokens_per_s", 0.0));
@@ -340,7 +340,7 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
   json doc;
   doc["context"] = ContextBlock(e.name, e.file, std::vector<std::string>(cache.Files().begin(), cache.Files().end()));
   doc["benchmarks"] = AggregateAll(ordered);
-  WriteFileAtomic(s.json_path, doc.dump(2) + "\n");
+  WriteFileAtomic(s.json_path, DumpJson(doc, 2) + "\n");
   return s;
 }
 

@@ -174,6 +174,20 @@ GenerationStats Stats(double tps, int generated, int calls, int64_t drafted, int
   return s;
 }
 
+// A model's text may end inside a UTF-8 character or hold raw byte tokens: the JSON
+// writers replace the bad bytes instead of throwing (generate --json used to fail on a
+// random-weight 32k-vocab model).
+TEST(Results, DumpJsonReplacesInvalidUtf8) {
+  const nlohmann::json j = {{"text", std::string("ok \xe2\x82 \xff")}, {"n", 1}};
+  EXPECT_THROW((void)j.dump(), nlohmann::json::type_error);
+  std::string out;
+  ASSERT_NO_THROW(out = DumpJson(j));
+  const nlohmann::json back = nlohmann::json::parse(out);
+  EXPECT_EQ(back["text"].get<std::string>(), "ok \xef\xbf\xbd \xef\xbf\xbd");  // U+FFFD twice
+  EXPECT_EQ(back["n"], 1);
+  EXPECT_EQ(DumpJson(back, 2), back.dump(2));  // valid text is written as before
+}
+
 TEST(Results, StatisticsHelpers) {
   std::vector<double> v = {3, 1, 2, 10};
   EXPECT_DOUBLE_EQ(Mean(v), 4.0);
