@@ -22,6 +22,7 @@
 #include "models/loader.h"
 #include "quant/bandwidth.h"
 #include "quant/matmul.h"
+#include "quant/qmatrix.h"
 
 namespace specsweep {
 namespace {
@@ -144,7 +145,12 @@ void RunBench(const BenchArgs& a) {
 
   const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
   // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
-  // machine hits every variant alike and the per-repetition ratios stay comparable.
+  // machine hits every variant alike and the per-repetition ratios stay comparable. Each
+  // repetition also reads the probe buffer once per prefetch pattern (the fastest
+  // counts), the bandwidth of the same minutes as the timings: readings taken only
+  // before and after can miss a neighbour's busy spell in between.
+  AlignedBuffer probe(kReadProbeBytes);
+  std::vector<double> bw_during;  // [reps] GB/s
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
     for (Variant& v : vs) {
       for (size_t j = 0; j < ns.size(); ++j) {
@@ -156,10 +162,18 @@ void RunBench(const BenchArgs& a) {
         if (r >= 0) v.secs[j].push_back(t);
       }
     }
+    double best = 0;
+    for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
+      best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
+    if (r >= 0) bw_during.push_back(best);
   }
   const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs();
-  // The faster of the two readings: the roofline fraction is not flattered by a slow spell.
-  const double bw_gbs = std::max(bw_before, bw_after), fma_gmacs = std::max(fma_before, fma_after);
+  const Spread bw = Summarize(bw_during);
+  // The roofline divides by the fastest credible reading (the median during, or a full
+  // probe before or after), so a slow reading never flatters it. Under a neighbour's
+  // load single readings ran low: 134M F32 decode came out at 1.26 of the median of
+  // 10.6-16.7 GB/s readings while the probe before read 25 GB/s.
+  const double bw_gbs = std::max({bw.median, bw_before, bw_after}), fma_gmacs = std::max(fma_before, fma_after);
 
   auto per_rep_ratio = [&](const std::vector<double>& num, const std::vector<double>& den) {
     std::vector<double> r(num.size());  // [reps]
@@ -172,8 +186,12 @@ void RunBench(const BenchArgs& a) {
              "kernels {}\n",
              lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
              ActiveKernelIsa());
-  fmt::print("read bandwidth {:.2f} GB/s before, {:.2f} GB/s after the timings (roofline uses {:.2f})\n", bw_before,
-             bw_after, bw_gbs);
+  fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
+             "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
+             bw.median, bw.min, bw.max, bw_before, bw_after, bw_gbs);
+  if (bw.median < 0.85 * std::max(bw_before, bw_after))
+    fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
+               "the rooflines below understate it\n");
   fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
              fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
   fmt::print("{:>8} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", "n", "T(n) ms", "min ms",
@@ -239,7 +257,7 @@ void RunBench(const BenchArgs& a) {
 
   if (!a.json.empty()) {
     nlohmann::json ctx = {
-        {"schema_version", 3},
+        {"schema_version", 4},
         {"date", IsoDate()},
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
@@ -254,7 +272,10 @@ void RunBench(const BenchArgs& a) {
         {"load_s", load_s},
         {"ctx", a.ctx},
         {"repetitions", a.reps},
-        {"read_bandwidth_gbs", bw_gbs},
+        {"read_bandwidth_gbs", bw_gbs},  // the roofline's: max of the three below
+        {"read_bandwidth_during_gbs", bw.median},
+        {"read_bandwidth_during_min_gbs", bw.min},
+        {"read_bandwidth_during_max_gbs", bw.max},
         {"read_bandwidth_before_gbs", bw_before},
         {"read_bandwidth_after_gbs", bw_after},
         {"fma_peak_gmacs", fma_gmacs},

@@ -82,11 +82,11 @@ double MedianPass(int passes, Pass pass) {
 }  // namespace
 
 double MeasureReadBandwidthGBs() {
-  constexpr size_t kBytes = size_t{256} << 20;  // far beyond any last-level cache
-  AlignedBuffer buf(kBytes);                    // zeroed: pages are touched
+  static_assert(kPatterns == kReadProbePatterns);
+  AlignedBuffer buf(kReadProbeBytes);  // zeroed: pages are touched
   double best = 0;
   for (int pattern = 0; pattern < kPatterns; ++pattern)
-    best = std::max(best, MedianPass(7, [&] { return ReadPassGBs(buf.data(), kBytes, pattern); }));
+    best = std::max(best, MedianPass(7, [&] { return ReadPassGBs(buf.data(), kReadProbeBytes, pattern); }));
   return best;
 }
 

@@ -5,6 +5,9 @@
 
 namespace specsweep {
 
+constexpr size_t kReadProbeBytes = size_t{256} << 20;  // far beyond any last-level cache
+constexpr int kReadProbePatterns = 3;                   // ReadPassGBs patterns
+
 // Reads a 256 MiB buffer with all OpenMP threads (NumThreads) several times with each
 // software prefetch pattern (ReadPassGBs) and returns the fastest pattern's median pass in
 // GB/s (1e9 bytes/s): a kernel that streamed faster than the probe would make the

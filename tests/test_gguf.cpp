@@ -439,10 +439,18 @@ TEST(GgufCli, SynthQuantizeBench) {
               dir + "/b.json", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 3);
+  EXPECT_EQ(j["context"]["schema_version"], 4);
   EXPECT_EQ(j["context"]["threads"], 1);
   const double bw = j["context"]["read_bandwidth_gbs"], fma = j["context"]["fma_peak_gmacs"];
   EXPECT_GT(bw, 0.0);
+  // The roofline's bandwidth is the fastest of the median reading during the timings
+  // (one per repetition, two here) and the full probes before and after.
+  const auto& cx = j["context"];
+  const double during = cx["read_bandwidth_during_gbs"];
+  EXPECT_LE(cx["read_bandwidth_during_min_gbs"].get<double>(), during);
+  EXPECT_GE(cx["read_bandwidth_during_max_gbs"].get<double>(), during);
+  EXPECT_EQ(bw, std::max({during, cx["read_bandwidth_before_gbs"].get<double>(),
+                          cx["read_bandwidth_after_gbs"].get<double>()}));
   EXPECT_GT(fma, 0.0);
   ASSERT_EQ(j["benchmarks"].size(), 3u);  // n=1 added for T(n)/T(1)
   EXPECT_EQ(j["benchmarks"][0]["n"], 1);
