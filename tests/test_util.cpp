@@ -7,7 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -29,9 +33,37 @@ static std::string Quote(const std::string& s) {
   return q + "'";
 }
 
+namespace {
+
+// Every directory TempDir made, removed when the test process exits (ctest runs each
+// test in a process of its own), so repeated runs leave nothing behind in /tmp.
+class MadeDirs {
+ public:
+  void Add(const std::string& d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(d);
+  }
+  ~MadeDirs() {
+    std::error_code ec;
+    for (const std::string& d : dirs_) fs::remove_all(d, ec);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> dirs_;
+};
+MadeDirs g_made_dirs;
+
+}  // namespace
+
 std::string TempDir() {
   std::string tmpl = (fs::temp_directory_path() / "specsweep-test-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) return "/tmp";
+  if (!mkdtemp(tmpl.data())) {
+    std::string msg = "TempDir: mkdtemp failed for ";
+    msg += tmpl;
+    throw std::runtime_error(msg);
+  }
+  g_made_dirs.Add(tmpl);
   return tmpl;
 }
 

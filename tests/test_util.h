@@ -16,7 +16,7 @@ struct CliResult {
 // Runs the built `specsweep` binary with args (each shell-quoted); captures output.
 CliResult RunCli(const std::vector<std::string>& args);
 
-// A fresh temporary directory (removed at process exit is not guaranteed).
+// A fresh temporary directory, removed with its contents when the process exits.
 std::string TempDir();
 // Writes bytes to a file.
 void WriteFile(const std::string& path, const std::string& bytes);
