@@ -23,10 +23,6 @@ void ForEachBlock(const QMatrix& m, F&& f) {
     for (int b = 0; b < nb; ++b) f(r, b);
 }
 
-}  // namespace
-
-namespace {
-
 // Row layout <-> Layout::kColChunks (qmatrix.h): the same bytes, moved span by span.
 QMatrix ChunkColumns(const QMatrix& m, Layout to) {
   QMatrix out = m;
