@@ -52,7 +52,10 @@ class MadeDirs {
   std::mutex mu_;
   std::vector<std::string> dirs_;
 };
-MadeDirs g_made_dirs;
+MadeDirs& Made() {  // constructed on first use, whatever calls TempDir first
+  static MadeDirs dirs;
+  return dirs;
+}
 
 }  // namespace
 
@@ -63,7 +66,7 @@ std::string TempDir() {
     msg += tmpl;
     throw std::runtime_error(msg);
   }
-  g_made_dirs.Add(tmpl);
+  Made().Add(tmpl);
   return tmpl;
 }
 
