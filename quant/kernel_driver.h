@@ -104,7 +104,7 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
       });
     }
   }
-  const int kc = chunked ? QMatrix::kColChunk : W.cols;
+  const int kc = W.SpanCols();
   for (int r = r4; r < r1; ++r)
     for (int i = 0; i < n; i += CW)
       WithCols<CW>(std::min(CW, n - i), [&]<int C>() {

@@ -43,7 +43,7 @@ float LoadW(const uint8_t* row, int c) {
 // in column order either way.
 template <QType T>
 void FloatRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs*, int n, float* Y) {
-  const int step = W.layout == Layout::kColChunks ? QMatrix::kColChunk : W.cols;
+  const int step = W.SpanCols();
   for (int r = r0; r < r1; ++r) {
     for (int i = 0; i < n; ++i) {
       const float* x = X + static_cast<size_t>(i) * W.cols;

@@ -163,7 +163,7 @@ void DequantizeRow(const QMatrix& m, int r, float* out) {
     return;
   }
   if (!IsQuantized(m.type)) {  // a whole row, or one span per column chunk
-    const int step = m.layout == Layout::kColChunks ? QMatrix::kColChunk : m.cols;
+    const int step = m.SpanCols();
     for (int c0 = 0; c0 < m.cols; c0 += step)
       DequantizeFloats(m.type, m.Span(r, c0), std::min(step, m.cols - c0), out + c0);
     return;

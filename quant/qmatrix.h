@@ -73,6 +73,9 @@ struct QMatrix {
            elt * (size_t(block_rows) * k * kColChunk + size_t(r % kChunkRows) * width + (c - k * kColChunk));
   }
   uint8_t* Span(int r, int c) { return const_cast<uint8_t*>(static_cast<const QMatrix&>(*this).Span(r, c)); }
+  // Columns per span: kColChunk on Layout::kColChunks (the last span of a row may be
+  // narrower), the whole row otherwise.
+  int SpanCols() const { return layout == Layout::kColChunks ? kColChunk : cols; }
   size_t bytes() const {  // as held in memory
     return layout == Layout::kRows ? static_cast<size_t>(rows) * row_bytes : data.size();
   }

@@ -354,6 +354,16 @@ TEST(Kernels, RowKernelsMatchScalarWithinBound) {
 
 // ---- the 16-row interleaved layout (quant/packed.h) ----------------------------------
 
+// Every row of a matrix re-laid out (P) dequantizes bit for bit as in the row layout (W).
+void ExpectRowsDequantizeAlike(const QMatrix& W, const QMatrix& P) {
+  std::vector<float> a(W.cols), b(W.cols);
+  for (int r = 0; r < W.rows; ++r) {
+    DequantizeRow(W, r, a.data());
+    DequantizeRow(P, r, b.data());
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << QTypeName(W.type) << " row " << r;
+  }
+}
+
 constexpr QType kPackableTypes[] = {QType::Q8_0, QType::Q4_0};
 constexpr Shape kPackShapes[] = {{1, 32}, {5, 172}, {16, 64}, {17, 96}, {33, 1100}, {48, 768}};
 
@@ -371,12 +381,7 @@ TEST(Packed, RoundTripsAndDequantizesAsRows) {
       ASSERT_EQ(U.layout, Layout::kRows);
       ASSERT_EQ(U.bytes(), W.bytes());
       ASSERT_EQ(0, std::memcmp(U.data.data(), W.data.data(), W.bytes())) << QTypeName(t) << " " << s.rows;
-      std::vector<float> a(s.cols), b(s.cols);
-      for (int r = 0; r < s.rows; ++r) {
-        DequantizeRow(W, r, a.data());
-        DequantizeRow(P, r, b.data());
-        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << QTypeName(t) << " row " << r;
-      }
+      ASSERT_NO_FATAL_FAILURE(ExpectRowsDequantizeAlike(W, P));
     }
   }
   const QMatrix f = Quantize(Values(64, Kind::kUniform, 1).data(), 2, 32, QType::Q4_G64);
@@ -433,12 +438,7 @@ TEST(Packed, ColumnChunksRoundTripAndMatchRowKernels) {
       const QMatrix U = packed::Unpack(P);
       ASSERT_EQ(U.layout, Layout::kRows);
       ASSERT_EQ(0, std::memcmp(U.data.data(), W.data.data(), W.bytes())) << QTypeName(t) << " " << s.cols;
-      std::vector<float> a(s.cols), b(s.cols);
-      for (int r = 0; r < s.rows; ++r) {
-        DequantizeRow(W, r, a.data());
-        DequantizeRow(P, r, b.data());
-        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << QTypeName(t) << " row " << r;
-      }
+      ASSERT_NO_FATAL_FAILURE(ExpectRowsDequantizeAlike(W, P));
       for (const KernelFamily* k : fams) {
         for (int n : {1, 2, 3, 5, 8, 13}) {
           const std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 60 + n);
