@@ -23,7 +23,7 @@ class AutoregressiveDecoder : public Decoder {
     GenerationStats& st = res.stats;
     st.prompt_tokens = static_cast<int>(prompt.size());
     Rng rng(opt_.sampling.seed);
-    KVCache cache(c);
+    KVCache cache(c, 0, 0, opt_.kv_type);
     std::vector<float> probs;  // [vocab]
     const auto start = Clock::now();
     auto first = start;

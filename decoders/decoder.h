@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/kv_type.h"
 #include "models/loader.h"
 #include "quant/qtype.h"
 
@@ -35,6 +36,7 @@ struct DecoderOptions {
   std::optional<QType> draft_quant;     // draft weights quantized in memory
   int max_new_tokens = 64;
   bool stop_at_eos = true;
+  KvType kv_type = KvType::F32;         // attention cache of the target and the draft
   SamplingParams sampling;
 };
 

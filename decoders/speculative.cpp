@@ -47,8 +47,8 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   st.prompt_tokens = static_cast<int>(prompt.size());
   Rng rng(opt_.sampling.seed);
   auto policy = MakeDraftPolicy(opt_);
-  KVCache tcache(c, 0, context);
-  KVCache dcache(dm.config, draft_.layers, context);
+  KVCache tcache(c, 0, context, opt_.kv_type);
+  KVCache dcache(dm.config, draft_.layers, context, opt_.kv_type);
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
   std::vector<int> draft;        // [K] proposed tokens of the current step
   std::vector<float> qs;         // [K][vocab] draft distributions (sampling mode only)

@@ -30,6 +30,7 @@ namespace {
 struct BenchArgs {
   std::string model, json;
   std::vector<std::string> quants;  // formats to compare; "none" = as loaded
+  std::vector<std::string> kv_types = {"f32"};  // KV cache types, each with every format
   std::vector<int> ns = {1, 2, 4, 8, 16};
   int reps = 10;
   int ctx = 64;
@@ -69,7 +70,9 @@ const char* EnvOr(const char* name, const char* fallback) {
 
 // One weight format of the model under test, with its own cache and timings.
 struct Variant {
-  std::string label;  // "f32", "q4_0", ...
+  std::string label;   // "f32", "q4_0", ...; "q4_0/kv:f16" when KV cache types are compared
+  std::string format;  // weight format
+  KvType kv = KvType::F32;
   std::shared_ptr<const Model> model;
   std::unique_ptr<KVCache> cache;
   std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
@@ -86,6 +89,10 @@ struct Variant {
       if (name != "tok_embeddings" && !IsQuantized(W.type)) macs += double(W.rows) * W.cols;
     });
     return macs;
+  }
+  // Keys and values a token attending `positions` positions reads (not in the floor).
+  double KvBytes(int positions) const {
+    return 2.0 * cache->n_layers() * positions * cache->kv_dim() * (kv == KvType::F16 ? 2 : 4);
   }
   // Roofline time of an n-token call: every streamed byte read once at full bandwidth,
   // or every float multiply-add at the FMA peak, whichever takes longer (perfect overlap).
@@ -109,6 +116,11 @@ void RunBench(const BenchArgs& a) {
   if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
   std::vector<std::string> quants = a.quants;
   if (quants.empty()) quants = {"none"};
+  std::vector<KvType> kvs;  // the option's check admits only f32 and f16
+  for (const std::string& k : a.kv_types) {
+    kvs.push_back(ParseKvType(k));
+    if (std::count(kvs.begin(), kvs.end(), kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
+  }
 
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
@@ -127,20 +139,22 @@ void RunBench(const BenchArgs& a) {
   std::vector<Variant> vs;
   const std::string loaded_type(QTypeName(lm.model->layers.at(0).wq.type));
   for (const std::string& q : quants) {
-    Variant v;
-    if (q == "none") {
-      v.model = lm.model;
-      v.label = loaded_type;
-    } else {
-      v.model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
-      v.label = q;
-    }
+    std::shared_ptr<const Model> model = lm.model;
+    const std::string format = q == "none" ? loaded_type : q;
+    if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
     for (const Variant& o : vs)
-      if (o.label == v.label) Fail("--quant: format {} listed twice (the loaded model is {})", v.label, loaded_type);
-    v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n);
-    if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
-    v.secs.assign(ns.size(), {});
-    vs.push_back(std::move(v));
+      if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
+    for (KvType kv : kvs) {  // the weights are shared, each variant has its own cache
+      Variant v;
+      v.model = model;
+      v.format = format;
+      v.kv = kv;
+      v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
+      v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
+      if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+      v.secs.assign(ns.size(), {});
+      vs.push_back(std::move(v));
+    }
   }
 
   const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
@@ -181,6 +195,8 @@ void RunBench(const BenchArgs& a) {
     return Summarize(r);
   };
   const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
+  int lw = 8;  // label column width
+  for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
 
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
              "kernels {}\n",
@@ -194,7 +210,7 @@ void RunBench(const BenchArgs& a) {
                "the rooflines below understate it\n");
   fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
              fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
-  fmt::print("{:>8} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", "n", "T(n) ms", "min ms",
+  fmt::print("{:>{}} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", lw, "n", "T(n) ms", "min ms",
              "max ms", "tokens/s", "T(n)/T(1) (range)", "floor ms (bound)", "roofline");
   nlohmann::json recs = nlohmann::json::array();
   for (const Variant& v : vs) {
@@ -203,13 +219,15 @@ void RunBench(const BenchArgs& a) {
       const Spread rel = per_rep_ratio(v.secs[j], v.secs[j1]);
       const Variant::Floor floor = v.FloorAt(ns[j], bw_gbs, fma_gmacs);
       const double roof = floor.secs / t.median;
-      fmt::print("{:>8} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>16} {:>9.3f}\n",
-                 v.label, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
+      fmt::print("{:>{}} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>16} {:>9.3f}\n",
+                 v.label, lw, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
                  rel.max, fmt::format("{:.3f} ({})", floor.secs * 1e3, floor.bound), roof);
       nlohmann::json rec = {{"name", fmt::format("bench_forward/{}/n:{}", v.label, ns[j])},
                             {"run_type", "aggregate"},
                             {"aggregate_name", "median"},
-                            {"format", v.label},
+                            {"format", v.format},
+                            {"kv_type", KvTypeName(v.kv)},
+                            {"kv_bytes_last_token", v.KvBytes(a.ctx + ns[j])},
                             {"n", ns[j]},
                             {"repetitions", a.reps},
                             {"real_time", t.median * 1e3},
@@ -234,11 +252,11 @@ void RunBench(const BenchArgs& a) {
              "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
              "from; quantized matrices count toward memory only\n");
   if (vs.size() > 1) {
-    fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>8}", "");
+    fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>{}}", "", lw);
     for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
     fmt::print("\n");
     for (const Variant& row : vs) {
-      fmt::print("{:>8}", row.label);
+      fmt::print("{:>{}}", row.label, lw);
       for (const Variant& col : vs) {
         const Spread r = per_rep_ratio(row.secs[j1], col.secs[j1]);
         fmt::print(" {:>20}", fmt::format("{:.3f} ({:.2f}..{:.2f})", r.median, r.min, r.max));
@@ -257,7 +275,7 @@ void RunBench(const BenchArgs& a) {
 
   if (!a.json.empty()) {
     nlohmann::json ctx = {
-        {"schema_version", 4},
+        {"schema_version", 5},  // 5: kv_type per record, "/kv:" labels when KV cache types are compared
         {"date", IsoDate()},
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
@@ -271,6 +289,7 @@ void RunBench(const BenchArgs& a) {
         {"params", lm.model->ParameterCount()},
         {"load_s", load_s},
         {"ctx", a.ctx},
+        {"kv_types", a.kv_types},
         {"repetitions", a.reps},
         {"read_bandwidth_gbs", bw_gbs},  // the roofline's: max of the three below
         {"read_bandwidth_during_gbs", bw.median},
@@ -303,6 +322,10 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--reps", args->reps, "Timed calls per n (median, min, max)");
   cmd->add_option("--ctx", args->ctx, "Context position of the timed tokens (after a prefill)");
+  cmd->add_option("--kv-type", args->kv_types,
+                  "KV cache types, comma separated, each timed with every format: f32 (default), f16")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "f16"}));
   cmd->add_option("--json", args->json, "Write Google-Benchmark-like JSON here");
   cmd->callback([args] { RunBench(*args); });
 });

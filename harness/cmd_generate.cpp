@@ -26,7 +26,7 @@ struct GenerateArgs {
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
-  std::string decoder = "ar", draft, draft_quant, k_policy = "constant";
+  std::string decoder = "ar", draft, draft_quant, k_policy = "constant", kv_type = "f32";
   int draft_layers = 0, k = 4;
   float draft_p_min = 0.8f;
   bool json = false, no_eos = false;
@@ -124,6 +124,7 @@ void RunGenerate(const GenerateArgs& a) {
   o.sampling.top_k = a.top_k;
   o.sampling.top_p = a.top_p;
   o.sampling.seed = a.seed;
+  o.kv_type = ParseKvType(a.kv_type);
   auto dec = MakeDecoder(target, o, Globals().models_dir);
   const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, true);
   const bool spec = o.kind != DecoderKind::Autoregressive;
@@ -133,6 +134,7 @@ void RunGenerate(const GenerateArgs& a) {
     nlohmann::json j = {{"model", a.model},
                         {"quant", a.quant.empty() ? "as-loaded" : a.quant},
                         {"decoder", DecoderKindName(o.kind)},
+                        {"kv_type", KvTypeName(o.kv_type)},
                         {"prompt", a.prompt},
                         {"prompt_ids", prompt},
                         {"text", r.text},
@@ -176,6 +178,8 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");
   cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
   cmd->add_option("--seed", a->seed, "Sampling seed");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
   cmd->add_option("--decoder", a->decoder, "ar | assisted | self-spec");
   cmd->add_option("--draft", a->draft, "Assisted: separate draft model with the same vocabulary");
   cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)");

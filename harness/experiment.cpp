@@ -84,6 +84,7 @@ std::string Point::Key() const {
                               model, QuantName(target_quant), DecoderKindName(decoder), input_length,
                               max_new_tokens, sampling.temperature, sampling.top_k, sampling.top_p,
                               sampling.seed, threads);
+  if (kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(kv_type));  // keys of older files stay valid
   if (speculative()) {
     k += fmt::format(";k={};kp={};draft={}", this->k, KPolicyName(k_policy), draft.Label());
     if (k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", draft_p_min);
@@ -106,6 +107,7 @@ std::string Point::Name() const {
     n += fmt::format("/t={}/topk={}/topp={}/seed={}", sampling.temperature, sampling.top_k,
                      sampling.top_p, sampling.seed);
   if (threads) n += fmt::format("/thr={}", threads);
+  if (kv_type != KvType::F32) n += fmt::format("/kv={}", KvTypeName(kv_type));
   return n;
 }
 
@@ -132,6 +134,7 @@ DecoderOptions Point::Options() const {
   // Fixed token counts make runs comparable: an early EOS would shorten some points.
   o.stop_at_eos = false;
   o.sampling = sampling;
+  o.kv_type = kv_type;
   return o;
 }
 
@@ -155,7 +158,8 @@ json Point::ParamsJson() const {
               {"top_k", sampling.top_k},
               {"top_p", Dec(sampling.top_p)},
               {"seed", sampling.seed},
-              {"threads", threads}};
+              {"threads", threads},
+              {"kv_type", std::string(KvTypeName(kv_type))}};
 }
 
 Point PointFromParams(const json& p, std::string_view what) {
@@ -176,6 +180,7 @@ Point PointFromParams(const json& p, std::string_view what) {
     pt.sampling.top_p = get("top_p").get<float>();
     pt.sampling.seed = get("seed").get<uint64_t>();
     pt.threads = get("threads").get<int>();
+    if (p.contains("kv_type")) pt.kv_type = ParseKvType(p.at("kv_type").get<std::string>());  // absent before: f32
     if (pt.speculative()) {
       pt.k = get("k").get<int>();
       pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
@@ -325,12 +330,13 @@ struct Axes {
   std::vector<float> top_p{1.0f};
   std::vector<uint64_t> seed{0};
   std::vector<int> threads{0};
+  std::vector<KvType> kv_type{KvType::F32};
 };
 
 const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant"};
 const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads"};
+                                         "threads", "kv_type"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path) {
   std::string s = c.Str(v, path);
@@ -428,6 +434,13 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
     } else if (key == "threads") {
       a.threads.clear();
       for (auto& [x, xp] : axis) a.threads.push_back(int(c.Int(x, xp, 0, 4096)));
+    } else if (key == "kv_type") {
+      a.kv_type.clear();
+      for (auto& [x, xp] : axis) {
+        std::string s = c.Str(x, xp);
+        if (s != "f32" && s != "f16") c.Bad(xp, fmt::format("unknown KV cache type '{}' (expected f32, f16)", s));
+        a.kv_type.push_back(ParseKvType(s));
+      }
     }
   }
 }
@@ -558,37 +571,39 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                 for (float topp : a.top_p)
                   for (uint64_t seed : a.seed)
                     for (int thr : a.threads)
-                      for (int k : ks)
-                        for (KPolicy kp : kps)
-                          for (float pmin : a.draft_p_min)
-                            for (auto& dr : drafts)
-                              for (auto& dq : dqs) {
-                                Point pt;
-                                pt.model = model;
-                                pt.target_quant = tq;
-                                pt.decoder = kind;
-                                pt.input_length = in;
-                                pt.max_new_tokens = mnt;
-                                pt.sampling.temperature = temp;
-                                if (temp > 0) {
-                                  pt.sampling.top_k = topk;
-                                  pt.sampling.top_p = topp;
-                                  pt.sampling.seed = seed;
+                      for (KvType kv : a.kv_type)
+                        for (int k : ks)
+                          for (KPolicy kp : kps)
+                            for (float pmin : a.draft_p_min)
+                              for (auto& dr : drafts)
+                                for (auto& dq : dqs) {
+                                  Point pt;
+                                  pt.model = model;
+                                  pt.target_quant = tq;
+                                  pt.decoder = kind;
+                                  pt.input_length = in;
+                                  pt.max_new_tokens = mnt;
+                                  pt.sampling.temperature = temp;
+                                  if (temp > 0) {
+                                    pt.sampling.top_k = topk;
+                                    pt.sampling.top_p = topp;
+                                    pt.sampling.seed = seed;
+                                  }
+                                  pt.threads = thr;
+                                  pt.kv_type = kv;
+                                  if (is_spec) {
+                                    pt.k = k;
+                                    pt.k_policy = kp;
+                                    if (kp == KPolicy::Threshold) pt.draft_p_min = pmin;
+                                    pt.draft = dr;
+                                    if (dq) pt.draft.quant = dq;
+                                    // MakeDecoder's self-spec default, made explicit so
+                                    // the label names what is measured.
+                                    if (kind == DecoderKind::SelfSpec && !pt.draft.quant)
+                                      pt.draft.quant = QType::Q4_0;
+                                  }
+                                  (is_spec ? spec : ar).push_back(pt);
                                 }
-                                pt.threads = thr;
-                                if (is_spec) {
-                                  pt.k = k;
-                                  pt.k_policy = kp;
-                                  if (kp == KPolicy::Threshold) pt.draft_p_min = pmin;
-                                  pt.draft = dr;
-                                  if (dq) pt.draft.quant = dq;
-                                  // MakeDecoder's self-spec default, made explicit so
-                                  // the label names what is measured.
-                                  if (kind == DecoderKind::SelfSpec && !pt.draft.quant)
-                                    pt.draft.quant = QType::Q4_0;
-                                }
-                                (is_spec ? spec : ar).push_back(pt);
-                              }
   }
   bool uses_file = false;
   for (auto* v : {&ar, &spec})

@@ -48,6 +48,7 @@ struct Point {
   int max_new_tokens = 64;
   SamplingParams sampling;
   int threads = 0;                    // 0: the --threads global / all cores
+  KvType kv_type = KvType::F32;       // attention cache of target and draft
 
   bool speculative() const { return decoder != DecoderKind::Autoregressive; }
   // Stable identity of the point over all its parameters (resume, check, baselines).

@@ -630,7 +630,7 @@ const std::vector<std::string>& ParamFields() {
   static const std::vector<std::string> f = {
       "model",     "target_quant", "decoder",      "draft_base",     "draft_quant", "k",
       "k_policy",  "draft_p_min",  "input_length", "max_new_tokens", "temperature", "top_k",
-      "top_p",     "seed",         "threads"};
+      "top_p",     "seed",         "threads",      "kv_type"};
   return f;
 }
 

@@ -71,8 +71,8 @@ void Softmax(float* sh, int len) {
 // consecutive positions ([len][HD], contiguous in the head-major cache). HD > 0 fixes
 // the head size at compile time so the output row stays in registers; the arithmetic is
 // the same for every HD, so results never depend on which version ran.
-template <int HD>
-void AttendHead(const float* q, const float* k, const float* v, int len, float scale, int hd, float* sh,
+template <int HD, class E>
+void AttendHead(const float* q, const E* k, const E* v, int len, float scale, int hd, float* sh,
                 float* out) {
   const int d = HD > 0 ? HD : hd;
   for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * d, d) * scale;
@@ -84,7 +84,7 @@ void AttendHead(const float* q, const float* k, const float* v, int len, float s
     static_assert(HD % 16 == 0);
     Lanes16 o[HD / 16] = {};  // [HD]
     for (int t = 0; t < len; ++t) {
-      const float* vt = v + size_t(t) * HD;
+      const E* vt = v + size_t(t) * HD;
       #pragma GCC unroll 16
       for (int j = 0; j < HD / 16; ++j) o[j] += sh[t] * LoadLanes16(vt + 16 * j);
     }
@@ -92,7 +92,7 @@ void AttendHead(const float* q, const float* k, const float* v, int len, float s
   } else {
     std::fill(out, out + d, 0.0f);
     for (int t = 0; t < len; ++t)
-      for (int e = 0; e < d; ++e) out[e] += sh[t] * v[size_t(t) * d + e];
+      for (int e = 0; e < d; ++e) out[e] += sh[t] * ToFloat(v[size_t(t) * d + e]);
   }
 }
 
@@ -191,6 +191,34 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   s.queues[4 * size_t(n_layers)].Reset(MatMulChunks(classifier), threads);
 
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Attention of layer l for KV heads [kv0, kv1) over a cache of element type E: rope
+  // their queries and keys, store the keys and values (rounded to E) at start_pos..,
+  // attend with their query heads.
+  auto attend = [&]<class E>(int l, int kv0, int kv1) {
+    for (int i = 0; i < n; ++i) {
+      const float* cs = &rope_cos[size_t(i) * hd / 2];
+      const float* sn = &rope_sin[size_t(i) * hd / 2];
+      Rope(q + size_t(i) * dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
+      Rope(k + size_t(i) * kv_dim + kv0 * hd, kv1 - kv0, hd, cs, sn);
+      for (int kh = kv0; kh < kv1; ++kh) {
+        StoreRow(k + size_t(i) * kv_dim + kh * hd, hd, cache.K<E>(l, kh, start_pos + i));
+        StoreRow(v + size_t(i) * kv_dim + kh * hd, hd, cache.V<E>(l, kh, start_pos + i));
+      }
+    }
+    for (int h = kv0 * group; h < kv1 * group; ++h) {
+      const E* kc = cache.K<E>(l, h / group, 0);  // [ctx][hd]
+      const E* vc = cache.V<E>(l, h / group, 0);  // [ctx][hd]
+      for (int i = 0; i < n; ++i) {
+        const float* qh = q + size_t(i) * dim + h * hd;        // [hd]
+        float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [ctx]
+        float* oh = att_out + size_t(i) * dim + h * hd;        // [hd]
+        const int len = start_pos + i + 1;                     // positions i sees
+        if (hd == 64) AttendHead<64>(qh, kc, vc, len, att_scale, hd, sh, oh);
+        else if (hd == 128) AttendHead<128>(qh, kc, vc, len, att_scale, hd, sh, oh);
+        else AttendHead<0>(qh, kc, vc, len, att_scale, hd, sh, oh);
+      }
+    }
+  };
   // t of nt threads (nt may fall short of `threads`: the queues' stealing covers
   // the products, and the other splits below use nt).
   auto team = [&](int t, int nt) {
@@ -215,29 +243,8 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       // whatever the split, so the result is independent of the batch and the team.
       if (t < att_parts) {
         const int kv0 = n_kv * t / att_parts, kv1 = n_kv * (t + 1) / att_parts;
-        for (int i = 0; i < n; ++i) {
-          const float* cs = &rope_cos[size_t(i) * hd / 2];
-          const float* sn = &rope_sin[size_t(i) * hd / 2];
-          Rope(q + size_t(i) * dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
-          Rope(k + size_t(i) * kv_dim + kv0 * hd, kv1 - kv0, hd, cs, sn);
-          for (int kh = kv0; kh < kv1; ++kh) {
-            std::copy_n(k + size_t(i) * kv_dim + kh * hd, hd, cache.K(l, kh, start_pos + i));
-            std::copy_n(v + size_t(i) * kv_dim + kh * hd, hd, cache.V(l, kh, start_pos + i));
-          }
-        }
-        for (int h = kv0 * group; h < kv1 * group; ++h) {
-          const float* kc = cache.K(l, h / group, 0);  // [ctx][hd]
-          const float* vc = cache.V(l, h / group, 0);  // [ctx][hd]
-          for (int i = 0; i < n; ++i) {
-            const float* qh = q + size_t(i) * dim + h * hd;        // [hd]
-            float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [ctx]
-            float* oh = att_out + size_t(i) * dim + h * hd;        // [hd]
-            const int len = start_pos + i + 1;                     // positions i sees
-            if (hd == 64) AttendHead<64>(qh, kc, vc, len, att_scale, hd, sh, oh);
-            else if (hd == 128) AttendHead<128>(qh, kc, vc, len, att_scale, hd, sh, oh);
-            else AttendHead<0>(qh, kc, vc, len, att_scale, hd, sh, oh);
-          }
-        }
+        if (cache.type() == KvType::F16) attend.template operator()<uint16_t>(l, kv0, kv1);
+        else attend.template operator()<float>(l, kv0, kv1);
       }
 #pragma omp barrier
       MatMulsTeam(P.wo, att_out, n, lq[1], t);

@@ -4,16 +4,25 @@
 
 namespace specsweep {
 
-KVCache::KVCache(const ModelConfig& c, int n_layers, int capacity)
+KvType ParseKvType(std::string_view s) {
+  if (s == "f32") return KvType::F32;
+  if (s == "f16") return KvType::F16;
+  Fail("kv_type: '{}' is not a KV cache type (f32, f16)", s);
+}
+
+std::string_view KvTypeName(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
+
+KVCache::KVCache(const ModelConfig& c, int n_layers, int capacity, KvType type)
     : n_layers_(n_layers > 0 ? n_layers : c.n_layers),
       capacity_(capacity > 0 ? capacity : c.max_seq_len),
       n_kv_heads_(c.n_kv_heads),
-      head_dim_(c.head_dim()) {
+      head_dim_(c.head_dim()),
+      type_(type) {
   if (n_layers_ > c.n_layers)
     Fail("kv cache: n_layers: {} exceeds the model's {} layers", n_layers_, c.n_layers);
-  size_t n = static_cast<size_t>(n_layers_) * capacity_ * kv_dim();
-  k_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+  const size_t bytes = static_cast<size_t>(n_layers_) * capacity_ * kv_dim() * (type == KvType::F16 ? 2 : 4);
+  k_.assign(bytes, 0);  // zero bits: 0.0 in either type
+  v_.assign(bytes, 0);
 }
 
 void KVCache::Truncate(int pos) {

@@ -2,12 +2,14 @@
 // A cache built with fewer layers than the model runs only the first n_layers blocks
 // (early-exit draft sharing the target's weights).
 #pragma once
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <new>
 #include <vector>
 
 #include "models/config.h"
+#include "models/kv_type.h"
 #include "quant/chunk_queue.h"
 
 namespace specsweep {
@@ -30,7 +32,8 @@ using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 class KVCache {
  public:
   // n_layers <= 0: all layers; capacity <= 0: config.max_seq_len.
-  explicit KVCache(const ModelConfig& config, int n_layers = 0, int capacity = 0);
+  explicit KVCache(const ModelConfig& config, int n_layers = 0, int capacity = 0,
+                   KvType type = KvType::F32);
 
   int length() const { return length_; }      // positions held
   int capacity() const { return capacity_; }
@@ -38,23 +41,31 @@ class KVCache {
   int n_kv_heads() const { return n_kv_heads_; }
   int head_dim() const { return head_dim_; }
   int kv_dim() const { return n_kv_heads_ * head_dim_; }
+  KvType type() const { return type_; }
+  size_t bytes() const { return k_.size() + v_.size(); }  // keys and values as held
   // Rolls back to the first `pos` positions (0 <= pos <= length()).
   void Truncate(int pos);
 
   // Head-major: one KV head's rows of consecutive positions are contiguous, so
-  // attention streams each head's keys and values sequentially.
-  float* K(int layer, int kv_head, int pos) { return &k_[Index(layer, kv_head, pos)]; }  // [head_dim]
-  float* V(int layer, int kv_head, int pos) { return &v_[Index(layer, kv_head, pos)]; }  // [head_dim]
-  const float* K(int layer, int kv_head, int pos) const { return &k_[Index(layer, kv_head, pos)]; }
-  const float* V(int layer, int kv_head, int pos) const { return &v_[Index(layer, kv_head, pos)]; }
+  // attention streams each head's keys and values sequentially. E is the element type
+  // of type(): float for KvType::F32, uint16_t (IEEE half bits) for KvType::F16.
+  template <class E>
+  E* K(int layer, int kv_head, int pos) { return Row<E>(k_, layer, kv_head, pos); }  // [head_dim]
+  template <class E>
+  E* V(int layer, int kv_head, int pos) { return Row<E>(v_, layer, kv_head, pos); }  // [head_dim]
 
  private:
-  size_t Index(int layer, int kv_head, int pos) const {
-    return ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
+  using Bytes = std::vector<unsigned char, CacheLineAllocator<unsigned char>>;
+  template <class E>
+  E* Row(Bytes& b, int layer, int kv_head, int pos) {
+    assert(sizeof(E) == (type_ == KvType::F32 ? 4u : 2u));
+    const size_t i = ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
+    return reinterpret_cast<E*>(b.data()) + i;
   }
   int n_layers_, capacity_, n_kv_heads_, head_dim_;
+  KvType type_;
   int length_ = 0;
-  AlignedFloats k_, v_;  // [n_layers][n_kv_heads][capacity][head_dim]
+  Bytes k_, v_;  // [n_layers][n_kv_heads][capacity][head_dim] elements of type_
 
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.

@@ -8,6 +8,12 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "quant/fp16.h"
+
 namespace specsweep {
 
 // Float lanes in GCC's portable vector types: they lower to whatever the target ISA has
@@ -28,6 +34,35 @@ V LoadLanes(const float* p) {
 inline Lanes8 LoadLanes8(const float* p) { return LoadLanes<Lanes8>(p); }
 inline Lanes16 LoadLanes16(const float* p) { return LoadLanes<Lanes16>(p); }
 
+// Elements of a KV cache row as floats: halves (uint16_t bits) widen exactly, so every
+// path below gives the same lanes. (GCC 12 widens _Float16 vectors one element at a
+// time, hence the intrinsics.)
+inline float ToFloat(float x) { return x; }
+inline float ToFloat(uint16_t h) { return F16ToF32(h); }
+inline Lanes16 LoadLanes16(const uint16_t* p) {
+#if defined(__AVX512F__)
+  // maskz with every lane: the unmasked intrinsic trips GCC 12's -Wmaybe-uninitialized
+  return reinterpret_cast<Lanes16>(
+      _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif defined(__F16C__)
+  const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  Lanes16 v;
+  std::memcpy(&v, &lo, 32);
+  std::memcpy(reinterpret_cast<char*>(&v) + 32, &hi, 32);
+  return v;
+#else
+  Lanes16 v;
+  for (int j = 0; j < 16; ++j) v[j] = F16ToF32(p[j]);
+  return v;
+#endif
+}
+// A row into a KV cache of element type float (copied) or half (rounded to nearest even).
+inline void StoreRow(const float* x, int n, float* out) { std::copy_n(x, n, out); }
+inline void StoreRow(const float* x, int n, uint16_t* out) {
+  for (int i = 0; i < n; ++i) out[i] = F32ToF16(x[i]);
+}
+
 // The tree over 16 partial sums: lanes j and j + w added for w = 8, 4, 2, 1.
 inline float LaneTreeSum(Lanes16 s) {
   const Lanes8 s8 = __builtin_shufflevector(s, s, 0, 1, 2, 3, 4, 5, 6, 7) +
@@ -36,12 +71,14 @@ inline float LaneTreeSum(Lanes16 s) {
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-// sum_i a[i] * b[i]: lane j sums the products of elements i = j (mod 16) in order.
-inline float Dot(const float* a, const float* b, int n) {
+// sum_i a[i] * b[i]: lane j sums the products of elements i = j (mod 16) in order. b may
+// be a half-precision KV cache row (E = uint16_t): the same sums of its widened values.
+template <class E>
+inline float Dot(const float* a, const E* b, int n) {
   Lanes16 s = {};
   int i = 0;
   for (; i + 16 <= n; i += 16) s += LoadLanes16(a + i) * LoadLanes16(b + i);
-  for (int j = 0; i + j < n; ++j) s[j] += a[i + j] * b[i + j];  // the tail, in the lanes it reaches
+  for (int j = 0; i + j < n; ++j) s[j] += a[i + j] * ToFloat(b[i + j]);  // the tail, in the lanes it reaches
   return LaneTreeSum(s);
 }
 

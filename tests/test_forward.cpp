@@ -135,6 +135,30 @@ TEST(VecOps, DotIsBitIdenticalToItsDocumentedOrder) {
   }
 }
 
+TEST(VecOps, DotOverHalvesEqualsDotOverTheirWidenedValues) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (int n : {0, 1, 15, 16, 17, 64, 100}) {
+    std::vector<float> a(n), wide(n);
+    std::vector<uint16_t> half(n);
+    for (int i = 0; i < n; ++i) {
+      a[i] = u(rng) * std::ldexp(1.0f, i % 9);
+      half[i] = F32ToF16(u(rng));
+      wide[i] = F16ToF32(half[i]);
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(Dot(a.data(), half.data(), n)),
+              std::bit_cast<uint32_t>(Dot(a.data(), wide.data(), n)))
+        << "n " << n;
+  }
+  // StoreRow rounds as the scalar reference does (ties to even, subnormals, overflow).
+  const std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 0x1p-20f, 70000.0f, -0.0f, 3.14159f};
+  std::vector<uint16_t> h(x.size());
+  StoreRow(x.data(), static_cast<int>(x.size()), h.data());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(h[i], F32ToF16(x[i])) << i;
+  EXPECT_EQ(h[0], 0x3C00);  // 1 + 2^-11 is a tie: rounds to the even 1.0
+  EXPECT_EQ(h[3], 0x7C00);  // overflow: inf
+}
+
 TEST(VecOps, ExpFWithinStatedErrorOfLibm) {
   double worst = 0;
   for (float x = -87.0f; x <= 88.0f; x += 0.0007f) {
@@ -171,18 +195,22 @@ TEST(Forward, MatchesNaiveReference) {
   EXPECT_LT(max_err, 1e-4f * std::max(1.0f, max_ref)) << "max |ref| " << max_ref;
 }
 
-TEST(Forward, BatchOfNBitIdenticalToSingleSteps) {
+class ForwardKv : public ::testing::TestWithParam<KvType> {};
+INSTANTIATE_TEST_SUITE_P(KvTypes, ForwardKv, ::testing::Values(KvType::F32, KvType::F16),
+                         [](const auto& info) { return std::string(KvTypeName(info.param)); });
+
+TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
   Model m = MakeSyntheticModel(TinyTestConfig(), 3);
   const int V = m.config.vocab_size;
   auto toks = SomeTokens(33, V);
-  KVCache single(m.config);
+  KVCache single(m.config, 0, 0, GetParam());
   std::vector<float> one_by_one;
   for (int i = 0; i < 33; ++i) {
     auto l = Forward(m, std::span(toks).subspan(i, 1), i, single);
     one_by_one.insert(one_by_one.end(), l.begin(), l.end());
   }
   // Mixed batch sizes: prefill 5, then 1, 8, 3, 16.
-  KVCache mixed(m.config);
+  KVCache mixed(m.config, 0, 0, GetParam());
   std::vector<float> batched;
   int pos = 0;
   for (int n : {5, 1, 8, 3, 16}) {
@@ -194,7 +222,7 @@ TEST(Forward, BatchOfNBitIdenticalToSingleSteps) {
   EXPECT_EQ(0, std::memcmp(batched.data(), one_by_one.data(), batched.size() * sizeof(float)));
 }
 
-TEST(Forward, ThreadCountDoesNotChangeLogits) {
+TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
   ModelConfig c = TinyTestConfig();
   c.dim = 256;  // large enough that the forward pass runs as a team
   c.hidden_dim = 512;
@@ -206,7 +234,7 @@ TEST(Forward, ThreadCountDoesNotChangeLogits) {
     std::vector<std::vector<float>> runs;
     for (int threads : {1, 2, 3}) {
       SetNumThreads(threads);
-      KVCache cache(c);
+      KVCache cache(c, 0, 0, GetParam());
       auto l = Forward(m, std::span(toks).first(12), 0, cache);  // prefill, then decode steps
       std::vector<float> all(l.begin(), l.end());
       for (int pos = 12; pos < 16; ++pos) {
@@ -221,20 +249,42 @@ TEST(Forward, ThreadCountDoesNotChangeLogits) {
   }
 }
 
-TEST(Forward, TruncateThenRedecodeEqualsFresh) {
+TEST_P(ForwardKv, TruncateThenRedecodeEqualsFresh) {
   Model m = MakeSyntheticModel(TinyTestConfig(), 11);
   auto a = SomeTokens(20, m.config.vocab_size);
   auto b = a;
   for (int i = 12; i < 20; ++i) b[i] = (b[i] + 5) % m.config.vocab_size;
-  KVCache cache(m.config);
+  KVCache cache(m.config, 0, 0, GetParam());
   Forward(m, a, 0, cache);  // decode a, then roll back past position 12 and decode b's tail
   cache.Truncate(12);
   auto l1 = Forward(m, std::span(b).subspan(12), 12, cache);
   std::vector<float> rolled(l1.begin(), l1.end());
-  KVCache fresh(m.config);
+  KVCache fresh(m.config, 0, 0, GetParam());
   auto l2 = Forward(m, b, 0, fresh);
   std::vector<float> tail(l2.begin() + size_t(12) * m.config.vocab_size, l2.end());
   EXPECT_EQ(rolled, tail);
+}
+
+// A half cache holds half the bytes and rounds keys and values once: logits stay within
+// half precision of the float cache's, and are not the same bits (the path is taken).
+TEST(Forward, HalfKvCacheStaysCloseToFloatCache) {
+  Model m = MakeSyntheticModel(TinyTestConfig(), 13);
+  auto toks = SomeTokens(30, m.config.vocab_size);
+  KVCache f32(m.config), f16(m.config, 0, 0, KvType::F16);
+  EXPECT_EQ(f16.type(), KvType::F16);
+  EXPECT_EQ(2 * f16.bytes(), f32.bytes());
+  auto a = Forward(m, toks, 0, f32);
+  std::vector<float> la(a.begin(), a.end());
+  auto b = Forward(m, toks, 0, f16);
+  std::vector<float> lb(b.begin(), b.end());
+  float max_err = 0, max_abs = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    max_err = std::max(max_err, std::abs(la[i] - lb[i]));
+    max_abs = std::max(max_abs, std::abs(la[i]));
+  }
+  EXPECT_GT(max_abs, 0.1f);
+  EXPECT_GT(max_err, 0.0f);
+  EXPECT_LT(max_err, 1e-2f * max_abs) << "max |logit| " << max_abs;
 }
 
 TEST(Forward, LastLogitsOnlyEqualsAllLogitsRow) {

@@ -439,7 +439,7 @@ TEST(GgufCli, SynthQuantizeBench) {
               dir + "/b.json", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 4);
+  EXPECT_EQ(j["context"]["schema_version"], 5);
   EXPECT_EQ(j["context"]["threads"], 1);
   const double bw = j["context"]["read_bandwidth_gbs"], fma = j["context"]["fma_peak_gmacs"];
   EXPECT_GT(bw, 0.0);
@@ -493,6 +493,29 @@ TEST(GgufCli, SynthQuantizeBench) {
   const double ab = j["benchmarks"][4]["ratio"], ba = j["benchmarks"][5]["ratio"];
   EXPECT_GT(ab, 0.0);
   EXPECT_NEAR(ab * ba, 1.0, 1e-9);  // odd repetition count: the medians are one repetition's pair
+
+  // KV cache types compared: one variant per (format, KV type), labelled with both.
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--n", "1", "--reps", "2", "--ctx", "6", "--kv-type", "f32,f16",
+              "--json", dir + "/b3.json", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "q8_0/kv:f16");
+  j = nlohmann::json::parse(ReadFile(dir + "/b3.json"));
+  ASSERT_EQ(j["benchmarks"].size(), 4u);  // two timings, two cost ratios
+  EXPECT_EQ(j["benchmarks"][1]["name"], "bench_forward/q8_0/kv:f16/n:1");
+  EXPECT_EQ(j["benchmarks"][1]["format"], "q8_0");
+  EXPECT_EQ(j["benchmarks"][0]["kv_type"], "f32");
+  EXPECT_EQ(j["benchmarks"][1]["kv_type"], "f16");
+  // The last of n = 1 tokens at ctx 6 attends 7 positions: keys and values of every
+  // layer, 4 or 2 bytes each.
+  const LoadedModel qm = LoadGguf(dir + "/q.gguf");
+  const double kv_elems = 2.0 * qm.model->config.n_layers * 7 * qm.model->config.kv_dim();
+  EXPECT_EQ(j["benchmarks"][0]["kv_bytes_last_token"].get<double>(), 4 * kv_elems);
+  EXPECT_EQ(j["benchmarks"][1]["kv_bytes_last_token"].get<double>(), 2 * kv_elems);
+  EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/cost_ratio/q8_0/kv:f32:q8_0/kv:f16");
+
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--kv-type", "f8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_CONTAINS(r.err, "--kv-type");
 
   r = RunCli({"bench-forward", dir + "/q.gguf", "--quant", "none,q8_0"});
   EXPECT_EQ(r.exit_code, 1);

@@ -118,6 +118,35 @@ decoders: [ar, ar]
   EXPECT_EQ(e.points.size(), 3u);
 }
 
+// kv_type is an axis like any other; f32 points keep the keys they had before it existed,
+// so committed baselines still match.
+TEST(Experiment, KvTypeAxis) {
+  const auto& f = Files();
+  std::string p = WriteExp("kv.yaml", R"(
+name: kv
+models: [")" + f.model + R"("]
+prompts: {file: ")" + f.prompts + R"(", count: 1}
+sweep: {kv_type: [f32, f16], k: [2]}
+decoders: [self-spec]
+)");
+  Experiment e = LoadExperiment(p);
+  ASSERT_EQ(e.points.size(), 4u);  // a baseline and a self-spec point per KV type
+  int f16_points = 0;
+  for (const Point& pt : e.points) {
+    EXPECT_EQ(pt.Baseline().kv_type, pt.kv_type);
+    EXPECT_EQ(pt.Options().kv_type, pt.kv_type);
+    EXPECT_EQ(PointFromParams(pt.ParamsJson(), "t").Key(), pt.Key());
+    const bool has = pt.Key().find(";kv=f16") != std::string::npos;
+    EXPECT_EQ(has, pt.kv_type == KvType::F16) << pt.Key();
+    f16_points += pt.kv_type == KvType::F16;
+  }
+  EXPECT_EQ(f16_points, 2);
+  // Records written before the field existed read back as f32.
+  nlohmann::json old = e.points[0].ParamsJson();
+  old.erase("kv_type");
+  EXPECT_EQ(PointFromParams(old, "t").kv_type, KvType::F32);
+}
+
 TEST(DraftChoice, ParsesAndLabels) {
   EXPECT_EQ(ParseDraftChoice("q4_0", "t").Label(), "q4_0");
   EXPECT_EQ(ParseDraftChoice("layers=2+q8_0", "t").Label(), "layers=2+q8_0");
@@ -157,6 +186,7 @@ TEST(Experiment, BadFilesNameFileAndKey) {
   ExpectBad("quant.yaml", head + "sweep: {draft_quant: [q3]}\ndecoders: [assisted]\n", "sweep.draft_quant[0]");
   ExpectBad("ar_k.yaml", head + "decoders: [{decoder: ar, k: [2]}]\n", "decoders[0].k");
   ExpectBad("json.json", "{\"name\": \"x\", ", "json");
+  ExpectBad("kv.yaml", head + "sweep: {kv_type: [f16, q8]}\ndecoders: [ar]\n", "sweep.kv_type[1]");
 }
 
 // --------------------------------------------------------------------------- results math

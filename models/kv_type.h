@@ -1,0 +1,16 @@
+// Element type of the attention (KV) cache.
+#pragma once
+#include <string_view>
+
+namespace specsweep {
+
+// F32 keeps keys and values as computed. F16 rounds each to half (round-to-nearest-even)
+// once, when it is written, and widens it exactly when read: attention streams half the
+// bytes per position (llama.cpp's default cache type), and results still depend only on
+// the inputs, never on the batch or the thread count.
+enum class KvType { F32, F16 };
+
+KvType ParseKvType(std::string_view s);  // "f32", "f16"; throws Error otherwise
+std::string_view KvTypeName(KvType t);
+
+}  // namespace specsweep
