@@ -46,53 +46,113 @@ auto* Grow(Vec& v, size_t n) {
   return v.data();
 }
 
-// Softmax over sh[0..len) in place.
-void Softmax(float* sh, int len) {
-  // The maximum in 8 lanes, then across them: max is exact, so any order gives the same
-  // value (a zero's sign aside, which cannot change exp(sh[t] - max_s)).
-  Lanes8 m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-  int t8 = 0;
-  for (; t8 + 8 <= len; t8 += 8) {
-    const Lanes8 s8 = LoadLanes8(sh + t8);
-    m8 = m8 < s8 ? s8 : m8;
+// Softmax in place over G rows, row g being sh[g][0..len0 + g) (the scores of G
+// consecutive queries). Each row's sum runs in t order from 0: the G chains of float
+// additions interleave over the common prefix, so a group costs about one row's latency.
+template <int G>
+void SoftmaxRows(float* const* sh, int len0) {
+  float sum[G];
+  for (int g = 0; g < G; ++g) {
+    float* r = sh[g];
+    const int len = len0 + g;
+    // The maximum in 8 lanes, then across them: max is exact, so any order gives the
+    // same value (a zero's sign aside, which cannot change exp(r[t] - max_s)).
+    Lanes8 m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int t8 = 0;
+    for (; t8 + 8 <= len; t8 += 8) {
+      const Lanes8 s8 = LoadLanes8(r + t8);
+      m8 = m8 < s8 ? s8 : m8;
+    }
+    float max_s = -INFINITY;
+    for (int j = 0; j < 8; ++j) max_s = std::max(max_s, m8[j]);
+    for (int t = t8; t < len; ++t) max_s = std::max(max_s, r[t]);
+    for (int t = 0; t < len; ++t) r[t] = ExpF(r[t] - max_s);
+    sum[g] = 0.0f;
   }
-  float max_s = -INFINITY;
-  for (int j = 0; j < 8; ++j) max_s = std::max(max_s, m8[j]);
-  for (int t = t8; t < len; ++t) max_s = std::max(max_s, sh[t]);
-  for (int t = 0; t < len; ++t) sh[t] = ExpF(sh[t] - max_s);
-  float sum = 0.0f;
-  for (int t = 0; t < len; ++t) sum += sh[t];
-  const float inv = 1.0f / sum;
-  for (int t = 0; t < len; ++t) sh[t] *= inv;
+  for (int t = 0; t < len0; ++t)
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) sum[g] += sh[g][t];
+  for (int g = 1; g < G; ++g)
+    for (int t = len0; t < len0 + g; ++t) sum[g] += sh[g][t];
+  for (int g = 0; g < G; ++g) {
+    const float inv = 1.0f / sum[g];
+    for (int t = 0; t < len0 + g; ++t) sh[g][t] *= inv;
+  }
 }
 
-// One query head at one position: sh[t] = q.k_t * scale for t < len, softmax, then
-// out = sum_t sh[t] v_t accumulated in t order. k and v are one KV head's rows of
-// consecutive positions ([len][HD], contiguous in the head-major cache). HD > 0 fixes
-// the head size at compile time so the output row stays in registers; the arithmetic is
-// the same for every HD, so results never depend on which version ran.
-template <int HD, class E>
-void AttendHead(const float* q, const E* k, const E* v, int len, float scale, int hd, float* sh,
-                float* out) {
-  const int d = HD > 0 ? HD : hd;
-  for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * d, d) * scale;
-  Softmax(sh, len);
-  if constexpr (HD > 0) {
-    // The output row in HD / 16 vector registers (as a float array GCC kept it on the
-    // stack, a store-forwarding round trip per t); each element's arithmetic is the
-    // same multiply, then add, in t order.
-    static_assert(HD % 16 == 0);
-    Lanes16 o[HD / 16] = {};  // [HD]
-    for (int t = 0; t < len; ++t) {
-      const E* vt = v + size_t(t) * HD;
-      #pragma GCC unroll 16
-      for (int j = 0; j < HD / 16; ++j) o[j] += sh[t] * LoadLanes16(vt + 16 * j);
+// One query head at one position, any head size: sh[t] = q.k_t * scale for t < len,
+// softmax, then out = sum_t sh[t] v_t accumulated in t order. k and v are one KV head's
+// rows of consecutive positions ([len][hd], contiguous in the head-major cache).
+template <class E>
+void AttendHead(const float* q, const E* k, const E* v, int len, float scale, int hd, float* sh, float* out) {
+  for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * hd, hd) * scale;
+  SoftmaxRows<1>(&sh, len);
+  std::fill(out, out + hd, 0.0f);
+  for (int t = 0; t < len; ++t)
+    for (int e = 0; e < hd; ++e) out[e] += sh[t] * ToFloat(v[size_t(t) * hd + e]);
+}
+
+// Queries per group for head size HD: their output rows fill 16 vector registers
+// (G x HD / 16 = 16).
+template <int HD>
+constexpr int kGroupQueries = 256 / HD;
+
+// G consecutive queries of one head, query g at position p0 + g seeing positions
+// [0, p0 + g]: per query the arithmetic of AttendHead (each score is Dot's sum, each
+// output element accumulates sh[t] v_t in t order), so results never depend on G. Each
+// key and value row is read once for the G queries instead of once per query (n = 8
+// verification at context 512 read every head's rows from L2 8 times), the output rows
+// stay in registers, and the score trees of 16 (position, query) pairs are taken
+// together (LaneTreeSums16).
+template <int HD, int G, class E>
+void AttendQueries(const float* const* q, const E* k, const E* v, int p0, float scale, float* const* sh,
+                   float* const* out) {
+  static_assert(HD % 16 == 0 && G >= 1 && G * HD / 16 <= 16);
+  constexpr int P = 16 / G;           // positions per tree of 16 sums
+  const int len_max = p0 + G;         // positions the last query sees
+  int t0 = 0;
+  for (; t0 + P <= len_max; t0 += P) {  // scores past a query's length are never used
+    Lanes16 s[16] = {};                 // [P positions][G queries] lane partial sums
+    #pragma GCC unroll 16
+    for (int r = 0; r < P; ++r) {
+      const E* kt = k + size_t(t0 + r) * HD;
+      #pragma GCC unroll 8
+      for (int j = 0; j < HD / 16; ++j) {
+        const Lanes16 kj = LoadLanes16(kt + 16 * j);
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) s[r * G + g] += LoadLanes16(q[g] + 16 * j) * kj;  // as Dot
+      }
     }
-    std::memcpy(out, o, sizeof o);
-  } else {
-    std::fill(out, out + d, 0.0f);
-    for (int t = 0; t < len; ++t)
-      for (int e = 0; e < d; ++e) out[e] += sh[t] * ToFloat(v[size_t(t) * d + e]);
+    const Lanes16 sums = LaneTreeSums16(s) * scale;
+    for (int r = 0; r < P; ++r)
+      for (int g = 0; g < G; ++g) sh[g][t0 + r] = sums[r * G + g];
+  }
+  for (int t = t0; t < len_max; ++t)
+    for (int g = 0; g < G; ++g) sh[g][t] = Dot(q[g], k + size_t(t) * HD, HD) * scale;
+  SoftmaxRows<G>(sh, p0 + 1);
+  Lanes16 o[G][HD / 16] = {};  // [G][HD] output rows
+  // Queries [g0, G) accumulate position t.
+  auto accumulate = [&](int t, int g0) {
+    const E* vt = v + size_t(t) * HD;
+    #pragma GCC unroll 8
+    for (int j = 0; j < HD / 16; ++j) {
+      const Lanes16 vj = LoadLanes16(vt + 16 * j);
+      #pragma GCC unroll 16
+      for (int g = g0; g < G; ++g) o[g][j] += sh[g][t] * vj;
+    }
+  };
+  for (int t = 0; t <= p0; ++t) accumulate(t, 0);  // seen by every query
+  for (int t = p0 + 1; t < len_max; ++t) accumulate(t, t - p0);
+  for (int g = 0; g < G; ++g) std::memcpy(out[g], o[g], sizeof o[g]);
+}
+
+// Calls AttendQueries<HD, C> with C == c, 1 <= c <= G.
+template <int HD, int G, class E>
+void AttendQueriesN(int c, const float* const* q, const E* k, const E* v, int p0, float scale, float* const* sh,
+                    float* const* out) {
+  if constexpr (G >= 1) {
+    if (c == G) return AttendQueries<HD, G>(q, k, v, p0, scale, sh, out);
+    AttendQueriesN<HD, G - 1>(c, q, k, v, p0, scale, sh, out);
   }
 }
 
@@ -208,15 +268,27 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     for (int h = kv0 * group; h < kv1 * group; ++h) {
       const E* kc = cache.K<E>(l, h / group, 0);  // [ctx][hd]
       const E* vc = cache.V<E>(l, h / group, 0);  // [ctx][hd]
-      for (int i = 0; i < n; ++i) {
-        const float* qh = q + size_t(i) * dim + h * hd;        // [hd]
-        float* sh = scores + (size_t(i) * n_heads + h) * ctx;  // [ctx]
-        float* oh = att_out + size_t(i) * dim + h * hd;        // [hd]
-        const int len = start_pos + i + 1;                     // positions i sees
-        if (hd == 64) AttendHead<64>(qh, kc, vc, len, att_scale, hd, sh, oh);
-        else if (hd == 128) AttendHead<128>(qh, kc, vc, len, att_scale, hd, sh, oh);
-        else AttendHead<0>(qh, kc, vc, len, att_scale, hd, sh, oh);
-      }
+      auto qh = [&](int i) { return q + size_t(i) * dim + h * hd; };                  // [hd]
+      auto sh = [&](int i) { return scores + (size_t(i) * n_heads + h) * ctx; };     // [ctx]
+      auto oh = [&](int i) { return att_out + size_t(i) * dim + h * hd; };            // [hd]
+      // Query i sees positions [0, start_pos + i]; groups of consecutive queries share
+      // every key and value row they read.
+      auto groups = [&]<int HD>() {
+        constexpr int G = kGroupQueries<HD>;
+        for (int i0 = 0; i0 < n; i0 += G) {
+          const int c = std::min(G, n - i0);
+          const float* qs[G];
+          float *ss[G], *os[G];
+          for (int g = 0; g < c; ++g) qs[g] = qh(i0 + g), ss[g] = sh(i0 + g), os[g] = oh(i0 + g);
+          AttendQueriesN<HD, G>(c, qs, kc, vc, start_pos + i0, att_scale, ss, os);
+        }
+      };
+      if (hd == 16) groups.template operator()<16>();
+      else if (hd == 32) groups.template operator()<32>();
+      else if (hd == 64) groups.template operator()<64>();
+      else if (hd == 128) groups.template operator()<128>();
+      else
+        for (int i = 0; i < n; ++i) AttendHead(qh(i), kc, vc, start_pos + i + 1, att_scale, hd, sh(i), oh(i));
     }
   };
   // t of nt threads (nt may fall short of `threads`: the queues' stealing covers

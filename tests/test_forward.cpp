@@ -135,6 +135,19 @@ TEST(VecOps, DotIsBitIdenticalToItsDocumentedOrder) {
   }
 }
 
+TEST(VecOps, LaneTreeSums16EqualsSixteenLaneTreeSums) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int rep = 0; rep < 100; ++rep) {
+    Lanes16 v[16];
+    for (int w = 0; w < 16; ++w)
+      for (int j = 0; j < 16; ++j) v[w][j] = u(rng) * std::ldexp(1.0f, (w + 3 * j + rep) % 20 - 10);
+    const Lanes16 all = LaneTreeSums16(v);
+    for (int w = 0; w < 16; ++w)
+      ASSERT_EQ(std::bit_cast<uint32_t>(all[w]), std::bit_cast<uint32_t>(LaneTreeSum(v[w]))) << rep << " " << w;
+  }
+}
+
 TEST(VecOps, DotOverHalvesEqualsDotOverTheirWidenedValues) {
   std::mt19937 rng(12);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
@@ -199,8 +212,15 @@ class ForwardKv : public ::testing::TestWithParam<KvType> {};
 INSTANTIATE_TEST_SUITE_P(KvTypes, ForwardKv, ::testing::Values(KvType::F32, KvType::F16),
                          [](const auto& info) { return std::string(KvTypeName(info.param)); });
 
+// Head sizes 16 and 64 run attention in groups of up to 16 and 4 queries (a batch of 5
+// is a group and a single query, 3 a group of 3), head size 8 one query at a time.
 TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
-  Model m = MakeSyntheticModel(TinyTestConfig(), 3);
+ for (int heads : {4, 1, 8}) {  // head size 16, 64, 8
+  ModelConfig c = TinyTestConfig();
+  c.n_heads = heads;
+  c.n_kv_heads = heads > 1 ? heads / 2 : 1;
+  SCOPED_TRACE("head size " + std::to_string(c.head_dim()));
+  Model m = MakeSyntheticModel(c, 3);
   const int V = m.config.vocab_size;
   auto toks = SomeTokens(33, V);
   KVCache single(m.config, 0, 0, GetParam());
@@ -220,6 +240,7 @@ TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
   }
   ASSERT_EQ(batched.size(), one_by_one.size());
   EXPECT_EQ(0, std::memcmp(batched.data(), one_by_one.data(), batched.size() * sizeof(float)));
+ }
 }
 
 TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
