@@ -63,11 +63,6 @@ Spread Summarize(const std::vector<double>& v) {
   return {Median(v), *lo, *hi};
 }
 
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
-}
-
 // One weight format of the model under test, with its own cache and timings.
 struct Variant {
   std::string label;   // "f32", "q4_0", ...; "q4_0/kv:f16" when KV cache types are compared
@@ -300,11 +295,8 @@ void RunBench(const BenchArgs& a) {
         {"fma_peak_gmacs", fma_gmacs},
         {"fma_peak_before_gmacs", fma_before},
         {"fma_peak_after_gmacs", fma_after},
-        // The wait settings libgomp ran with (main() sets GOMP_SPINCOUNT=1000 unless
-        // either variable was given).
-        {"omp_wait_policy", EnvOr("OMP_WAIT_POLICY", "default")},
-        {"gomp_spincount", EnvOr("GOMP_SPINCOUNT", "default")},
     };
+    AddRuntimeSettings(ctx);
     std::ofstream f(a.json);
     f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
     if (!f) Fail("--json: {}: cannot write", a.json);

@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -523,6 +524,7 @@ json ContextBlock(const std::string& experiment_name, const std::string& experim
   c["kernel_isa"] = ActiveKernelIsa();
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) == 3) c["load_avg"] = {load[0], load[1], load[2]};
+  AddRuntimeSettings(c);
   c["experiment"] = experiment_name;
   c["experiment_file"] = experiment_file;
   json files = json::array();
@@ -604,6 +606,22 @@ Results LoadResults(const std::string& path) {
     ++i;
   }
   return res;
+}
+
+void AddRuntimeSettings(json& c) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "default");
+  };
+  c["omp_wait_policy"] = env("OMP_WAIT_POLICY");
+  c["gomp_spincount"] = env("GOMP_SPINCOUNT");
+  c["glibc_tunables"] = env("GLIBC_TUNABLES");
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");  // e.g. "always [madvise] never"
+  std::string line;
+  std::getline(f, line);
+  const size_t a = line.find('['), b = line.find(']');
+  c["transparent_hugepages"] = a != std::string::npos && b != std::string::npos && b > a ? line.substr(a + 1, b - a - 1)
+                                                                                        : std::string("unknown");
 }
 
 std::string DumpJson(const json& j, int indent) {

@@ -62,6 +62,11 @@ nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);
 // Aggregates a list of raw records (baselines looked up among them by key).
 std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);
 
+// Process settings that change timings, added to `context`: libgomp's wait settings
+// and glibc's malloc tunables (main() sets GOMP_SPINCOUNT and the huge-page tunable
+// unless given), and the kernel's transparent huge page mode.
+void AddRuntimeSettings(nlohmann::json& context);
+
 // Machine/build description for the "context" block. `model_files` are hashed.
 nlohmann::json ContextBlock(const std::string& experiment_name, const std::string& experiment_file,
                             const std::vector<std::string>& model_files);

@@ -441,6 +441,9 @@ TEST(GgufCli, SynthQuantizeBench) {
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
   EXPECT_EQ(j["context"]["schema_version"], 5);
   EXPECT_EQ(j["context"]["threads"], 1);
+  // main() asks glibc for huge-page backed heap memory unless told otherwise.
+  EXPECT_CONTAINS(j["context"]["glibc_tunables"].get<std::string>(), "glibc.malloc.hugetlb=1");
+  EXPECT_TRUE(j["context"]["transparent_hugepages"].is_string());
   const double bw = j["context"]["read_bandwidth_gbs"], fma = j["context"]["fma_peak_gmacs"];
   EXPECT_GT(bw, 0.0);
   // The roofline's bandwidth is the fastest of the median reading during the timings
