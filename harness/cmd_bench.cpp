@@ -67,7 +67,6 @@ Spread Summarize(const std::vector<double>& v) {
 struct Variant {
   std::string label;   // "f32", "q4_0", ...; "q4_0/kv:f16" when KV cache types are compared
   std::string format;  // weight format
-  KvType kv = KvType::F32;
   std::shared_ptr<const Model> model;
   std::unique_ptr<KVCache> cache;
   std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
@@ -87,7 +86,7 @@ struct Variant {
   }
   // Keys and values a token attending `positions` positions reads (not in the floor).
   double KvBytes(int positions) const {
-    return 2.0 * cache->n_layers() * positions * cache->kv_dim() * (kv == KvType::F16 ? 2 : 4);
+    return static_cast<double>(cache->bytes()) / cache->capacity() * positions;
   }
   // Roofline time of an n-token call: every streamed byte read once at full bandwidth,
   // or every float multiply-add at the FMA peak, whichever takes longer (perfect overlap).
@@ -143,7 +142,6 @@ void RunBench(const BenchArgs& a) {
       Variant v;
       v.model = model;
       v.format = format;
-      v.kv = kv;
       v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
       v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
       if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
@@ -221,7 +219,7 @@ void RunBench(const BenchArgs& a) {
                             {"run_type", "aggregate"},
                             {"aggregate_name", "median"},
                             {"format", v.format},
-                            {"kv_type", KvTypeName(v.kv)},
+                            {"kv_type", KvTypeName(v.cache->type())},
                             {"kv_bytes_last_token", v.KvBytes(a.ctx + ns[j])},
                             {"n", ns[j]},
                             {"repetitions", a.reps},

@@ -438,8 +438,11 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
       a.kv_type.clear();
       for (auto& [x, xp] : axis) {
         std::string s = c.Str(x, xp);
-        if (s != "f32" && s != "f16") c.Bad(xp, fmt::format("unknown KV cache type '{}' (expected f32, f16)", s));
-        a.kv_type.push_back(ParseKvType(s));
+        try {
+          a.kv_type.push_back(ParseKvType(s));
+        } catch (const Error&) {
+          c.Bad(xp, fmt::format("unknown KV cache type '{}' (expected f32, f16)", s));
+        }
       }
     }
   }

@@ -20,7 +20,7 @@ KVCache::KVCache(const ModelConfig& c, int n_layers, int capacity, KvType type)
       type_(type) {
   if (n_layers_ > c.n_layers)
     Fail("kv cache: n_layers: {} exceeds the model's {} layers", n_layers_, c.n_layers);
-  const size_t bytes = static_cast<size_t>(n_layers_) * capacity_ * kv_dim() * (type == KvType::F16 ? 2 : 4);
+  const size_t bytes = static_cast<size_t>(n_layers_) * capacity_ * kv_dim() * KvElementBytes(type);
   k_.assign(bytes, 0);  // zero bits: 0.0 in either type
   v_.assign(bytes, 0);
 }

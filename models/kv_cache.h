@@ -58,7 +58,7 @@ class KVCache {
   using Bytes = std::vector<unsigned char, CacheLineAllocator<unsigned char>>;
   template <class E>
   E* Row(Bytes& b, int layer, int kv_head, int pos) {
-    assert(sizeof(E) == (type_ == KvType::F32 ? 4u : 2u));
+    assert(sizeof(E) == KvElementBytes(type_));
     const size_t i = ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
     return reinterpret_cast<E*>(b.data()) + i;
   }

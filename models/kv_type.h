@@ -1,5 +1,6 @@
 // Element type of the attention (KV) cache.
 #pragma once
+#include <cstddef>
 #include <string_view>
 
 namespace specsweep {
@@ -9,6 +10,8 @@ namespace specsweep {
 // bytes per position (llama.cpp's default cache type), and results still depend only on
 // the inputs, never on the batch or the thread count.
 enum class KvType { F32, F16 };
+
+constexpr size_t KvElementBytes(KvType t) { return t == KvType::F16 ? 2 : 4; }
 
 KvType ParseKvType(std::string_view s);  // "f32", "f16"; throws Error otherwise
 std::string_view KvTypeName(KvType t);
