@@ -4,10 +4,10 @@
 
 namespace specsweep {
 
-KvType ParseKvType(std::string_view s) {
+KvType ParseKvType(std::string_view s, std::string_view what) {
   if (s == "f32") return KvType::F32;
   if (s == "f16") return KvType::F16;
-  Fail("kv_type: '{}' is not a KV cache type (f32, f16)", s);
+  Fail("{}: '{}' is not a KV cache type (f32, f16)", what, s);
 }
 
 std::string_view KvTypeName(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }

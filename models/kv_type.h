@@ -13,7 +13,8 @@ enum class KvType { F32, F16 };
 
 constexpr size_t KvElementBytes(KvType t) { return t == KvType::F16 ? 2 : 4; }
 
-KvType ParseKvType(std::string_view s);  // "f32", "f16"; throws Error otherwise
+// "f32", "f16"; otherwise throws an Error naming `what` (an option or field).
+KvType ParseKvType(std::string_view s, std::string_view what = "kv_type");
 std::string_view KvTypeName(KvType t);
 
 }  // namespace specsweep
