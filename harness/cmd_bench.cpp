@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/build_info.h"
 #include "harness/commands.h"
 #include "harness/results.h"
 #include "models/error.h"
@@ -275,8 +276,8 @@ void RunBench(const BenchArgs& a) {
         {"num_cpus", std::thread::hardware_concurrency()},
         {"threads", NumThreads()},
         {"kernel_isa", ActiveKernelIsa()},
-        {"git_rev", SPECSWEEP_GIT_REV},
-        {"compiler", SPECSWEEP_COMPILER},
+        {"git_rev", GitRev()},
+        {"compiler", CompilerId()},
         {"model", lm.name},
         {"model_format", lm.model->source.format},
         {"params", lm.model->ParameterCount()},

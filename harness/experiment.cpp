@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "models/build_info.h"
 #include "models/error.h"
 
 namespace fs = std::filesystem;
@@ -452,9 +453,9 @@ std::string ResolvePath(const std::string& p, const std::string& exp_file) {
   if (fs::path(p).is_absolute()) return p;
   fs::path beside = fs::path(exp_file).parent_path() / p;
   if (fs::exists(beside)) return beside.lexically_normal().string();
-  fs::path src = fs::path(SPECSWEEP_SOURCE_DIR) / p;
+  fs::path src = fs::path(SourceDir()) / p;
   if (fs::exists(src)) return src.string();
-  fs::path src_exp = fs::path(SPECSWEEP_SOURCE_DIR) / "experiments" / p;
+  fs::path src_exp = fs::path(SourceDir()) / "experiments" / p;
   if (fs::exists(src_exp)) return src_exp.string();
   return beside.lexically_normal().string();
 }

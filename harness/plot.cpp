@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "harness/results.h"
+#include "models/build_info.h"
 #include "models/error.h"
 
 namespace fs = std::filesystem;
@@ -182,7 +183,7 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
   if (gnuplot.empty() || access(gnuplot.c_str(), X_OK) != 0)
     Fail("plot: gnuplot: not found{} (install gnuplot, e.g. apt-get install gnuplot-nox, or pass --gnuplot PATH)",
          gnuplot.empty() ? " in PATH" : " at '" + gnuplot + "'");
-  std::string scripts = o.scripts_dir.empty() ? std::string(SPECSWEEP_SOURCE_DIR) + "/plots" : o.scripts_dir;
+  std::string scripts = o.scripts_dir.empty() ? std::string(SourceDir()) + "/plots" : o.scripts_dir;
   fs::create_directories(o.out_dir);
 
   struct Spec {

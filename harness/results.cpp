@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "models/build_info.h"
 #include "models/error.h"
 #include "models/forward.h"
 #include "quant/matmul.h"
@@ -510,8 +511,8 @@ json ContextBlock(const std::string& experiment_name, const std::string& experim
   c["host_name"] = host;
   struct utsname u;
   if (uname(&u) == 0) c["os"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  c["git_revision"] = SPECSWEEP_GIT_REV;
-  c["compiler"] = SPECSWEEP_COMPILER;
+  c["git_revision"] = GitRev();
+  c["compiler"] = CompilerId();
 #ifdef NDEBUG
   c["library_build_type"] = "release";
 #else

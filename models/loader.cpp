@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "models/build_info.h"
 #include "models/error.h"
 
 namespace fs = std::filesystem;
@@ -14,10 +15,8 @@ std::string ResolveModelsDir(const std::string& explicit_dir) {
   if (!explicit_dir.empty()) return explicit_dir;
   if (const char* env = std::getenv("SPECSWEEP_MODELS"); env && *env) return env;
   if (fs::is_directory("../shared/models")) return "../shared/models";
-#ifdef SPECSWEEP_SOURCE_DIR
-  fs::path beside_source = fs::path(SPECSWEEP_SOURCE_DIR) / ".." / "shared" / "models";
+  fs::path beside_source = fs::path(SourceDir()) / ".." / "shared" / "models";
   if (fs::is_directory(beside_source)) return beside_source.lexically_normal().string();
-#endif
   return "../shared/models";
 }
 
