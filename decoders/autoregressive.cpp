@@ -14,6 +14,13 @@ class AutoregressiveDecoder : public Decoder {
  public:
   AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o) : target_(target), opt_(o) {}
   const DecoderOptions& options() const override { return opt_; }
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
+    CallCosts c;
+    // Verification scores every position (all logits), as the speculative loop does.
+    if (target_n_max > 0)
+      c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+    return c;
+  }
 
   GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override {
     const Model& m = *target_.model;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/error.h"
+#include "models/forward.h"
 
 namespace specsweep {
 
@@ -23,6 +24,31 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
   const std::string full = tok->Decode(all), head = tok->Decode(prompt);
   if (full.compare(0, head.size(), head) == 0) return full.substr(head.size());
   return tok->Decode(tokens);
+}
+
+std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
+                                     int n_max, int reps, bool all_logits) {
+  const int len = static_cast<int>(prompt.size());
+  CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
+  KVCache cache(model.config, layers, len + n_max, kv);
+  Forward(model, prompt, 0, cache, false);
+  std::vector<int> tokens(n_max);  // [n_max] any valid ids: the prompt's, cycled
+  for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
+  std::vector<std::vector<double>> t(n_max);  // [n_max][reps] seconds
+  for (int r = 0; r < reps; ++r)
+    for (int j = 0; j < n_max; ++j) {
+      const int n = 1 + (j + r) % n_max;  // rotate the order every repetition
+      const auto t0 = Clock::now();
+      Forward(model, std::span<const int>(tokens).first(n), len, cache, all_logits);
+      t[n - 1].push_back(Seconds(t0, Clock::now()));
+      cache.Truncate(len);
+    }
+  std::vector<double> med(n_max);
+  for (int n = 0; n < n_max; ++n) {
+    std::sort(t[n].begin(), t[n].end());
+    med[n] = t[n][t[n].size() / 2];
+  }
+  return med;
 }
 
 void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "decoders/decoder.h"
 
@@ -20,6 +21,12 @@ void CheckPrompt(std::span<const int> prompt, int vocab_size, int context, const
 // prefix (keeps SentencePiece's leading space right), else Decode(tokens); "" without
 // a tokenizer (synthetic models).
 std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, std::span<const int> tokens);
+
+// Median time of `reps` Forward calls of n = 1..n_max positions of `model` (its first
+// `layers` blocks; 0: all) right after `prompt` was prefilled: [n_max] seconds. Calls of
+// different n alternate, so a slow spell hits them alike.
+std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
+                                     int n_max, int reps, bool all_logits);
 
 // Fills total/other/latency/throughput fields from the timers already set.
 void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,

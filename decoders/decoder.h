@@ -69,6 +69,14 @@ struct GenerationResult {
   GenerationStats stats;
 };
 
+// Forward-call times of a decoder's models, the inputs of the verify-cost model: each
+// the median of several calls at the end of a prefilled prompt.
+struct CallCosts {
+  std::vector<double> target_s;  // [n_max] T_target(n) for n = 1..n_max (verify batch n)
+  std::vector<double> draft_s;   // [2] T_draft(1), T_draft(2) (the catch-up batch after a
+                                 // fully accepted step); empty for a decoder without one
+};
+
 // Called with each batch of newly accepted tokens, for streaming.
 using TokenCallback = std::function<void(std::span<const int> new_tokens)>;
 
@@ -80,6 +88,9 @@ class Decoder {
   virtual ~Decoder() = default;
   virtual GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb = {}) = 0;
   virtual const DecoderOptions& options() const = 0;
+  // Times target calls of n = 1..target_n_max positions (none for 0) and the draft's
+  // calls, `reps` times each, at the end of `prompt`; caches of its own.
+  virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) = 0;
 };
 
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,

@@ -24,6 +24,14 @@ class SpeculativeDecoder : public Decoder {
       : target_(target), draft_(std::move(draft)), opt_(o), rule_(rule) {}
   const DecoderOptions& options() const override { return opt_; }
   GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
+    CallCosts c;
+    if (target_n_max > 0)
+      c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+    // A draft call returns the last position's logits only.
+    c.draft_s = TimeForwardCalls(*draft_.model, draft_.layers, opt_.kv_type, prompt, 2, reps, false);
+    return c;
+  }
 
  private:
   LoadedModel target_;

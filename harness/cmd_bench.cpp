@@ -17,7 +17,9 @@
 
 #include "models/build_info.h"
 #include "harness/commands.h"
+#include "harness/context.h"
 #include "harness/results.h"
+#include "harness/statistics.h"
 #include "models/error.h"
 #include "models/forward.h"
 #include "models/loader.h"

@@ -13,6 +13,7 @@
 
 #include "decoders/decoder.h"
 #include "harness/results.h"
+#include "harness/statistics.h"
 #include "harness/commands.h"
 #include "models/error.h"
 #include "models/loader.h"

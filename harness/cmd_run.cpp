@@ -1,4 +1,4 @@
-// `specsweep run EXPERIMENT [-o DIR] [--resume|--overwrite] [--list]`: measures an
+// `specsweep run EXPERIMENT [-o DIR] [--resume[=changed]|--overwrite] [--list]`: measures an
 // experiment's grid into DIR/<name>.jsonl (one record per point, as measured) and
 // DIR/<name>.json (aggregated, Google Benchmark layout).
 #include <cstdio>
@@ -12,7 +12,8 @@ namespace {
 
 struct RunArgs {
   std::string experiment, out_dir = "results";
-  bool resume = false, overwrite = false, list = false;
+  std::string resume;  // "" (not given), "same" or "changed"
+  bool overwrite = false, list = false;
 };
 
 void RunCommand(const RunArgs& a) {
@@ -24,12 +25,12 @@ void RunCommand(const RunArgs& a) {
   }
   RunOptions o;
   o.out_dir = a.out_dir;
-  o.resume = a.resume;
+  o.resume = a.resume.empty() ? ResumeMode::None : ParseResumeMode(a.resume);
   o.overwrite = a.overwrite;
   o.default_threads = Globals().threads;
   RunSummary s = RunExperiment(e, o);
-  std::printf("%d points (%d resumed, %d measured)\nraw:     %s\nresults: %s\n", s.total, s.resumed, s.measured,
-              s.jsonl_path.c_str(), s.json_path.c_str());
+  std::printf("%d points (%d resumed, %d measured, %d records set aside)\nraw:     %s\nresults: %s\n", s.total,
+              s.resumed, s.measured, s.set_aside, s.jsonl_path.c_str(), s.json_path.c_str());
 }
 
 const CommandRegistrar kRegister(40, [](CLI::App& app) {
@@ -37,7 +38,10 @@ const CommandRegistrar kRegister(40, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run an experiment sweep (YAML/JSON) and write results");
   cmd->add_option("experiment", a->experiment, "Experiment file (.yaml, .yml or .json)")->required();
   cmd->add_option("-o,--out", a->out_dir, "Output directory for <name>.jsonl and <name>.json");
-  auto* resume = cmd->add_flag("--resume", a->resume, "Skip points already in <name>.jsonl");
+  auto* resume = cmd->add_flag("--resume{same}", a->resume,
+                               "Reuse the groups already in <name>.jsonl that match the experiment; any difference "
+                               "is an error. --resume=changed re-measures what changed instead (old records are "
+                               "moved to <name>.jsonl.replaced)");
   cmd->add_flag("--overwrite", a->overwrite, "Discard an existing <name>.jsonl")->excludes(resume);
   cmd->add_flag("--list", a->list, "Print the expanded grid (point keys) and exit");
   cmd->callback([a] { RunCommand(*a); });

@@ -18,6 +18,7 @@ struct TableArgs {
 void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
   Results res = LoadResults(a.results);
+  for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   Filters filters;
   for (auto& w : a.where) {
@@ -34,13 +35,14 @@ void TableCommand(const TableArgs& a) {
     p.filters = filters;
     tables.push_back(PivotTable(res.records, p));
   } else if (a.table == "main") {
-    tables.push_back(MainTable(res.records, filters));
+    tables.push_back(f == TableFormat::Csv ? MainTableLong(res.records, filters)
+                                           : MainTable(res.records, filters, res.context));
   } else if (a.table == "latency") {
     tables.push_back(LatencyTable(res.records, filters));
   } else if (a.table == "quant") {
     tables.push_back(QuantTable(res.records, filters));
   } else if (a.table == "all") {
-    tables = {MainTable(res.records, filters), LatencyTable(res.records, filters), QuantTable(res.records, filters)};
+    tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters), QuantTable(res.records, filters)};
   } else {
     Fail("table: --table: unknown table '{}' (expected main, latency, quant, all)", a.table);
   }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "harness/results.h"
+#include "harness/statistics.h"
 #include "models/kv_cache.h"
 #include "quant/bandwidth.h"
 #include "quant/kernels.h"

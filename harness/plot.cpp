@@ -25,17 +25,28 @@ namespace {
 
 bool IsSpec(const json& r) { return FieldText(r, "decoder") != "ar"; }
 
-// Parameters that take more than one value among `recs`, minus `exclude`.
+// Parameters that take more than one value among `recs`, minus `exclude`. "-" (a field
+// that does not apply, e.g. k_policy of an AR point) and absent fields are no value, so
+// they never make a field vary.
 std::vector<std::string> VaryingFields(const std::vector<const json*>& recs, const std::set<std::string>& exclude) {
   std::vector<std::string> out;
   for (auto& f : ParamFields()) {
     if (exclude.count(f)) continue;
     std::set<std::string> vals;
-    for (auto* r : recs) vals.insert(FieldText(*r, f));
+    for (auto* r : recs) {
+      const std::string v = FieldText(*r, f);
+      if (!v.empty() && v != "-") vals.insert(v);
+    }
     if (vals.size() > 1) out.push_back(f);
   }
   return out;
 }
+
+// One plotted point: y with its interval and a label.
+struct Pt {
+  double x = NAN, y = NAN, lo = NAN, hi = NAN;
+  std::string label;
+};
 
 std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   std::string t;
@@ -50,27 +61,46 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   return t.empty() ? "all" : t;
 }
 
-// Groups records into series by the varying fields except `x_fields`, with y(x) from fn.
-template <typename XY>
-std::vector<Series> Group(const std::vector<const json*>& recs, const std::set<std::string>& x_fields, XY xy) {
+// Groups records into series by the varying fields except `x_fields`, with the point
+// of a record from fn (skipped when x or y is not finite).
+template <typename F>
+std::vector<Series> Group(const std::vector<const json*>& recs, const std::set<std::string>& x_fields, F point) {
   auto fields = VaryingFields(recs, x_fields);
-  std::map<std::string, Series> by;
+  std::map<std::string, std::vector<Pt>> by;
   std::vector<std::string> order;
+  bool any_ci = false, any_label = false;
   for (auto* r : recs) {
-    auto [x, y] = xy(*r);
-    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    Pt p = point(*r);
+    if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
     std::string t = SeriesTitle(*r, fields);
     if (!by.count(t)) order.push_back(t);
-    by[t].title = t;
-    by[t].xy.emplace_back(x, y);
+    any_ci = any_ci || std::isfinite(p.lo);
+    any_label = any_label || !p.label.empty();
+    by[t].push_back(p);
   }
   std::vector<Series> out;
   for (auto& t : order) {
-    Series s = by[t];
-    std::sort(s.xy.begin(), s.xy.end());
+    auto& pts = by[t];
+    std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.x < b.x; });
+    Series s;
+    s.title = t;
+    for (auto& p : pts) {
+      s.xy.emplace_back(p.x, p.y);
+      if (any_ci) s.ci.emplace_back(std::isfinite(p.lo) ? p.lo : p.y, std::isfinite(p.hi) ? p.hi : p.y);
+      if (any_label) s.labels.push_back(p.label);
+    }
     out.push_back(s);
   }
   return out;
+}
+
+// A suspect speedup is no result: it is not plotted.
+bool Suspect(const json& r) { return FieldText(r, "suspect") == "true"; }
+
+bool Varies(const std::vector<json>& recs, const std::string& field) {
+  std::set<std::string> vals;
+  for (auto& r : recs) vals.insert(FieldText(r, field));
+  return vals.size() > 1;
 }
 
 std::vector<const json*> Spec(const std::vector<json>& recs) {
@@ -84,13 +114,15 @@ std::vector<const json*> Spec(const std::vector<json>& recs) {
 
 std::vector<Series> SpeedupVsK(const std::vector<json>& recs) {
   return Group(Spec(recs), {"k"}, [](const json& r) {
-    return std::make_pair(FieldNumber(r, "k"), FieldNumber(r, "speedup"));
+    if (Suspect(r)) return Pt{};
+    return Pt{FieldNumber(r, "k"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
+              FieldNumber(r, "speedup_ci_high")};
   });
 }
 
 std::vector<Series> AcceptanceVsK(const std::vector<json>& recs) {
   return Group(Spec(recs), {"k"}, [](const json& r) {
-    return std::make_pair(FieldNumber(r, "k"), FieldNumber(r, "acceptance_rate"));
+    return Pt{FieldNumber(r, "k"), FieldNumber(r, "acceptance_rate")};
   });
 }
 
@@ -99,7 +131,7 @@ std::vector<Series> LatencyVsInputLength(const std::vector<json>& recs) {
   for (auto& r : recs) all.push_back(&r);
   // x is the measured prompt length, so natural prompts plot at their real length.
   return Group(all, {"input_length"}, [](const json& r) {
-    return std::make_pair(FieldNumber(r, "prompt_tokens"), 1e3 * FieldNumber(r, "mean_next_token_latency_s"));
+    return Pt{FieldNumber(r, "prompt_tokens"), 1e3 * FieldNumber(r, "mean_next_token_latency_s")};
   });
 }
 
@@ -143,7 +175,10 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
   for (auto& f : ParamFields())
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const json& r) {
-    return std::make_pair(FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"));
+    if (Suspect(r)) return Pt{};
+    std::string label = "K=" + FieldText(r, "k") + " " + FieldText(r, "draft");
+    return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
+              FieldNumber(r, "speedup_ci_high"), label};
   });
 }
 
@@ -154,7 +189,14 @@ std::string DatText(const std::string& title, const std::vector<Series>& series)
     std::string t = series[i].title;
     std::replace(t.begin(), t.end(), '"', '\'');
     out += "\"" + t + "\"\n";
-    for (auto& [x, y] : series[i].xy) out += fmt::format("{} {}\n", x, y);
+    const Series& se = series[i];
+    for (size_t j = 0; j < se.xy.size(); ++j) {
+      auto [x, y] = se.xy[j];
+      auto [lo, hi] = j < se.ci.size() ? se.ci[j] : std::make_pair(y, y);
+      std::string label = j < se.labels.size() ? se.labels[j] : "";
+      std::replace(label.begin(), label.end(), '"', '\'');
+      out += fmt::format("{} {} {} {} \"{}\"\n", x, y, lo, hi, label);
+    }
   }
   return out;
 }
@@ -203,11 +245,23 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
     PlotOutput p;
     p.name = s.name;
     std::vector<Series> series = s.data(records);
+    if (std::string(s.name) == "latency_vs_input_length" && !Varies(records, "input_length")) {
+      p.skipped = "the experiment has no input_length axis";
+      out.push_back(p);
+      continue;
+    }
     if (series.empty()) {
       p.skipped = "no data points for this plot in the results";
       out.push_back(p);
       continue;
     }
+    // x ticks at the measured values only (K, prompt lengths), when they are few.
+    std::set<double> xs;
+    for (auto& se : series)
+      for (auto& [x, y] : se.xy) xs.insert(x);
+    std::string xtics;
+    if (xs.size() <= 16)
+      for (double x : xs) xtics += (xtics.empty() ? "" : ",") + fmt::format("{}", x);
     std::string base = (fs::path(o.out_dir) / s.name).string();
     p.dat = base + ".dat";
     {
@@ -219,7 +273,7 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
     if (!fs::exists(script)) Fail("plot: {}: script not found", script);
     std::string err = base + ".gnuplot.log";
     std::string cmd = Quote(gnuplot) + " -e " +
-                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'", p.dat, base, s.title)) + " " +
+                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; xticvals='{}'", p.dat, base, s.title, xtics)) + " " +
                       Quote(script) + " >" + Quote(err) + " 2>&1";
     int status = std::system(cmd.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

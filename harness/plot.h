@@ -13,6 +13,8 @@ namespace specsweep {
 struct Series {
   std::string title;
   std::vector<std::pair<double, double>> xy;  // [n_points] (x, y), sorted by x
+  std::vector<std::pair<double, double>> ci;  // [n_points] (low, high) of y, or empty
+  std::vector<std::string> labels;            // [n_points] point labels, or empty
 };
 
 // Series data of each plot (records as in Results::records).
@@ -22,8 +24,9 @@ std::vector<Series> LatencyVsInputLength(const std::vector<nlohmann::json>& reco
 std::vector<Series> AcceptancePerPosition(const std::vector<nlohmann::json>& records);
 std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& records);
 
-// gnuplot data text: "# title" comment, then per series a quoted title line and "x y"
-// lines, series separated by two blank lines (addressed with `index i`).
+// gnuplot data text: "# title" comment, then per series a quoted title line and
+// "x y low high \"label\"" lines (low/high = y without an interval), series separated by
+// two blank lines (addressed with `index i`).
 std::string DatText(const std::string& title, const std::vector<Series>& series);
 
 struct PlotOptions {

@@ -1,26 +1,35 @@
-// Results of a sweep: raw per-run records (the .jsonl written while measuring), flat
-// aggregated records (the "benchmarks" of the final .json, Google Benchmark style) and
-// the "context" block describing the machine and build.
+// Results of a sweep: raw per-run records (the .jsonl written while measuring) and
+// their JSON form, and loading of results files (final .json or .jsonl) for the
+// report commands. Aggregation lives in harness/aggregate.h.
 #pragma once
 #include <map>
-#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "decoders/decoder.h"
+#include "harness/context.h"
 
 namespace specsweep {
-
-inline constexpr int kResultsSchemaVersion = 1;
 
 // One generation of one prompt.
 struct RawRun {
   int prompt = 0;            // index into the point's prompt list
   int rep = 0;               // repetition index
+  int round = 0;             // round of the group: rep * n_prompts + prompt
+  int slot = 0;              // position of this point in the round's rotated order
   GenerationStats stats;
   std::string output_hash;   // sha256 prefix of the generated ids (lossless checks)
+};
+
+// What makes a record what it is. A resumed sweep reuses a record only when the
+// experiment asks for exactly this again (RawRecord::Difference).
+struct Identity {
+  std::string experiment_sha256;  // canonical parsed experiment (provenance; merge)
+  std::string prompt_sha256;      // the point's prompt token ids
+  std::map<std::string, std::string> model_sha256;  // file -> sha256, target and draft
+  std::vector<std::string> group;  // keys of the points measured with it, interleaved
 };
 
 // One measured point as appended to the .jsonl.
@@ -31,8 +40,16 @@ struct RawRecord {
   nlohmann::json params;     // Point::ParamsJson()
   int repetitions = 0, warmup = 0;
   int threads_used = 0;      // NumThreads() while measuring
+  std::string kernel_isa;    // kernel family of the matrix products
+  Identity identity;
+  CallCosts costs;           // verify-cost model inputs, measured with the runs
+  HostLoad host;             // the machine while the point's group was measured
   std::vector<int> prompt_tokens;  // [n_prompts] prompt lengths in tokens
   std::vector<RawRun> runs;        // [n_prompts * repetitions]
+
+  // "" when `other` (the record the experiment asks for now) describes the same
+  // measurement; else the first difference, e.g. "repetitions: 1 in the results, 2 now".
+  std::string Difference(const RawRecord& expected) const;
 };
 
 nlohmann::json StatsToJson(const GenerationStats& s);
@@ -40,55 +57,29 @@ GenerationStats StatsFromJson(const nlohmann::json& j, const std::string& what);
 nlohmann::json RawToJson(const RawRecord& r);
 RawRecord RawFromJson(const nlohmann::json& j, const std::string& what);
 
-// Sample statistics (std uses n-1; 0 for fewer than two values).
-double Mean(std::span<const double> v);
-double Median(std::span<const double> v);
-double StdDev(std::span<const double> v);
-
-// Leviathan et al. (2023) expected speedup for per-token acceptance alpha, draft length
-// K and cost ratio c: (1 - alpha^(K+1)) / ((1 - alpha)(cK + 1)); alpha -> 1 is the limit.
-double PredictedSpeedup(double alpha, double k, double c);
-// Per-token acceptance probability under the i.i.d. model of Leviathan et al.:
-// accepted / evaluated draft tokens, a token being evaluated only when every earlier one
-// in its step was accepted. Exact for constant K; an upper bound on evaluated tokens (so
-// a lower bound on alpha) when K varies per step.
-double EstimateAlpha(const GenerationStats& s);
-
-// Flat aggregated record of a point: its parameters, every GenerationStats statistic
-// as mean over repetitions (plus _median/_std), per-prompt arrays, per-position
-// acceptance, and versus `baseline` (may be null): speedup, cost ratio c, predicted
-// speedup, output agreement.
-nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);
-// Aggregates a list of raw records (baselines looked up among them by key).
-std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);
-
-// Process settings that change timings, added to `context`: libgomp's wait settings
-// and glibc's malloc tunables (main() sets GOMP_SPINCOUNT and the huge-page tunable
-// unless given), and the kernel's transparent huge page mode.
-void AddRuntimeSettings(nlohmann::json& context);
-
-// Machine/build description for the "context" block. `model_files` are hashed.
-nlohmann::json ContextBlock(const std::string& experiment_name, const std::string& experiment_file,
-                            const std::vector<std::string>& model_files);
-// Lowercase hex sha256 of a byte string / of a file (Error if unreadable).
 // j as JSON text (indent < 0: one line). Strings that are not valid UTF-8 (a model's
 // text cut inside a character, raw byte tokens) get U+FFFD for the bad bytes instead
 // of throwing, so no measured result is lost to its text.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
 
-std::string Sha256Hex(std::string_view bytes);
-std::string Sha256File(const std::string& path);
-
-// Reads the .jsonl of a sweep: complete, parseable lines only (a line cut by a crash is
-// dropped), first record per key kept. `valid_bytes` gets the length of the prefix made
-// of good lines.
-std::vector<RawRecord> ReadJsonl(const std::string& path, size_t* valid_bytes = nullptr);
+// The lines of a sweep's .jsonl. A last line without its newline was cut by a crash
+// (the point in flight): it is not a record and ends `valid_bytes`. A complete line that
+// does not parse is corrupt: it is reported with its line number and the records after
+// it are still read. The first record of a key is kept; later ones are `duplicates`.
+struct JsonlContents {
+  std::vector<RawRecord> records;
+  std::vector<std::pair<int, std::string>> corrupt;  // (line number, text)
+  std::vector<std::pair<int, std::string>> duplicates;  // (line number, key)
+  size_t complete_bytes = 0;  // bytes up to the last newline
+};
+JsonlContents ReadJsonl(const std::string& path);
 
 // Loaded results: flat records and the context, from a final .json or a .jsonl.
 struct Results {
   std::string path;
   nlohmann::json context;                // {} for a .jsonl
   std::vector<nlohmann::json> records;   // flat benchmark records
+  std::vector<std::string> warnings;     // corrupt lines skipped in a .jsonl
 };
 Results LoadResults(const std::string& path);
 

@@ -1,42 +1,40 @@
-// Runs an experiment's grid: loads each target once, prepares the prompts, measures
-// every point and appends its raw record to DIR/<name>.jsonl as soon as it is done
-// (flushed and fsynced, so a killed sweep loses at most the point in flight), then
-// writes the aggregated DIR/<name>.json.
+// Runs an experiment as a one-way pipeline:
+//   experiment (parsed grid) -> schedule (groups, rounds) -> measure (interleaved
+//   rounds + cost model; each group's records appended to DIR/<name>.jsonl, fsynced,
+//   as soon as the group is done) -> aggregate (statistics) -> DIR/<name>.json
+// Resuming reuses a group only when its records describe exactly what the experiment
+// asks for now (RawRecord::Difference).
 #pragma once
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "harness/experiment.h"
-#include "models/tokenizer.h"
 
 namespace specsweep {
 
+enum class ResumeMode {
+  None,     // an existing .jsonl is an error (unless overwrite)
+  Same,     // reuse matching groups; any difference is an error naming it
+  Changed,  // reuse matching groups; set the others' records aside and re-measure them
+};
+ResumeMode ParseResumeMode(const std::string& s);  // "", "same", "changed"
+
 struct RunOptions {
   std::string out_dir = "results";
-  bool resume = false;       // keep the points already in the .jsonl, measure the rest
-  bool overwrite = false;    // discard an existing .jsonl (else it is an error without resume)
+  ResumeMode resume = ResumeMode::None;
+  bool overwrite = false;    // discard an existing .jsonl
   int default_threads = 0;   // used by points with threads = 0 (the --threads global)
   std::FILE* progress = stderr;  // progress bar / lines (nullptr: silent)
 };
 
 struct RunSummary {
   int total = 0;      // points in the grid
-  int resumed = 0;    // already in the .jsonl
+  int resumed = 0;    // reused from the .jsonl
   int measured = 0;   // measured by this run
+  int set_aside = 0;  // records moved to .jsonl.replaced / .jsonl.corrupt
   std::string jsonl_path, json_path;
 };
 
 RunSummary RunExperiment(const Experiment& e, const RunOptions& o);
-
-// The first `count` non-empty lines of a prompt file (Error if there are fewer).
-std::vector<std::string> ReadPromptLines(const std::string& path, int count);
-// Splits text into passages at blank lines (each trimmed, none empty).
-std::vector<std::string> SplitPassages(const std::string& text);
-// `count` prompts of exactly `n_tokens` tokens (BOS included): prompt i is passage i
-// followed by the next passages as needed, encoded, cut to n_tokens. Never pads: Error
-// when the passages (`what` names them) run out of text.
-std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passages, const Tokenizer& tok,
-                                          int n_tokens, int count, const std::string& what);
 
 }  // namespace specsweep

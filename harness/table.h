@@ -35,7 +35,11 @@ Table PivotTable(const std::vector<nlohmann::json>& records, const PivotSpec& sp
 
 // Presets; `filters` restrict the records first.
 using Filters = std::vector<std::pair<std::string, std::string>>;
-Table MainTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+// `context`: the results' context block, for the caption (machine, kernels).
+Table MainTable(const std::vector<nlohmann::json>& records, const Filters& filters = {},
+                const nlohmann::json& context = {});
+// The main table's data in long form, one numeric value per column (CSV).
+Table MainTableLong(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 Table LatencyTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 Table QuantTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 

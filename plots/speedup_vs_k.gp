@@ -1,13 +1,14 @@
-# Speedup over autoregressive decoding vs draft length K, one line per decoder/draft.
+# Speedup over autoregressive decoding vs draft length K, one line per decoder/draft,
+# with the 95% bootstrap interval of each point as an error bar.
 load sprintf("%s/common.gp", system("dirname ".ARG0))
 set xlabel "draft length K"
-set ylabel "speedup (tokens/s vs AR)"
-set xtics 1
+set ylabel "speedup (tokens/s vs AR, same rounds)"
 set yrange [0:*]
 do for [ext in "png svg"] {
   if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
   set output outbase.".".ext
-  plot for [i=0:nseries-1] datafile index i using 1:2 title columnheader(1) lw 2, \
+  plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines title columnheader(1) \
+         lw 2 lc rgb colour(i) dt dash(i) pt shape(i), \
        1 with lines dt 2 lc rgb "#888888" title "AR (1x)"
   set output
 }

@@ -6,11 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/aggregate.h"
 #include "harness/check.h"
 #include "harness/experiment.h"
 #include "harness/plot.h"
+#include "harness/prompts.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/sha256.h"
+#include "harness/statistics.h"
 #include "harness/table.h"
 #include "models/error.h"
 #include "models/gguf.h"
@@ -247,15 +251,16 @@ TEST(Results, AggregatesRepetitionsAndSpeedup) {
   base.prompt_tokens = {5, 5};
   spec.key = "S";
   spec.baseline_key = "B";
-  spec.params = json{{"decoder", "assisted"}};
+  spec.params = json{{"decoder", "assisted"}, {"k", 2}, {"k_policy", "constant"}};
   spec.prompt_tokens = {5, 5};
+  // Cost model: T(1) = 10 ms, T(2) = 11, T(3) = 12; draft 1 ms (2 ms for the catch-up).
+  spec.costs.target_s = base.costs.target_s = {0.010, 0.011, 0.012};
+  spec.costs.draft_s = {0.001, 0.002};
   // Baseline tokens/s: prompt 0 -> 100, prompt 1 -> 200 in every repetition.
   for (int rep = 0; rep < 3; ++rep) {
     GenerationStats b0 = Stats(100, 10, 9, 0, 0), b1 = Stats(200, 10, 9, 0, 0);
-    b0.verify_s = 0.09;  // 9 calls, 10 ms each
-    b1.verify_s = 0.09;
-    base.runs.push_back({0, rep, b0, "h0"});
-    base.runs.push_back({1, rep, b1, "h1"});
+    base.runs.push_back({0, rep, 2 * rep, 0, b0, "h0"});
+    base.runs.push_back({1, rep, 2 * rep + 1, 1, b1, "h1"});
   }
   // Speculative: prompt 0 at 150/150/180 tok/s, prompt 1 at 200 (ratios 1.5,1.5,1.8 and 1).
   const double tps0[3] = {150, 150, 180};
@@ -269,8 +274,8 @@ TEST(Results, AggregatesRepetitionsAndSpeedup) {
     s1.drafted_at_pos = {5, 5};
     s1.accepted_at_pos = {3, 2};
     s1.k_per_step = {2, 2, 2, 2, 2};
-    spec.runs.push_back({0, rep, s0, "h0"});
-    spec.runs.push_back({1, rep, s1, rep == 0 ? "h1" : "other"});
+    spec.runs.push_back({0, rep, 2 * rep, 1, s0, "h0"});
+    spec.runs.push_back({1, rep, 2 * rep + 1, 0, s1, rep == 0 ? "h1" : "other"});
   }
   json a = Aggregate(spec, &base);
   // Per repetition: mean over prompts of tokens/s = 175, 175, 190.
@@ -281,20 +286,41 @@ TEST(Results, AggregatesRepetitionsAndSpeedup) {
   // Pooled per repetition: accepted 11 of drafted 18; 20 tokens over 9 target calls.
   EXPECT_NEAR(a["acceptance_rate"].get<double>(), 11.0 / 18.0, 1e-12);
   EXPECT_NEAR(a["mean_accepted_length"].get<double>(), 20.0 / 9.0, 1e-12);
-  // Spec-Bench speedup: per-prompt means (160/100, 200/200), then the mean.
-  EXPECT_NEAR(a["speedup"].get<double>(), (1.6 + 1.0) / 2.0, 1e-12);
+  // Speedup: the six in-round ratios 1.5 1 1.5 1 1.8 1, their mean, and a bootstrap
+  // interval around it that the same data always reproduces.
+  std::vector<double> ratios = {1.5, 1.0, 1.5, 1.0, 1.8, 1.0};
+  EXPECT_NEAR(a["speedup"].get<double>(), Mean(ratios), 1e-12);
+  EXPECT_EQ(a["speedup_n"], 6);
+  EXPECT_LT(a["speedup_ci_low"].get<double>(), a["speedup"].get<double>());
+  EXPECT_GT(a["speedup_ci_high"].get<double>(), a["speedup"].get<double>());
+  EXPECT_GE(a["speedup_ci_low"].get<double>(), 1.0);
+  EXPECT_LE(a["speedup_ci_high"].get<double>(), 1.8);
   EXPECT_NEAR(a["per_prompt_speedup"][0].get<double>(), 1.6, 1e-12);
-  // Cost ratio: 1 ms per draft call over 10 ms per target call.
+  EXPECT_TRUE(a["wide_ci"].get<bool>());  // +-15% is not met by 6 ratios this spread
+  // Cost ratio from the cost model: T_d(1) / T(1).
   EXPECT_NEAR(a["cost_ratio"].get<double>(), 0.1, 1e-12);
   // alpha from positions pooled over the 6 runs: accepted (4+2+3+2)*3, evaluated (4+4+5+3)*3.
   double alpha = 33.0 / 48.0;
   EXPECT_NEAR(a["alpha"].get<double>(), alpha, 1e-12);
-  EXPECT_NEAR(a["predicted_speedup"].get<double>(), PredictedSpeedup(alpha, 2.0, 0.1), 1e-12);
+  EXPECT_NEAR(a["predicted_speedup_leviathan"].get<double>(), PredictedSpeedup(alpha, 2.0, 0.1), 1e-12);
+  // Cost model: 27 steps of K = 2; E[tokens/step] = 1 + (21 + 12) / 27; draft per step
+  // 60/27 calls x 1 ms + P(full accept) 12/27 x (2 - 1) ms; verify T(3) = 12 ms.
+  const double steps = 27, e_tok = 1 + 33.0 / steps, draft = 60.0 / steps * 0.001 + 12.0 / steps * 0.001;
+  EXPECT_NEAR(a["predicted_speedup"].get<double>(), e_tok * 0.010 / (draft + 0.012), 1e-12);
+  // Bound: 60 tokens over 27 verify calls of 1.2 T(1) each.
+  EXPECT_NEAR(a["speedup_bound"].get<double>(), 60.0 / (27 * 1.2), 1e-12);
+  EXPECT_FALSE(a["suspect"].get<bool>());
   EXPECT_NEAR(a["outputs_match_baseline"].get<double>(), 4.0 / 6.0, 1e-12);
   EXPECT_NEAR(a["acceptance_at_pos"][1].get<double>(), 12.0 / 27.0, 1e-12);
+  // Conditional: position 2 accepted 12 times of the 21 that reached it.
+  EXPECT_NEAR(a["acceptance_at_pos_conditional"][1].get<double>(), 12.0 / 21.0, 1e-12);
   // JSON round trip of a raw record keeps everything the aggregate needs.
   RawRecord back = RawFromJson(RawToJson(spec), "t");
   EXPECT_EQ(Aggregate(back, &base).dump(), a.dump());
+
+  // A speedup the step counts and verify costs cannot produce is suspect.
+  for (auto& run : spec.runs) run.stats.tokens_per_s *= 3;
+  EXPECT_TRUE(Aggregate(spec, &base)["suspect"].get<bool>());
 }
 
 TEST(Results, Sha256KnownVectors) {
@@ -312,6 +338,7 @@ json Rec(const std::string& key, const std::string& dec, double acc, double tau)
 
 TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "assisted", 0.8, 3.0), Rec("c", "self-spec", 0.5, 2.0)};
+  for (auto& r : base) r["temperature"] = 0.7;  // sampled points: the tolerance applies
   EXPECT_TRUE(CheckRegressions(base, base, 0.0).ok());
   EXPECT_EQ(CheckRegressions(base, base, 0.0).compared, 2);
   auto worse = base;
@@ -323,12 +350,30 @@ TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   auto slight = base;
   slight[1]["acceptance_rate"] = 0.79;
   EXPECT_TRUE(CheckRegressions(slight, base, 0.02).ok());
+  // Greedy points are gated at tolerance 0 whatever --tolerance says.
+  auto greedy = base, greedy_slight = slight;
+  for (auto* v : {&greedy, &greedy_slight})
+    for (auto& x : *v) x["temperature"] = 0.0;
+  EXPECT_EQ(CheckRegressions(greedy_slight, greedy, 0.02).failures.size(), 1u);
   auto missing = base;
   missing.erase(missing.begin() + 2);
   auto m = CheckRegressions(missing, base, 0.5);
   ASSERT_EQ(m.failures.size(), 1u);
   EXPECT_EQ(m.failures[0].metric, "missing");
   EXPECT_NE(RenderTable(m.AsTable(), TableFormat::Markdown).find("missing point"), std::string::npos);
+}
+
+// A gate that cannot fail is refused.
+TEST(Check, RefusesGatesThatCannotFail) {
+  std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "assisted", 0.8, 3.0)};
+  EXPECT_THROW(CheckRegressions(base, {}, 0.02), Error);                        // empty baseline
+  EXPECT_THROW(CheckRegressions(base, {Rec("a", "ar", 0, 1)}, 0.02), Error);   // AR only
+  auto str = base;
+  str[1]["acceptance_rate"] = "0.8";
+  EXPECT_THROW(CheckRegressions(base, str, 0.02), Error);                       // not a number
+  EXPECT_THROW(CheckRegressions(base, base, std::nan("")), Error);              // --tolerance nan
+  EXPECT_THROW(CheckRegressions(base, base, -0.1), Error);
+  EXPECT_THROW(CheckRegressions({Rec("x", "assisted", 0.9, 3)}, base, 0.02), Error);  // no overlap
 }
 
 // --------------------------------------------------------------------------- prompts
@@ -381,7 +426,7 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   o.progress = nullptr;
   RunSummary s = RunExperiment(e, o);
   EXPECT_EQ(s.measured, 5);
-  auto first = ReadJsonl(s.jsonl_path);
+  auto first = ReadJsonl(s.jsonl_path).records;
   ASSERT_EQ(first.size(), 5u);
   Results full = LoadResults(s.json_path);
   ASSERT_EQ(full.records.size(), 5u);
@@ -392,19 +437,24 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   EXPECT_THROW(RunExperiment(e, o), Error);
 
   // Resuming a complete sweep measures nothing.
-  o.resume = true;
+  o.resume = ResumeMode::Same;
   s = RunExperiment(e, o);
   EXPECT_EQ(s.resumed, 5);
   EXPECT_EQ(s.measured, 0);
 
-  // Simulate a kill: keep 2 complete lines plus half of the third.
+  // Simulate a kill: keep 3 complete lines plus half of the fourth. The 5 points are one
+  // group (one baseline), measured together in interleaved rounds: a partial group is
+  // measured again, its old records set aside in .replaced, not lost.
   std::string text = ReadFile(s.jsonl_path);
-  size_t l1 = text.find('\n'), l2 = text.find('\n', l1 + 1);
-  WriteFile(s.jsonl_path, text.substr(0, l2 + 1) + text.substr(l2 + 1, 40));
+  size_t cut = 0;
+  for (int i = 0; i < 3; ++i) cut = text.find('\n', cut) + 1;
+  WriteFile(s.jsonl_path, text.substr(0, cut) + text.substr(cut, 40));
   s = RunExperiment(e, o);
-  EXPECT_EQ(s.resumed, 2);
-  EXPECT_EQ(s.measured, 3);
-  auto again = ReadJsonl(s.jsonl_path);
+  EXPECT_EQ(s.resumed, 0);
+  EXPECT_EQ(s.measured, 5);
+  EXPECT_EQ(s.set_aside, 3);
+  EXPECT_EQ(ReadJsonl(s.jsonl_path + ".replaced").records.size(), 3u);
+  auto again = ReadJsonl(s.jsonl_path).records;
   ASSERT_EQ(again.size(), 5u);
   std::set<std::string> keys;
   for (auto& r : again) EXPECT_TRUE(keys.insert(r.key).second);
@@ -452,7 +502,9 @@ TEST(Cli, CheckExitCodesAndPlotWithoutGnuplot) {
   EXPECT_NE(bad.err.find("regression"), std::string::npos) << bad.err;
   auto table = RunCli({"table", res, "--format", "csv"});
   EXPECT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_NE(table.out.find("k=2"), std::string::npos);
+  // Long form: one numeric value per column.
+  EXPECT_EQ(table.out.find("k=2"), std::string::npos);
+  EXPECT_NE(table.out.find(",speedup,speedup_ci_low,speedup_ci_high,"), std::string::npos) << table.out;
   auto plot = RunCli({"plot", res, "-o", dir + "/plots", "--gnuplot", "/nonexistent/gnuplot"});
   EXPECT_EQ(plot.exit_code, 1);
   EXPECT_NE(plot.err.find("gnuplot"), std::string::npos);

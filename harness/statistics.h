@@ -1,0 +1,25 @@
+// Sample statistics of measured values: location, spread and a seeded bootstrap
+// confidence interval, so the same raw data always gives the same interval.
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace specsweep {
+
+// NaN for an empty sample; StdDev uses n-1 and is 0 for fewer than two values.
+double Mean(std::span<const double> v);
+double Median(std::span<const double> v);
+double StdDev(std::span<const double> v);
+
+struct Interval {
+  double mean = 0, low = 0, high = 0;  // low/high: NaN when n < 2
+  int n = 0;
+  double half_width_rel() const;       // (high - low) / 2 / mean
+};
+
+// Percentile bootstrap of the mean: `resamples` resamples with replacement drawn by a
+// generator seeded with `seed`, interval [(1-level)/2, (1+level)/2] of their means.
+// Non-finite values are left out (n counts the rest).
+Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level = 0.95, int resamples = 4000);
+
+}  // namespace specsweep
