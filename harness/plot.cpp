@@ -238,7 +238,7 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
       {"acceptance_vs_k", "Acceptance rate vs draft length K", AcceptanceVsK},
       {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength},
       {"acceptance_per_position", "Acceptance rate per draft position", AcceptancePerPosition},
-      {"predicted_vs_measured", "Predicted (Leviathan) vs measured speedup", PredictedVsMeasured},
+      {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured},
   };
   std::vector<PlotOutput> out;
   for (auto& s : specs) {
