@@ -204,6 +204,10 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["iterations"] = int(r.runs.size());
   out["host"] = r.host.ToJson();
   out["busy"] = r.host.busy;
+  // Identity, so that check and merge match records by what they measured, not by name.
+  out["prompt_sha256"] = r.identity.prompt_sha256;
+  out["model_sha256"] = r.identity.model_sha256;
+  out["experiment_sha256"] = r.identity.experiment_sha256;
 
   // Group runs by repetition; each group is the full prompt set.
   std::map<int, std::vector<const GenerationStats*>> reps;

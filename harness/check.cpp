@@ -10,6 +10,18 @@ using nlohmann::json;
 
 namespace specsweep {
 
+namespace {
+
+// The identity field on which two records with the same key differ ("" if none): the
+// same key measured on other prompts or other model files is another point.
+std::string IdentityMismatch(const json& base, const json& cur) {
+  for (const char* id : {"prompt_sha256", "model_sha256"})
+    if (base.contains(id) && (!cur.contains(id) || cur[id] != base[id])) return id;
+  return "";
+}
+
+}  // namespace
+
 CheckReport CheckRegressions(const std::vector<json>& current, const std::vector<json>& baseline,
                              double sampled_tolerance, const std::string& what) {
   if (!(sampled_tolerance >= 0.0 && sampled_tolerance < 1.0))
@@ -30,6 +42,10 @@ CheckReport CheckRegressions(const std::vector<json>& current, const std::vector
     auto it = by_key.find(FieldText(b, "key"));
     if (it == by_key.end()) {
       rep.failures.push_back({name, "missing", NAN, NAN, tol});
+      continue;
+    }
+    if (std::string id = IdentityMismatch(b, *it->second); !id.empty()) {
+      rep.failures.push_back({name, "identity: " + id, NAN, NAN, tol});
       continue;
     }
     ++rep.compared;
@@ -53,8 +69,8 @@ Table CheckReport::AsTable() const {
   t.header = {"point", "metric", "baseline", "current", "change", "tolerance"};
   t.label_cols = 2;
   for (auto& f : failures) {
-    if (f.metric == "missing") {
-      t.rows.push_back({f.name, "missing point", "", "", "", ""});
+    if (f.metric == "missing" || f.metric.starts_with("identity")) {
+      t.rows.push_back({f.name, f.metric == "missing" ? "missing point" : f.metric + " differs", "", "", "", ""});
       continue;
     }
     t.rows.push_back({f.name, f.metric, fmt::format("{:.4f}", f.baseline), fmt::format("{:.4f}", f.current),

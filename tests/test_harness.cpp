@@ -361,6 +361,14 @@ TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   ASSERT_EQ(m.failures.size(), 1u);
   EXPECT_EQ(m.failures[0].metric, "missing");
   EXPECT_NE(RenderTable(m.AsTable(), TableFormat::Markdown).find("missing point"), std::string::npos);
+  // The same key measured with other model files is not the same point.
+  auto ided = base;
+  for (auto& x : ided) x["model_sha256"] = json{{"m.gguf", "aaaa"}};
+  auto swapped = ided;
+  swapped[1]["model_sha256"] = json{{"m.gguf", "bbbb"}};
+  auto id = CheckRegressions(swapped, ided, 0.5);
+  ASSERT_EQ(id.failures.size(), 1u);
+  EXPECT_EQ(id.failures[0].metric, "identity: model_sha256");
 }
 
 // A gate that cannot fail is refused.
