@@ -282,8 +282,9 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
   RunSummary s;
   s.total = int(e.points.size());
   fs::create_directories(o.out_dir);
-  s.jsonl_path = (fs::path(o.out_dir) / (e.name + ".jsonl")).string();
-  s.json_path = (fs::path(o.out_dir) / (e.name + ".json")).string();
+  const std::string stem = o.out_stem.empty() ? e.name : o.out_stem;
+  s.jsonl_path = (fs::path(o.out_dir) / (stem + ".jsonl")).string();
+  s.json_path = (fs::path(o.out_dir) / (stem + ".json")).string();
 
   std::set<std::string> done;
   if (fs::exists(s.jsonl_path)) {
@@ -339,6 +340,7 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
   SetNumThreads(o.default_threads);
   json doc;
   doc["context"] = ContextBlock(e.name, e.file, std::vector<std::string>(cache.Files().begin(), cache.Files().end()));
+  doc["context"].update(o.context);
   doc["benchmarks"] = AggregateAll(ordered);
   WriteFileAtomic(s.json_path, DumpJson(doc, 2) + "\n");
   return s;

@@ -18,6 +18,8 @@ struct RunOptions {
   bool overwrite = false;    // discard an existing .jsonl (else it is an error without resume)
   int default_threads = 0;   // used by points with threads = 0 (the --threads global)
   std::FILE* progress = stderr;  // progress bar / lines (nullptr: silent)
+  std::string out_stem;      // output file names without extension ("": the experiment name)
+  nlohmann::json context = nlohmann::json::object();  // extra fields for the context block
 };
 
 struct RunSummary {
