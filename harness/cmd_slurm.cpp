@@ -11,6 +11,7 @@
 
 #include "harness/commands.h"
 #include "harness/experiment.h"
+#include "harness/shard.h"
 #include "models/error.h"
 #include "models/loader.h"
 
@@ -78,6 +79,10 @@ void SlurmCommand(const SlurmArgs& a) {
   const std::string models = Absolute(ResolveModelsDir(Globals().models_dir));
   const std::string exp = Absolute(a.experiment);
   const int n = a.shards;
+  const size_t groups = BaselineGroups(e.points).size();
+  if (size_t(n) > groups)
+    std::fprintf(stderr, "slurm: note: %d shards but %zu baseline group(s): %zu task(s) will have no points\n", n,
+                 groups, size_t(n) - groups);
   const std::string array_path = fmt::format("{}/{}.array.sbatch", dir, e.name);
   const std::string merge_path = fmt::format("{}/{}.merge.sbatch", dir, e.name);
   const std::string merged = fmt::format("{}/{}.json", dir, e.name);
@@ -91,7 +96,8 @@ void SlurmCommand(const SlurmArgs& a) {
   array += fmt::format("#   sbatch --dependency=afterok:${{jid%%;*}} {}\n", Quote(merge_path));
   array += fmt::format("#SBATCH --job-name=specsweep-{}\n", e.name);
   array += fmt::format("#SBATCH --array=0-{}\n", n - 1);
-  array += fmt::format("#SBATCH --output={}/{}.shard-%a-of-{}.log\n", logs, e.name, n);
+  // One log per attempt: a resubmitted task does not overwrite the log of the failed one.
+  array += fmt::format("#SBATCH --output={}/{}.shard-%a-of-{}.job-%A.log\n", logs, e.name, n);
   array += ResourceLines(a, /*with_cpus=*/true);
   array += "set -euo pipefail\n";
   array += "# Threads: the CPUs Slurm gave the task (0, all cores, when --cpus-per-task is unset).\n";
@@ -102,7 +108,7 @@ void SlurmCommand(const SlurmArgs& a) {
   std::string merge = "#!/bin/bash\n";
   merge += fmt::format("# specsweep: merges the {} shards of experiment '{}' into {}.\n", n, e.name, merged);
   merge += fmt::format("#SBATCH --job-name=specsweep-{}-merge\n", e.name);
-  merge += fmt::format("#SBATCH --output={}/{}.merge.log\n", logs, e.name);
+  merge += fmt::format("#SBATCH --output={}/{}.merge.job-%j.log\n", logs, e.name);
   merge += ResourceLines(a, /*with_cpus=*/false);
   merge += "set -euo pipefail\n";
   merge += fmt::format("exec {} --models {} merge {}/{}.shard-{{0..{}}}-of-{}.json -o {} --experiment {}\n",

@@ -301,7 +301,7 @@ TEST(Cli, SlurmWritesArrayAndMergeScriptsAndSubmitsWithDependency) {
   std::string array = ReadFile(dir + "/two.array.sbatch"), merge = ReadFile(dir + "/two.merge.sbatch");
   for (const char* s : {"#SBATCH --array=0-2\n", "#SBATCH --partition=cpu\n", "#SBATCH --time=1:00:00\n",
                         "#SBATCH --cpus-per-task=8\n", "#SBATCH --mem=16G\n", "--threads \"${SLURM_CPUS_PER_TASK:-0}\"",
-                        "--shard \"${SLURM_ARRAY_TASK_ID}/3\" --resume", "shard-%a-of-3.log"})
+                        "--shard \"${SLURM_ARRAY_TASK_ID}/3\" --resume", "shard-%a-of-3.job-%A.log"})
     EXPECT_NE(array.find(s), std::string::npos) << s << "\n" << array;
   EXPECT_NE(merge.find("merge '" + dir + "'/'two'.shard-{0..2}-of-3.json -o '" + dir + "/two.json'"),
             std::string::npos)
