@@ -110,14 +110,14 @@ std::string Summary(const json& agg) {
 RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
   RunSummary s;
   s.total = int(e.points.size());
-  ResultsDir dir(o.out_dir, e.name);
+  ResultsDir dir(o.out_dir, o.out_stem.empty() ? e.name : o.out_stem);
   s.jsonl_path = dir.jsonl_path();
   s.json_path = dir.json_path();
 
   // experiment -> schedule
   ModelCache cache(e);
   const std::vector<Group> groups = MakeGroups(e.points);
-  const std::string experiment_sha = ExperimentSha256(e);
+  const std::string experiment_sha = o.experiment_sha256.empty() ? ExperimentSha256(e) : o.experiment_sha256;
   std::vector<std::vector<RawRecord>> expected;
   for (auto& g : groups) expected.push_back(DescribeGroup(e, experiment_sha, g, cache));
 
@@ -191,6 +191,7 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
   }
   context["model_files"] = model_files;
   json doc;
+  context.update(o.context);
   doc["context"] = context;
   doc["benchmarks"] = AggregateAll(ordered);
   ResultsDir::WriteAtomic(s.json_path, DumpJson(doc, 2) + "\n");
