@@ -56,7 +56,7 @@ ResultsDir::ResultsDir(const std::string& dir, const std::string& name)
     : dir_(dir),
       jsonl_((fs::path(dir) / (name + ".jsonl")).string()),
       json_((fs::path(dir) / (name + ".json")).string()),
-      lock_path_((fs::path(dir) / ".specsweep.lock").string()) {
+      lock_path_((fs::path(dir) / ("." + name + ".lock")).string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) Fail("{}: cannot create the results folder: {}", dir, ec.message());
@@ -70,8 +70,8 @@ ResultsDir::ResultsDir(const std::string& dir, const std::string& name)
     ::close(lock_fd_);
     lock_fd_ = -1;
     if (held)
-      Fail("{}: another specsweep run (pid {}) is writing to this results folder; wait for it or use another -o",
-           dir, n > 0 ? std::string(pid, size_t(n)) : "unknown");
+      Fail("{}: another specsweep run (pid {}) is writing {} results to this folder; wait for it or use another -o",
+           dir, n > 0 ? std::string(pid, size_t(n)) : "unknown", name);
     Fail("{}: cannot lock the results folder: {}", lock_path_, why);
   }
   const std::string me = std::to_string(::getpid());

@@ -12,8 +12,9 @@ namespace specsweep {
 class ResultsDir {
  public:
   // Creates `dir` if needed, proves it writable and takes an exclusive lock on
-  // DIR/.specsweep.lock (flock, released when the process ends). Error when another
-  // process holds it, naming that process's pid.
+  // DIR/.<name>.lock (flock, released when the process ends): one writer per results
+  // name, so the shards of a sweep can share a folder. Error when another process holds
+  // it, naming that process's pid.
   ResultsDir(const std::string& dir, const std::string& name);
   ~ResultsDir();
   ResultsDir(const ResultsDir&) = delete;

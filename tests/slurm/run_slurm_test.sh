@@ -198,10 +198,11 @@ compare_merged() {
 compare_merged
 echo "merged point set and acceptance figures equal the local run"
 
-# --- a task that died mid-way: shard 1 keeps its first record and half of the next
-# line and has no final .json; resubmitted alone, it resumes, and a new merge follows.
+# --- a task that died mid-way: shard 1 has its group's records (a group is appended
+# whole) plus half a line of the next write and no final .json; resubmitted alone, it
+# resumes (reuses the group, drops the cut line), and a new merge follows.
 jsonl=$tmp/cluster/tiny_cluster.shard-1-of-2.jsonl
-{ head -n 1 "$jsonl"; sed -n 2p "$jsonl" | head -c 60; } > "$jsonl.cut" && mv "$jsonl.cut" "$jsonl"
+{ cat "$jsonl"; head -n 1 "$jsonl" | head -c 60; } > "$jsonl.cut" && mv "$jsonl.cut" "$jsonl"
 rm -f "$tmp/cluster/tiny_cluster.shard-1-of-2.json" "$merged"
 array2=$(sbatch --parsable --array=1 "$tmp/cluster/tiny_cluster.array.sbatch") || fail "resubmitting task 1 failed"
 array2=${array2%%;*}
@@ -212,7 +213,7 @@ jobs_submitted="$jobs_submitted $array2 $merge2"
 echo "resubmitted task 1 alone: array job $array2, merge job $merge2"
 wait_jobs "$array2,$merge2"
 log1=$tmp/cluster/logs/tiny_cluster.shard-1-of-2.job-$array2.log
-grep -q '1 resumed, 2 measured' "$log1" || { cat "$log1"; fail "task 1 did not resume (expected 1 resumed, 2 measured)"; }
+grep -q '3 resumed, 0 measured' "$log1" || { cat "$log1"; fail "task 1 did not resume (expected 3 resumed, 0 measured)"; }
 compare_merged
 echo "resumed task 1 + new merge: figures still equal the local run"
 
