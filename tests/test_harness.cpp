@@ -41,10 +41,7 @@ const Fixture& Files() {
     Fixture x;
     x.dir = TempDir();
     x.model = x.dir + "/tiny.gguf";
-    ModelConfig c = TinyTestConfig();
-    Model m = MakeSyntheticModel(c, 7);
-    auto tok = MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size));
-    WriteGguf(m, *tok, x.model);
+    testing::WriteTinyGguf(x.model, 7);
     x.prompts = x.dir + "/prompts.txt";
     WriteFile(x.prompts, "Once upon a time\nThe dog ran\n\nA big red ball\n");
     return x;

@@ -15,8 +15,6 @@
 #include "harness/runner.h"
 #include "harness/schedule.h"
 #include "models/error.h"
-#include "models/gguf.h"
-#include "models/synthetic.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -35,12 +33,10 @@ const Setup& Files() {
   static Setup f = [] {
     Setup x;
     x.dir = TempDir();
-    ModelConfig c = TinyTestConfig();
-    auto tok = MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size));
     x.model = x.dir + "/tiny.gguf";
-    WriteGguf(MakeSyntheticModel(c, 7), *tok, x.model);
+    testing::WriteTinyGguf(x.model, 7);
     x.other_model = x.dir + "/other.gguf";
-    WriteGguf(MakeSyntheticModel(c, 8), *tok, x.other_model);
+    testing::WriteTinyGguf(x.other_model, 8);
     x.prompts = x.dir + "/prompts.txt";
     WriteFile(x.prompts, "Once upon a time\nThe dog ran\nA big red ball\n");
     return x;

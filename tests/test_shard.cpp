@@ -223,10 +223,8 @@ const Files& TwoModelExperiment() {
   static Files f = [] {
     Files x;
     x.dir = TempDir();
-    ModelConfig c = TinyTestConfig();
-    auto tok = MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size));
-    WriteGguf(MakeSyntheticModel(c, 7), *tok, x.dir + "/a.gguf");
-    WriteGguf(MakeSyntheticModel(c, 8), *tok, x.dir + "/b.gguf");
+    testing::WriteTinyGguf(x.dir + "/a.gguf", 7);
+    testing::WriteTinyGguf(x.dir + "/b.gguf", 8);
     WriteFile(x.dir + "/prompts.txt", "Once upon a time\nThe dog ran\n");
     x.exp = x.dir + "/two.yaml";
     WriteFile(x.exp, "name: two\nmodels: [\"" + x.dir + "/a.gguf\", \"" + x.dir + "/b.gguf\"]\n" +

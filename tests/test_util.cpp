@@ -13,6 +13,9 @@
 #include <system_error>
 #include <vector>
 
+#include "models/gguf.h"
+#include "models/synthetic.h"
+
 namespace fs = std::filesystem;
 
 namespace specsweep::testing {
@@ -95,6 +98,11 @@ CliResult RunCli(const std::vector<std::string>& args) {
   r.err = ReadFile(err);
   fs::remove_all(dir);
   return r;
+}
+
+void WriteTinyGguf(const std::string& path, unsigned seed) {
+  const ModelConfig c = TinyTestConfig();
+  WriteGguf(MakeSyntheticModel(c, seed), *MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size)), path);
 }
 
 }  // namespace specsweep::testing

@@ -18,6 +18,9 @@ CliResult RunCli(const std::vector<std::string>& args);
 
 // A fresh temporary directory, removed with its contents when the process exits.
 std::string TempDir();
+// A tiny random-weight model (TinyTestConfig, synthetic score-BPE vocabulary) written
+// as GGUF to `path`: a real model file for harness tests that need no shared data.
+void WriteTinyGguf(const std::string& path, unsigned seed);
 // Writes bytes to a file.
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);
