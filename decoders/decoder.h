@@ -34,6 +34,11 @@ struct DecoderOptions {
   std::string draft_model;              // assisted: separate draft model ("" = the target)
   int draft_layers = 0;                 // early-exit draft: first L blocks (0 = all)
   std::optional<QType> draft_quant;     // draft weights quantized in memory
+  // Prompt-lookup draft (assisted, no model): copy what followed the most recent
+  // earlier occurrence of the last n tokens, n = max_ngram down to min_ngram.
+  bool draft_lookup = false;
+  int max_ngram = 3;
+  int min_ngram = 1;
   int max_new_tokens = 64;
   bool stop_at_eos = true;
   KvType kv_type = KvType::F32;         // attention cache of the target and the draft
@@ -51,6 +56,9 @@ struct GenerationStats {
   std::vector<int64_t> accepted_at_pos;  // [K_max] accepted tokens at draft position i+1
   std::vector<int> k_per_step;           // K actually drafted in each step
   double prefill_s = 0, draft_s = 0, verify_s = 0, other_s = 0, total_s = 0;
+  // Part of draft_s (cross-tokenizer drafts only): converting text between the two
+  // vocabularies (decode + re-encode windows, both directions). Per step: / target_calls.
+  double retokenize_s = 0;
   double first_token_latency_s = 0;      // prompt in -> first new token out
   double mean_next_token_latency_s = 0;  // (total - first token) / (generated - 1)
   double tokens_per_s = 0;               // generated / (total - prefill)
@@ -81,8 +89,9 @@ struct CallCosts {
 using TokenCallback = std::function<void(std::span<const int> new_tokens)>;
 
 // A ready-to-run decoder: the target plus whatever draft the options describe.
-// Building it validates the options (K, draft layers, vocabulary match, threshold)
-// and throws Error with a one-line message.
+// Building it validates the options (K, draft layers, threshold, n-gram range, the
+// draft combinations) and throws Error with a one-line message. A separate draft whose
+// tokenizer differs from the target's drafts through text (greedy only).
 class Decoder {
  public:
   virtual ~Decoder() = default;
@@ -96,7 +105,8 @@ class Decoder {
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
                                      const std::string& models_dir = "");
 // Assisted decoding with an already-loaded draft (options.draft_model is ignored;
-// draft_layers/draft_quant still apply to it). Same validation as above.
+// draft_layers/draft_quant still apply to it). Same validation as above; a draft with
+// another vocabulary needs both tokenizers.
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
                                      const LoadedModel& draft);
 

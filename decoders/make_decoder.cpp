@@ -1,4 +1,5 @@
-// Options -> decoder: resolves the draft (separate model, early exit, quantized copy).
+// Options -> decoder: resolves the draft (separate model, early exit, quantized copy,
+// prompt lookup, or a separate model with another tokenizer) into a drafter.
 #include <memory>
 
 #include "decoders/speculative.h"
@@ -30,6 +31,28 @@ void CheckLayers(const LoadedModel& d, const DecoderOptions& o, const std::strin
     Fail("decoder: draft_layers: must be in [1, {}] for draft '{}', got {}", n, name, o.draft_layers);
 }
 
+// Prompt lookup has no model and no confidence: model options and the policies that
+// read the draft's top probability do not apply.
+std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const DecoderOptions& o) {
+  ValidateSpeculativeOptions(target, o);
+  if (!o.draft_model.empty() || o.draft_layers != 0 || o.draft_quant)
+    Fail("decoder: draft: lookup drafts without a model; drop --draft, --draft-layers and --draft-quant");
+  if (o.k_policy == KPolicy::Threshold || o.k_policy == KPolicy::Adaptive)
+    Fail("decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
+         "(use constant or heuristic)", KPolicyName(o.k_policy));
+  if (o.min_ngram < 1 || o.min_ngram > 64) Fail("decoder: min_ngram: must be in [1, 64], got {}", o.min_ngram);
+  if (o.max_ngram < o.min_ngram || o.max_ngram > 64)
+    Fail("decoder: max_ngram: must be in [min_ngram = {}, 64], got {}", o.min_ngram, o.max_ngram);
+  return MakeSpeculativeDecoder(target, MakeLookupDrafter(o.max_ngram, o.min_ngram), o);
+}
+
+// Same vocabulary: same pieces when both have tokenizers, else the same size.
+bool SameVocabulary(const LoadedModel& a, const LoadedModel& b) {
+  if (a.model->config.vocab_size != b.model->config.vocab_size) return false;
+  if (!a.tokenizer || !b.tokenizer) return true;
+  return a.tokenizer->ExportVocab().pieces == b.tokenizer->ExportVocab().pieces;
+}
+
 }  // namespace
 
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
@@ -39,6 +62,7 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     case DecoderKind::Autoregressive:
       return MakeAutoregressiveDecoder(target, o);
     case DecoderKind::Assisted: {
+      if (o.draft_lookup) return MakeLookupDecoder(target, o);
       ValidateSpeculativeOptions(target, o);
       if (!o.draft_model.empty()) {
         LoadedModel d = LoadModel(o.draft_model, models_dir);
@@ -51,6 +75,8 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
       return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name), o);
     }
     case DecoderKind::SelfSpec: {
+      if (o.draft_lookup)
+        Fail("decoder: draft: self-spec drafts with the target's own weights; use --decoder assisted for a lookup draft");
       if (!o.draft_model.empty())
         Fail("decoder: draft: self-spec drafts with the target's own weights; use --decoder assisted for --draft");
       ValidateSpeculativeOptions(target, o);
@@ -69,13 +95,26 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (!draft.model) Fail("decoder: draft: no model loaded");
   if (o.kind != DecoderKind::Assisted)
     Fail("decoder: kind: a separate draft model needs the assisted decoder, got {}", DecoderKindName(o.kind));
+  if (o.draft_lookup) Fail("decoder: draft: a lookup draft has no model; do not pass a draft model with it");
   ValidateSpeculativeOptions(target, o);
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
-  if (draft.model->config.vocab_size != target.model->config.vocab_size)
-    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}", name,
-         draft.model->config.vocab_size, target.name, target.model->config.vocab_size);
+  if (SameVocabulary(target, draft)) {
+    CheckLayers(draft, o, name);
+    return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name), o);
+  }
+  if (!target.tokenizer || !draft.tokenizer)
+    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
+         "tokenizer to bridge them)", name, draft.model->config.vocab_size, target.name,
+         target.model->config.vocab_size);
+  if (!o.sampling.greedy())
+    Fail("decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
+         "support greedy decoding only (temperature 0)", name, target.name);
   CheckLayers(draft, o, name);
-  return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name), o);
+  DraftSpec spec = ResolveDraft(draft, o, name);
+  return MakeSpeculativeDecoder(target,
+                                MakeCrossTokenizerDrafter(std::move(spec.model), spec.layers, spec.name,
+                                                          o.kv_type, target.tokenizer, draft.tokenizer),
+                                o);
 }
 
 DecoderKind ParseDecoderKind(std::string_view s) {

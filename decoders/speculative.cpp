@@ -1,15 +1,17 @@
-// The shared speculative loop (llama.cpp speculative-simple shape):
-//   prefill both models on prompt[0..n-1); last = prompt[n-1]
+// The shared speculative loop (Leviathan et al. 2023, Algorithm 1; llama.cpp
+// speculative-simple shape), whatever proposes the tokens:
+//   prefill the target on prompt[0..n-1); drafter.Begin(prompt); last = prompt[n-1]
 //   repeat: K = policy, clipped to the context and max_new_tokens
-//           draft up to K tokens, one draft Forward each (the first call also catches
-//             the draft cache up on accepted tokens it has not seen, in one batch)
-//           ONE target Forward over [last, d1..dK] -> K+1 logit rows
-//           verify -> emit d1..d_a + next; Truncate both caches to the accepted length
+//           d1..dk = drafter.Propose(seq, K)           (k <= K; k = 0 is a plain step)
+//           ONE target Forward over [last, d1..dk] -> k+1 logit rows
+//           verify -> emit d1..d_a + next; target cache keeps n_seq + a positions;
+//           drafter.Rollback(n_seq + a)
 #include <algorithm>
 #include <vector>
 
 #include "decoders/common.h"
 #include "decoders/draft_policy.h"
+#include "decoders/drafter.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
 #include "models/error.h"
@@ -20,33 +22,32 @@ namespace {
 
 class SpeculativeDecoder : public Decoder {
  public:
-  SpeculativeDecoder(const LoadedModel& target, DraftSpec draft, const DecoderOptions& o, AcceptRule rule)
-      : target_(target), draft_(std::move(draft)), opt_(o), rule_(rule) {}
+  SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
+                     AcceptRule rule)
+      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {}
   const DecoderOptions& options() const override { return opt_; }
   GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
   CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
     CallCosts c;
     if (target_n_max > 0)
       c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
-    // A draft call returns the last position's logits only.
-    c.draft_s = TimeForwardCalls(*draft_.model, draft_.layers, opt_.kv_type, prompt, 2, reps, false);
+    c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
     return c;
   }
 
  private:
   LoadedModel target_;
-  DraftSpec draft_;
+  std::unique_ptr<Drafter> drafter_;
   DecoderOptions opt_;
   AcceptRule rule_;
 };
 
 GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
   const Model& tm = *target_.model;
-  const Model& dm = *draft_.model;
   const ModelConfig& c = tm.config;
   const int vocab = c.vocab_size;
-  // Both caches hold the same positions, so the shorter context of the two rules.
-  const int context = std::min(c.max_seq_len, dm.config.max_seq_len);
+  // A same-vocabulary draft holds the same positions: the shorter context rules.
+  const int context = std::min(c.max_seq_len, drafter_->context());
   CheckPrompt(prompt, vocab, context, target_.name);
   const bool greedy = opt_.sampling.greedy();
 
@@ -56,22 +57,17 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   Rng rng(opt_.sampling.seed);
   auto policy = MakeDraftPolicy(opt_);
   KVCache tcache(c, 0, context, opt_.kv_type);
-  KVCache dcache(dm.config, draft_.layers, context, opt_.kv_type);
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
-  std::vector<int> draft;        // [K] proposed tokens of the current step
-  std::vector<float> qs;         // [K][vocab] draft distributions (sampling mode only)
-  std::vector<float> q;          // [vocab]
-  std::vector<int> verify_in;    // [K+1] = last accepted token, d1..dK
+  DraftBlock draft;              // tokens [k], probs [k][vocab] or none (one-hot)
+  std::vector<int> verify_in;    // [k+1] = last accepted token, d1..dk
   const auto start = Clock::now();
   auto first = start;
 
   // Prefill everything but the last prompt token: it is fed with the first draft block.
   auto t0 = Clock::now();
   const int n_prefill = static_cast<int>(prompt.size()) - 1;
-  if (n_prefill > 0) {
-    Forward(tm, prompt.first(n_prefill), 0, tcache, false);
-    Forward(dm, prompt.first(n_prefill), 0, dcache, false);
-  }
+  if (n_prefill > 0) Forward(tm, prompt.first(n_prefill), 0, tcache, false);
+  drafter_->Begin(prompt);
   st.prefill_s = Seconds(t0, Clock::now());
 
   bool done = false;
@@ -83,41 +79,22 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
 
     // --- draft ---
     t0 = Clock::now();
-    draft.clear();
-    qs.clear();
-    if (k > 0) {
-      // Catch-up tokens (bonus/correction of the last step, or the last prompt token)
-      // go in the same batch as the first draft position.
-      std::span<const int> feed = std::span<const int>(seq).subspan(dcache.length());
-      for (int i = 0; i < k; ++i) {
-        std::span<const float> logits = Forward(dm, feed, dcache.length(), dcache, false);  // [1][vocab]
-        ++st.draft_calls;
-        float top;
-        if (greedy) {
-          top = MaxSoftmaxProb(logits);
-        } else {
-          ComputeProbs(logits, opt_.sampling, q);
-          top = *std::max_element(q.begin(), q.end());
-        }
-        const DraftAction act = policy->OnDraft(i + 1, top);
-        if (act == DraftAction::DropAndStop) break;
-        draft.push_back(greedy ? Argmax(logits) : SampleFromProbs(q, rng));
-        if (!greedy) qs.insert(qs.end(), q.begin(), q.end());
-        if (act == DraftAction::KeepAndStop) break;
-        feed = std::span<const int>(&draft.back(), 1);
-      }
-    }
+    draft.Clear();
+    if (k > 0) drafter_->Propose(seq, k, *policy, rng, draft, st);
     st.draft_s += Seconds(t0, Clock::now());
-    const int kd = static_cast<int>(draft.size());
+    const int kd = static_cast<int>(draft.tokens.size());
+    if (kd > k) Fail("decoder: drafter '{}' proposed {} tokens, K is {}", drafter_->name(), kd, k);
 
-    // --- verify: one target Forward over K+1 positions ---
+    // --- verify: one target Forward over kd+1 positions ---
     t0 = Clock::now();
     verify_in.assign(1, seq.back());
-    verify_in.insert(verify_in.end(), draft.begin(), draft.end());
-    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [K+1][vocab]
+    verify_in.insert(verify_in.end(), draft.tokens.begin(), draft.tokens.end());
+    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [kd+1][vocab]
     ++st.target_calls;
-    const Verdict v = greedy ? VerifyGreedy(draft, tl, vocab)
-                             : VerifySampling(draft, qs, tl, vocab, opt_.sampling, rng, rule_);
+    const Verdict v = greedy ? VerifyGreedy(draft.tokens, tl, vocab)
+                      : draft.probs.empty()
+                          ? VerifySamplingOneHot(draft.tokens, tl, vocab, opt_.sampling, rng, rule_)
+                          : VerifySampling(draft.tokens, draft.probs, tl, vocab, opt_.sampling, rng, rule_);
     st.verify_s += Seconds(t0, Clock::now());
 
     // --- bookkeeping ---
@@ -135,7 +112,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     // Emit accepted drafts then the target's token, stopping at EOS.
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted; ++i) {
-      const int tok = i < v.n_accepted ? draft[i] : v.next;
+      const int tok = i < v.n_accepted ? draft.tokens[i] : v.next;
       if (opt_.stop_at_eos && tok == c.eos_id) {
         st.stopped_at_eos = done = true;
         break;
@@ -149,10 +126,12 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     if (cb && n_new > 0) cb(std::span<const int>(res.tokens).subspan(emitted_from));
 
     // Roll back: the target keeps last + accepted drafts (n_seq + a positions); the
-    // draft keeps whatever prefix of that it has, and catches up next step.
+    // drafter keeps what still matches and catches up next step.
     const int keep = n_seq + v.n_accepted;
     tcache.Truncate(keep);
-    dcache.Truncate(std::min(dcache.length(), keep));
+    t0 = Clock::now();
+    drafter_->Rollback(keep);
+    st.draft_s += Seconds(t0, Clock::now());
   }
   FinishStats(st, start, first, Clock::now());
   res.text = DecodeGenerated(target_.tokenizer.get(), prompt, res.tokens);
@@ -183,7 +162,15 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, Draft
   if (draft.layers < 0 || draft.layers > dc.n_layers)
     Fail("decoder: draft_layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
          draft.layers);
-  return std::make_unique<SpeculativeDecoder>(target, std::move(draft), o, rule);
+  return MakeSpeculativeDecoder(
+      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.kv_type, o.sampling), o, rule);
+}
+
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,
+                                                const DecoderOptions& o, AcceptRule rule) {
+  ValidateSpeculativeOptions(target, o);
+  if (!drafter) Fail("decoder: draft: no drafter");
+  return std::make_unique<SpeculativeDecoder>(target, std::move(drafter), o, rule);
 }
 
 }  // namespace specsweep

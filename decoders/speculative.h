@@ -4,6 +4,7 @@
 #include <string>
 
 #include "decoders/decoder.h"
+#include "decoders/drafter.h"
 #include "decoders/verify.h"
 
 namespace specsweep {
@@ -22,9 +23,14 @@ std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, co
 // K in [1, context), draft_p_min in (0, 1), max_new_tokens >= 0, sampling ranges.
 void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions& o);
 
-// The one speculative loop (assisted and self-spec differ only in the DraftSpec).
-// Validates K, draft layers, vocabulary match and draft_p_min (throws Error).
-// `rule` is a test hook: anything but AcceptRule::Exact breaks losslessness on purpose.
+// The one speculative loop over any drafter (drafter.h). Validates K, draft_p_min and
+// sampling (throws Error). `rule` is a test hook: anything but AcceptRule::Exact breaks
+// losslessness on purpose.
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,
+                                                const DecoderOptions& o,
+                                                AcceptRule rule = AcceptRule::Exact);
+// Same with a same-vocabulary draft model (ModelDrafter); also checks the vocabulary
+// match and the draft layers.
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, DraftSpec draft,
                                                 const DecoderOptions& o,
                                                 AcceptRule rule = AcceptRule::Exact);

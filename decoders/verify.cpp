@@ -55,4 +55,20 @@ Verdict VerifySampling(std::span<const int> draft, std::span<const float> draft_
   return {k, SampleFromProbs(p, rng)};
 }
 
+Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const float> target_logits, int vocab,
+                             const SamplingParams& sp, Rng& rng, AcceptRule rule) {
+  CheckShapes(draft, target_logits, vocab);
+  const int k = static_cast<int>(draft.size());
+  std::vector<float> p;  // [vocab] target distribution at the current row
+  for (int i = 0; i < k; ++i) {
+    ComputeProbs(target_logits.subspan(static_cast<size_t>(i) * vocab, vocab), sp, p);
+    const int x = draft[i];
+    if (rule == AcceptRule::AlwaysAccept || rng.Uniform() < static_cast<double>(p[x])) continue;
+    p[x] = 0.0f;  // the residual: p without the draft token (SampleFromProbs renormalises)
+    return {i, SampleFromProbs(p, rng)};
+  }
+  ComputeProbs(target_logits.subspan(static_cast<size_t>(k) * vocab, vocab), sp, p);
+  return {k, SampleFromProbs(p, rng)};
+}
+
 }  // namespace specsweep

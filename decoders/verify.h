@@ -31,4 +31,18 @@ Verdict VerifySampling(std::span<const int> draft, std::span<const float> draft_
                        std::span<const float> target_logits, int vocab, const SamplingParams& sp,
                        Rng& rng, AcceptRule rule = AcceptRule::Exact);
 
+// Speculative sampling for a deterministic draft (prompt lookup, or any proposal that
+// is a function of the sequence alone): q_i is one-hot at d_i, and the rule above
+// becomes
+//   accept d_i with probability min(1, p_i(d_i) / 1) = p_i(d_i);
+//   on rejection sample from norm(max(0, p_i - onehot(d_i))) = p_i with d_i removed,
+//   i.e. p_i(v) / (1 - p_i(d_i)) for v != d_i.
+// Exactness, per position (the prefix before it being fixed):
+//   P(emit d_i)      = p_i(d_i)                                          (accepted)
+//   P(emit v != d_i) = (1 - p_i(d_i)) * p_i(v) / (1 - p_i(d_i)) = p_i(v)  (rejected, resampled)
+// so the emitted token follows p_i; a rejection is impossible when p_i(d_i) = 1. Same
+// random draws as VerifySampling given one-hot rows, and the same token for each.
+Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const float> target_logits, int vocab,
+                             const SamplingParams& sp, Rng& rng, AcceptRule rule = AcceptRule::Exact);
+
 }  // namespace specsweep

@@ -55,6 +55,7 @@ GenerationStats Pool(const std::vector<const GenerationStats*>& runs) {
     p.draft_s += s->draft_s;
     p.verify_s += s->verify_s;
     p.other_s += s->other_s;
+    p.retokenize_s += s->retokenize_s;
     p.total_s += s->total_s;
   }
   return p;
@@ -88,6 +89,7 @@ const std::vector<Metric>& Metrics() {
       {"draft_s", [](const GenerationStats& s) { return s.draft_s; }, false},
       {"verify_s", [](const GenerationStats& s) { return s.verify_s; }, false},
       {"other_s", [](const GenerationStats& s) { return s.other_s; }, false},
+      {"retokenize_s", [](const GenerationStats& s) { return s.retokenize_s; }, false},
       {"total_s", [](const GenerationStats& s) { return s.total_s; }, false},
       {"first_token_latency_s", [](const GenerationStats& s) { return s.first_token_latency_s; }, false},
       {"mean_next_token_latency_s", [](const GenerationStats& s) { return s.mean_next_token_latency_s; }, false},

@@ -28,9 +28,9 @@ struct GenerateArgs {
   int top_k = 0;
   uint64_t seed = 0;
   std::string decoder = "ar", draft, draft_quant, k_policy = "constant", kv_type = "f32";
-  int draft_layers = 0, k = 4;
+  int draft_layers = 0, k = 4, max_ngram = 3, min_ngram = 1;
   float draft_p_min = 0.8f;
-  bool json = false, no_eos = false;
+  bool json = false, no_eos = false, draft_lookup = false;
 };
 
 // Length of the longest prefix of s that does not end inside a UTF-8 sequence, so a
@@ -77,6 +77,7 @@ class Streamer {
 nlohmann::json StatsJson(const GenerationStats& s) {
   nlohmann::json j = StatsToJson(s);
   j["stopped_at_eos"] = s.stopped_at_eos;
+  j["retokenize_s"] = s.retokenize_s;  // until StatsToJson carries it
   j["acceptance_rate"] = s.acceptance_rate();
   j["mean_accepted_length"] = s.mean_accepted_length();
   return j;
@@ -106,6 +107,8 @@ void PrintSummary(const GenerationStats& s, bool speculative) {
   if (s.draft_calls > 0 && s.target_calls > 0)
     fmt::print("ms per draft call        {:.4f}\nms per target call       {:.4f}\n", s.draft_s * 1e3 / s.draft_calls,
                s.verify_s * 1e3 / s.target_calls);
+  if (s.retokenize_s > 0 && s.target_calls > 0)
+    fmt::print("ms re-tokenizing / step  {:.4f} (part of draft time)\n", s.retokenize_s * 1e3 / s.target_calls);
 }
 
 void RunGenerate(const GenerateArgs& a) {
@@ -118,6 +121,9 @@ void RunGenerate(const GenerateArgs& a) {
   o.draft_p_min = a.draft_p_min;
   o.draft_model = a.draft;
   o.draft_layers = a.draft_layers;
+  o.draft_lookup = a.draft_lookup;
+  o.max_ngram = a.max_ngram;
+  o.min_ngram = a.min_ngram;
   if (!a.draft_quant.empty()) o.draft_quant = ParseQType(a.draft_quant, "--draft-quant");
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
@@ -150,6 +156,9 @@ void RunGenerate(const GenerateArgs& a) {
                           {"draft_p_min", a.draft_p_min},
                           {"draft", a.draft},
                           {"draft_layers", a.draft_layers},
+                          {"draft_lookup", a.draft_lookup},
+                          {"max_ngram", a.draft_lookup ? a.max_ngram : 0},
+                          {"min_ngram", a.draft_lookup ? a.min_ngram : 0},
                           {"draft_quant", o.draft_quant ? std::string(QTypeName(*o.draft_quant))
                                           : o.kind == DecoderKind::SelfSpec ? "q4_0" : ""}};
     fmt::print("{}\n", DumpJson(j, 2));
@@ -181,7 +190,11 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Sampling seed");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
   cmd->add_option("--decoder", a->decoder, "ar | assisted | self-spec");
-  cmd->add_option("--draft", a->draft, "Assisted: separate draft model with the same vocabulary");
+  cmd->add_option("--draft", a->draft,
+                  "Assisted: separate draft model (another tokenizer: bridged through text, greedy only)");
+  cmd->add_flag("--draft-lookup", a->draft_lookup, "Assisted: prompt-lookup draft (n-gram copy, no model)");
+  cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)");
+  cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)");
   cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)");
   cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory (self-spec default q4_0)");
   cmd->add_option("--k", a->k, "Draft length (initial K for the heuristic policy)");

@@ -21,6 +21,8 @@ namespace specsweep {
 // DraftChoice
 
 std::string DraftChoice::BaseLabel() const {
+  // The n-gram range is the lookup draft's architecture: tables tell variants apart.
+  if (lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", max_ngram, min_ngram);
   std::string s;
   if (!model.empty()) s = "model=" + model;
   if (layers > 0) s += (s.empty() ? "" : "+") + fmt::format("layers={}", layers);
@@ -45,6 +47,21 @@ static bool ParseInt(std::string_view s, int& out) {
   return true;
 }
 
+// Lookup excludes a model, layers and quantization; n-gram lengths need lookup. Fills
+// the defaults (3, 1) when lookup is given without them.
+static void CheckLookup(DraftChoice& d, std::string_view what, std::string_view text) {
+  if (!d.lookup) {
+    if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
+    return;
+  }
+  if (!d.model.empty() || d.layers || d.quant)
+    Fail("{}: '{}': a lookup draft has no model, layers or quant type", what, text);
+  if (!d.max_ngram) d.max_ngram = std::max(3, d.min_ngram);
+  if (!d.min_ngram) d.min_ngram = 1;
+  if (d.min_ngram > d.max_ngram)
+    Fail("{}: '{}': min_ngram {} is larger than max_ngram {}", what, text, d.min_ngram, d.max_ngram);
+}
+
 DraftChoice ParseDraftChoice(std::string_view text, std::string_view what) {
   DraftChoice d;
   if (text.empty()) Fail("{}: empty draft (expected self, a quant type, layers=N or model=NAME)", what);
@@ -53,6 +70,12 @@ DraftChoice ParseDraftChoice(std::string_view text, std::string_view what) {
     size_t plus = text.find('+', start);
     std::string_view part = text.substr(start, plus == std::string_view::npos ? text.npos : plus - start);
     if (part == "self") {
+    } else if (part == "lookup") {
+      d.lookup = true;
+    } else if (part.starts_with("max_ngram=") || part.starts_with("min_ngram=")) {
+      int& n = part[1] == 'a' ? d.max_ngram : d.min_ngram;
+      if (!ParseInt(part.substr(10), n) || n < 1 || n > 64)
+        Fail("{}: '{}': n-gram length must be an integer in [1, 64]", what, part);
     } else if (part.starts_with("layers=")) {
       if (!ParseInt(part.substr(7), d.layers) || d.layers < 1)
         Fail("{}: '{}': layers must be a positive integer", what, part);
@@ -70,6 +93,7 @@ DraftChoice ParseDraftChoice(std::string_view text, std::string_view what) {
     if (plus == std::string_view::npos) break;
     start = plus + 1;
   }
+  CheckLookup(d, what, text);
   return d;
 }
 
@@ -86,6 +110,7 @@ std::string Point::Key() const {
                               max_new_tokens, sampling.temperature, sampling.top_k, sampling.top_p,
                               sampling.seed, threads);
   if (kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(kv_type));  // keys of older files stay valid
+  if (prompt_category != "free") k += ";cat=" + prompt_category;
   if (speculative()) {
     k += fmt::format(";k={};kp={};draft={}", this->k, KPolicyName(k_policy), draft.Label());
     if (k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", draft_p_min);
@@ -109,6 +134,7 @@ std::string Point::Name() const {
                      sampling.top_p, sampling.seed);
   if (threads) n += fmt::format("/thr={}", threads);
   if (kv_type != KvType::F32) n += fmt::format("/kv={}", KvTypeName(kv_type));
+  if (prompt_category != "free") n += "/" + prompt_category;
   return n;
 }
 
@@ -131,6 +157,8 @@ DecoderOptions Point::Options() const {
   o.draft_model = draft.model;
   o.draft_layers = draft.layers;
   o.draft_quant = draft.quant;
+  o.draft_lookup = draft.lookup;
+  if (draft.lookup) o.max_ngram = draft.max_ngram, o.min_ngram = draft.min_ngram;
   o.max_new_tokens = max_new_tokens;
   // Fixed token counts make runs comparable: an early EOS would shorten some points.
   o.stop_at_eos = false;
@@ -160,7 +188,10 @@ json Point::ParamsJson() const {
               {"top_p", Dec(sampling.top_p)},
               {"seed", sampling.seed},
               {"threads", threads},
-              {"kv_type", std::string(KvTypeName(kv_type))}};
+              {"kv_type", std::string(KvTypeName(kv_type))},
+              {"max_ngram", spec && draft.lookup ? draft.max_ngram : 0},
+              {"min_ngram", spec && draft.lookup ? draft.min_ngram : 0},
+              {"prompt_category", prompt_category}};
 }
 
 Point PointFromParams(const json& p, std::string_view what) {
@@ -182,6 +213,7 @@ Point PointFromParams(const json& p, std::string_view what) {
     pt.sampling.seed = get("seed").get<uint64_t>();
     pt.threads = get("threads").get<int>();
     if (p.contains("kv_type")) pt.kv_type = ParseKvType(p.at("kv_type").get<std::string>());  // absent before: f32
+    if (p.contains("prompt_category")) pt.prompt_category = p.at("prompt_category").get<std::string>();
     if (pt.speculative()) {
       pt.k = get("k").get<int>();
       pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
@@ -332,12 +364,14 @@ struct Axes {
   std::vector<uint64_t> seed{0};
   std::vector<int> threads{0};
   std::vector<KvType> kv_type{KvType::F32};
+  std::vector<int> max_ngram, min_ngram;  // lookup drafts; empty: axis not given (draft decides)
 };
 
-const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant"};
+const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
+                                         "min_ngram"};
 const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type"};
+                                         "threads", "kv_type", "max_ngram", "min_ngram"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path) {
   std::string s = c.Str(v, path);
@@ -403,6 +437,10 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
           c.Bad(xp, fmt::format("unknown k_policy '{}' (expected constant, heuristic, threshold, adaptive)", s));
         }
       }
+    } else if (key == "max_ngram" || key == "min_ngram") {
+      std::vector<int>& v = key == "max_ngram" ? a.max_ngram : a.min_ngram;
+      v.clear();
+      for (auto& [x, xp] : axis) v.push_back(int(c.Int(x, xp, 1, 64)));
     } else if (key == "draft_p_min") {
       a.draft_p_min.clear();
       for (auto& [x, xp] : axis) a.draft_p_min.push_back(float(c.Num(x, xp, 0, 1, true)));
@@ -413,12 +451,19 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
         if (x.is_string()) {
           d = ParseDraftChoice(c.Str(x, xp), c.file + ": " + xp);
         } else if (x.is_object()) {
-          c.CheckKeys(x, xp, {"model", "layers", "quant"});
+          c.CheckKeys(x, xp, {"model", "layers", "quant", "lookup", "max_ngram", "min_ngram"});
           if (x.contains("model")) d.model = c.Str(x["model"], xp + ".model");
           if (x.contains("layers")) d.layers = int(c.Int(x["layers"], xp + ".layers", 1, 1024));
           if (x.contains("quant")) d.quant = ParseQuantOrNone(c, x["quant"], xp + ".quant");
+          if (x.contains("lookup")) {
+            if (!x["lookup"].is_boolean()) c.Bad(xp + ".lookup", fmt::format("expected true or false, got {}", TypeName(x["lookup"])));
+            d.lookup = x["lookup"].get<bool>();
+          }
+          if (x.contains("max_ngram")) d.max_ngram = int(c.Int(x["max_ngram"], xp + ".max_ngram", 1, 64));
+          if (x.contains("min_ngram")) d.min_ngram = int(c.Int(x["min_ngram"], xp + ".min_ngram", 1, 64));
+          CheckLookup(d, c.file + ": " + xp, d.lookup ? "lookup" : "draft");
         } else {
-          c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME) or a map, got {}",
+          c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}",
                                 TypeName(x)));
         }
         if (!d.model.empty() && !ModelExists(d.model, models_dir))
@@ -493,7 +538,12 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   e.prompts.count = 4;
   if (doc.contains("prompts")) {
     const json& p = c.Map(doc["prompts"], "prompts");
-    c.CheckKeys(p, "prompts", {"file", "count", "passages", "input_lengths"});
+    c.CheckKeys(p, "prompts", {"file", "count", "passages", "input_lengths", "category"});
+    if (p.contains("category")) {
+      e.prompts.category = c.Str(p["category"], "prompts.category");
+      if (e.prompts.category != "free" && e.prompts.category != "grounded")
+        c.Bad("prompts.category", fmt::format("unknown category '{}' (expected free, grounded)", e.prompts.category));
+    }
     if (p.contains("file")) prompt_file = c.Str(p["file"], "prompts.file");
     if (p.contains("passages")) passages = c.Str(p["passages"], "prompts.passages");
     if (p.contains("count")) e.prompts.count = int(c.Int(p["count"], "prompts.count", 1, 100000));
@@ -557,15 +607,47 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
     std::vector<std::optional<QType>> dqs = a.draft_quant;
     if (!is_spec || dqs.empty()) dqs = {std::nullopt};
     for (size_t i = 0; i < drafts.size() && kind == DecoderKind::SelfSpec; ++i)
-      if (!drafts[i].model.empty())
+      if (!drafts[i].model.empty() || drafts[i].lookup)
         c.Bad(d.is_object() && d.contains("draft") ? dp + ".draft" : "sweep.draft",
               fmt::format("'{}': self-spec drafts with the target's own weights (use assisted for a "
-                          "separate model)", drafts[i].Label()));
+                          "separate model or lookup)", drafts[i].Label()));
     for (size_t i = 0; i < drafts.size() && is_spec && !a.draft_quant.empty(); ++i)
       if (drafts[i].quant)
         c.Bad(d.is_object() && d.contains("draft") ? dp + ".draft" : "sweep.draft",
               fmt::format("'{}' sets a quant type and draft_quant is swept too; use one of them",
                           drafts[i].Label()));
+    // Concrete drafts: lookup drafts take the n-gram axes (pairs with min > max are
+    // skipped), model drafts the draft_quant axis; self-spec's default q4_0 is made
+    // explicit so the label names what is measured.
+    std::vector<DraftChoice> concrete;
+    for (auto& dr : drafts) {
+      if (dr.lookup) {
+        for (KPolicy kp : kps)
+          if (kp == KPolicy::Threshold || kp == KPolicy::Adaptive)
+            c.Bad(d.is_object() && d.contains("k_policy") ? dp + ".k_policy" : "sweep.k_policy",
+                  fmt::format("{} reads the draft's probabilities, which a lookup draft does not have "
+                              "(use constant or heuristic)", KPolicyName(kp)));
+        const size_t before = concrete.size();
+        for (int mx : a.max_ngram.empty() ? std::vector<int>{dr.max_ngram} : a.max_ngram)
+          for (int mn : a.min_ngram.empty() ? std::vector<int>{dr.min_ngram} : a.min_ngram) {
+            if (mn > mx) continue;
+            DraftChoice d = dr;
+            d.max_ngram = mx;
+            d.min_ngram = mn;
+            concrete.push_back(d);
+          }
+        if (concrete.size() == before)
+          c.Bad(d.is_object() && d.contains("min_ngram") ? dp + ".min_ngram" : "sweep.min_ngram",
+                "every min_ngram is larger than every max_ngram: no lookup draft left");
+        continue;
+      }
+      for (auto& dq : dqs) {
+        DraftChoice d = dr;
+        if (dq) d.quant = dq;
+        if (kind == DecoderKind::SelfSpec && !d.quant) d.quant = QType::Q4_0;
+        concrete.push_back(d);
+      }
+    }
     for (auto& model : e.models)
       for (auto& tq : a.target_quant)
         for (int in : a.input_length)
@@ -579,8 +661,11 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                         for (int k : ks)
                           for (KPolicy kp : kps)
                             for (float pmin : a.draft_p_min)
-                              for (auto& dr : drafts)
-                                for (auto& dq : dqs) {
+                              for (auto& dr : concrete) {
+                                  // A model drafting for itself measures nothing; skipping
+                                  // it lets one draft list serve every target (e.g. two
+                                  // models drafting for each other).
+                                  if (is_spec && !dr.model.empty() && dr.model == model) continue;
                                   Point pt;
                                   pt.model = model;
                                   pt.target_quant = tq;
@@ -595,16 +680,12 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                                   }
                                   pt.threads = thr;
                                   pt.kv_type = kv;
+                                  pt.prompt_category = e.prompts.category;
                                   if (is_spec) {
                                     pt.k = k;
                                     pt.k_policy = kp;
                                     if (kp == KPolicy::Threshold) pt.draft_p_min = pmin;
                                     pt.draft = dr;
-                                    if (dq) pt.draft.quant = dq;
-                                    // MakeDecoder's self-spec default, made explicit so
-                                    // the label names what is measured.
-                                    if (kind == DecoderKind::SelfSpec && !pt.draft.quant)
-                                      pt.draft.quant = QType::Q4_0;
                                   }
                                   (is_spec ? spec : ar).push_back(pt);
                                 }

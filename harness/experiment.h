@@ -18,14 +18,18 @@
 namespace specsweep {
 
 // Where a speculative point's draft comes from: the target itself (a quantized copy
-// and/or its first `layers` blocks) or a separate model.
+// and/or its first `layers` blocks), a separate model (same or another tokenizer), or
+// prompt lookup (no model).
 struct DraftChoice {
   std::string model;           // separate draft model ("" = the target)
   int layers = 0;              // early exit after this many blocks (0 = all)
   std::optional<QType> quant;  // draft weights quantized in memory
+  bool lookup = false;         // prompt lookup (n-gram copy); excludes the three above
+  int max_ngram = 0, min_ngram = 0;  // lookup only (0 otherwise; parsed default 3 and 1)
 
   // Canonical text, also the accepted input syntax: "self", "q4_0", "layers=2",
-  // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0".
+  // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0",
+  // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults).
   std::string Label() const;
   // Label without the quantization (the draft's architecture): "self", "layers=2", ...
   std::string BaseLabel() const;
@@ -49,6 +53,9 @@ struct Point {
   SamplingParams sampling;
   int threads = 0;                    // 0: the --threads global / all cores
   KvType kv_type = KvType::F32;       // attention cache of target and draft
+  // What the prompts ask of the model (the experiment's prompts.category): "free"
+  // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
+  std::string prompt_category = "free";
 
   bool speculative() const { return decoder != DecoderKind::Autoregressive; }
   // Stable identity of the point over all its parameters (resume, check, baselines).
@@ -68,6 +75,7 @@ struct PromptSet {
   std::string file;      // natural prompts, one per line (used when input_length == 0)
   std::string passages;  // long text, passages separated by blank lines (input_length cuts)
   int count = 0;         // prompts taken from the file / passages used per input length
+  std::string category = "free";  // free | grounded (Point::prompt_category)
 };
 
 struct Experiment {

@@ -31,6 +31,7 @@ json StatsToJson(const GenerationStats& s) {
               {"draft_s", s.draft_s},
               {"verify_s", s.verify_s},
               {"other_s", s.other_s},
+              {"retokenize_s", s.retokenize_s},
               {"total_s", s.total_s},
               {"first_token_latency_s", s.first_token_latency_s},
               {"mean_next_token_latency_s", s.mean_next_token_latency_s},
@@ -53,6 +54,7 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
     s.draft_s = j.at("draft_s").get<double>();
     s.verify_s = j.at("verify_s").get<double>();
     s.other_s = j.at("other_s").get<double>();
+    s.retokenize_s = j.at("retokenize_s").get<double>();
     s.total_s = j.at("total_s").get<double>();
     s.first_token_latency_s = j.at("first_token_latency_s").get<double>();
     s.mean_next_token_latency_s = j.at("mean_next_token_latency_s").get<double>();
@@ -255,7 +257,7 @@ const std::vector<std::string>& ParamFields() {
   static const std::vector<std::string> f = {
       "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
       "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-      "threads",     "kv_type"};
+      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category"};
   return f;
 }
 

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "decoders/drafter.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
 #include "decoders/verify.h"
@@ -214,6 +215,128 @@ TEST_F(EndToEnd, QuantizedDraftMatchesTargetDistribution) {
 TEST_F(EndToEnd, BrokenAcceptanceRuleIsDetected) {
   const DraftSpec other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
   auto [stat, df] = Run(other, AcceptRule::AlwaysAccept, 4000);
+  EXPECT_GT(stat, Critical(df)) << "df " << df;
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// VerifySamplingOneHot is VerifySampling with q one-hot at each draft token: same
+// verdict and same random draws, for every draft token including the target's argmax.
+TEST(LookupSampling, OneHotRuleEqualsGeneralRuleWithOneHotQ) {
+  const int vocab = 6, k = 3;
+  const std::vector<float> row{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 1.5f};
+  std::vector<float> logits;  // [K+1][vocab]
+  for (int i = 0; i <= k; ++i) logits.insert(logits.end(), row.begin(), row.end());
+  SamplingParams sp;
+  sp.temperature = 0.8f;
+  for (int d = 0; d < vocab; ++d) {
+    const std::vector<int> draft{d, (d + 1) % vocab, 1};
+    std::vector<float> q(static_cast<size_t>(k) * vocab, 0.0f);  // [K][vocab] one-hot
+    for (int i = 0; i < k; ++i) q[static_cast<size_t>(i) * vocab + draft[i]] = 1.0f;
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      Rng a(seed), b(seed);
+      const Verdict x = VerifySamplingOneHot(draft, logits, vocab, sp, a);
+      const Verdict y = VerifySampling(draft, q, logits, vocab, sp, b);
+      ASSERT_EQ(x.n_accepted, y.n_accepted) << "d " << d << " seed " << seed;
+      ASSERT_EQ(x.next, y.next) << "d " << d << " seed " << seed;
+      ASSERT_EQ(a.Uniform(), b.Uniform());  // same number of draws consumed
+    }
+  }
+}
+
+// End to end with the prompt-lookup draft: a prompt whose last bigram recurs, so the
+// first step proposes [x, c, ...] deterministically. The first two emitted tokens must
+// follow the target's joint p(t1) p(t2 | t1); always-accept must be detected.
+class LookupEndToEnd : public EndToEnd {
+ protected:
+  // Joint of (t1, t2) as a flat [vocab * vocab] vector, from target forwards.
+  std::vector<double> Joint(const std::vector<int>& prompt) {
+    const Model& m = *target_.model;
+    const int vocab = m.config.vocab_size;
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    std::vector<float> p1, p2;
+    KVCache c1(m.config);
+    ComputeProbs(Forward(m, prompt, 0, c1, false), sp, p1);
+    std::vector<double> joint(static_cast<size_t>(vocab) * vocab, 0.0);
+    for (int t1 = 0; t1 < vocab; ++t1) {
+      std::vector<int> ext = prompt;
+      ext.push_back(t1);
+      KVCache c2(m.config);
+      ComputeProbs(Forward(m, ext, 0, c2, false), sp, p2);
+      for (int t2 = 0; t2 < vocab; ++t2) joint[static_cast<size_t>(t1) * vocab + t2] = double(p1[t1]) * p2[t2];
+    }
+    return joint;
+  }
+  std::pair<double, int> RunLookup(const std::vector<int>& prompt, const std::vector<double>& joint,
+                                   AcceptRule rule, int runs, int64_t* accepted_at_2) {
+    const int vocab = target_.model->config.vocab_size;
+    std::vector<int> counts(joint.size());
+    DecoderOptions o;
+    o.kind = DecoderKind::Assisted;
+    o.draft_lookup = true;
+    o.max_ngram = 2;
+    o.min_ngram = 2;
+    o.k = 2;
+    o.max_new_tokens = 3;  // the first step drafts K = 2 tokens
+    o.stop_at_eos = false;
+    o.sampling.temperature = 1.0f;
+    for (int s = 0; s < runs; ++s) {
+      o.sampling.seed = 5000 + s;
+      auto dec = MakeSpeculativeDecoder(target_, MakeLookupDrafter(o.max_ngram, o.min_ngram), o, rule);
+      GenerationResult r = dec->Generate(prompt);
+      EXPECT_EQ(r.stats.k_per_step.at(0), 2);
+      if (r.stats.accepted_at_pos.size() > 1) *accepted_at_2 += r.stats.accepted_at_pos[1];
+      ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];
+    }
+    auto res = ChiSquare(counts, joint);
+    std::printf("  lookup, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n",
+                rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second, Critical(res.second));
+    return res;
+  }
+  // [1, a, b, x, c, a, b]: lookup (n = 2) proposes x, c. x is the token the target
+  // likes most there, so acceptance and rejection both happen often.
+  std::vector<int> LookupPrompt() {
+    const Model& m = *target_.model;
+    const int a = 17, b = 42, c = 99;
+    int best = 3;
+    float best_p = -1.0f;
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    std::vector<float> p;
+    for (int x = 3; x < m.config.vocab_size; ++x) {
+      const std::vector<int> prompt{1, a, b, x, c, a, b};
+      KVCache cache(m.config);
+      ComputeProbs(Forward(m, prompt, 0, cache, false), sp, p);
+      if (p[x] > best_p) best_p = p[x], best = x;
+    }
+    return {1, a, b, best, c, a, b};
+  }
+};
+
+TEST_F(LookupEndToEnd, LookupSamplingMatchesTargetDistribution) {
+  const std::vector<int> prompt = LookupPrompt();
+  ASSERT_EQ(LookupProposal(prompt, 2, 2, 2), (std::vector<int>{prompt[3], prompt[4]}));
+  const std::vector<double> joint = Joint(prompt);
+  const int vocab = target_.model->config.vocab_size;
+  const double p_x = std::accumulate(joint.begin() + prompt[3] * vocab, joint.begin() + (prompt[3] + 1) * vocab, 0.0);
+  EXPECT_GT(p_x, 0.1);  // the draft token is accepted often...
+  EXPECT_LT(p_x, 0.9);  // ...and rejected often
+  int64_t acc2 = 0;
+  auto [stat, df] = RunLookup(prompt, joint, AcceptRule::Exact, 12000, &acc2);
+  EXPECT_GE(df, 5);
+  EXPECT_LT(stat, Critical(df)) << "df " << df;
+  EXPECT_GT(acc2, 0);  // the second position was verified too
+}
+
+TEST_F(LookupEndToEnd, BrokenLookupAcceptanceIsDetected) {
+  const std::vector<int> prompt = LookupPrompt();
+  int64_t acc2 = 0;
+  auto [stat, df] = RunLookup(prompt, Joint(prompt), AcceptRule::AlwaysAccept, 6000, &acc2);
   EXPECT_GT(stat, Critical(df)) << "df " << df;
 }
 

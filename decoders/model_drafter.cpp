@@ -1,0 +1,76 @@
+// Same-vocabulary draft model (Leviathan et al. 2023, Algorithm 1, lines 2-4):
+//   for i = 1..K: q_i = M_q(prefix + d_1..d_{i-1}); d_i = argmax q_i (greedy) or d_i ~ q_i
+// with its own KV cache. The first Forward of a step also catches the cache up on the
+// tokens emitted since (the last step's correction/bonus, or the last prompt token).
+#include <algorithm>
+
+#include "decoders/common.h"
+#include "decoders/drafter.h"
+#include "models/forward.h"
+
+namespace specsweep {
+namespace {
+
+class ModelDrafter : public Drafter {
+ public:
+  ModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
+               const SamplingParams& sampling)
+      : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
+        sampling_(sampling) {}
+  const std::string& name() const override { return name_; }
+  int context() const override { return model_->config.max_seq_len; }
+
+  void Begin(std::span<const int> prompt) override {
+    cache_ = std::make_unique<KVCache>(model_->config, layers_, 0, kv_type_);
+    // Everything but the last prompt token: it is fed with the first draft position.
+    if (prompt.size() > 1) Forward(*model_, prompt.first(prompt.size() - 1), 0, *cache_, false);
+  }
+
+  void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
+               GenerationStats& st) override {
+    const bool greedy = sampling_.greedy();
+    std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
+    for (int i = 0; i < k; ++i) {
+      std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      ++st.draft_calls;
+      float top;
+      if (greedy) {
+        top = MaxSoftmaxProb(logits);
+      } else {
+        ComputeProbs(logits, sampling_, q_);
+        top = *std::max_element(q_.begin(), q_.end());
+      }
+      const DraftAction act = policy.OnDraft(i + 1, top);
+      if (act == DraftAction::DropAndStop) break;
+      out.tokens.push_back(greedy ? Argmax(logits) : SampleFromProbs(q_, rng));
+      if (!greedy) out.probs.insert(out.probs.end(), q_.begin(), q_.end());
+      if (act == DraftAction::KeepAndStop) break;
+      feed = std::span<const int>(&out.tokens.back(), 1);
+    }
+  }
+
+  // The draft keeps whatever prefix of the target's positions it holds.
+  void Rollback(int keep) override { cache_->Truncate(std::min(cache_->length(), keep)); }
+  // A draft call returns the last position's logits only.
+  std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
+    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
+  }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  int layers_;
+  std::string name_;
+  KvType kv_type_;
+  SamplingParams sampling_;
+  std::unique_ptr<KVCache> cache_;
+  std::vector<float> q_;  // [vocab]
+};
+
+}  // namespace
+
+std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
+                                          KvType kv_type, const SamplingParams& sampling) {
+  return std::make_unique<ModelDrafter>(std::move(model), layers, std::move(name), kv_type, sampling);
+}
+
+}  // namespace specsweep
