@@ -5,6 +5,8 @@
 // T_a(1)/T_b(1) between formats and, in the same run, the machine's read bandwidth and
 // float multiply-add peak with the roofline floor per n: every streamed weight byte read
 // once per call, or every float multiply-add at the peak, whichever takes longer.
+// With --compare, the same run under several environments or builds, as child processes
+// in interleaved rounds (harness/bench_compare.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/build_info.h"
+#include "harness/bench_compare.h"
 #include "harness/commands.h"
 #include "harness/context.h"
 #include "harness/results.h"
@@ -37,7 +40,30 @@ struct BenchArgs {
   std::vector<int> ns = {1, 2, 4, 8, 16};
   int reps = 10;
   int ctx = 64;
+  std::vector<std::string> compare, compare_bin;  // --compare LABEL=SETTINGS, --compare-bin LABEL=PATH
+  int rounds = 5;
 };
+
+// The same bench-forward for each --compare variant, as child processes.
+void RunCompareMode(const BenchArgs& a) {
+  CompareArgs c;
+  for (const std::string& s : a.compare) c.variants.push_back(ParseCompareSpec(s, "--compare"));
+  for (const std::string& s : a.compare_bin) SetCompareBinary(c.variants, s, "--compare-bin");
+  c.rounds = a.rounds;
+  c.model = a.model;
+  c.json = a.json;
+  auto join = [](const auto& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + fmt::format("{}", x);
+    return s;
+  };
+  if (Globals().threads > 0) c.bench_args = {"--threads", std::to_string(Globals().threads)};
+  if (!Globals().models_dir.empty()) c.bench_args.insert(c.bench_args.end(), {"--models", Globals().models_dir});
+  c.bench_args.insert(c.bench_args.end(), {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps),
+                                           "--ctx", std::to_string(a.ctx), "--kv-type", join(a.kv_types)});
+  if (!a.quants.empty()) c.bench_args.insert(c.bench_args.end(), {"--quant", join(a.quants)});
+  RunCompare(c);
+}
 
 std::string CpuName() {
   std::ifstream f("/proc/cpuinfo");
@@ -319,7 +345,16 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "KV cache types, comma separated, each timed with every format: f32 (default), f16")
       ->delimiter(',');
   cmd->add_option("--json", args->json, "Write Google-Benchmark-like JSON here");
-  cmd->callback([args] { RunBench(*args); });
+  cmd->add_option("--compare", args->compare,
+                  "Variant LABEL=VAR=VALUE ... (repeat, at least two): run this benchmark per variant with those "
+                  "environment settings (an empty VALUE unsets VAR) as child processes in interleaved rounds, and "
+                  "report median times and per-round ratios to the first variant");
+  cmd->add_option("--compare-bin", args->compare_bin, "LABEL=PATH: run variant LABEL with another specsweep build");
+  cmd->add_option("--rounds", args->rounds, "--compare: rounds (each runs every variant once, order alternating)");
+  cmd->callback([args] {
+    if (!args->compare.empty() || !args->compare_bin.empty()) return RunCompareMode(*args);
+    RunBench(*args);
+  });
 });
 
 }  // namespace

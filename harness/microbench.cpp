@@ -5,17 +5,24 @@
 //                                    2: 768x2048 (w2), 3: 32000x768 (classifier)
 //   BM_Decode134M/<type>/<n>         every matrix of the 12-layer model once (weights far
 //                                    beyond the caches: the memory-bound decode step)
-//   BM_MatMulIsa/<isa>/<type>        2048x768, n=1, per kernel family
+//   BM_MatMulIsa/<isa>/<type>        2048x768, n=1, per kernel family (scalar, avx2, avx512,
+//                                    avx2vnni)
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
 //                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2)
 //   BM_FmaPeak                       float multiply-add peak of the active kernel family
+//   BM_Forward1B/<type>/<n>          one Forward on n tokens at context 64 of the TinyLlama-1.1B
+//                                    shape (synthetic weights; F16, Q8_0 or Q4_0): the decode
+//                                    and verification step at real size (see Model1B)
 // Counters: bytes_per_second = weight bytes per call, items_per_second = multiply-adds.
 // Threads follow OMP_NUM_THREADS (all cores by default). Wall-clock time (UseRealTime).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -25,7 +32,11 @@
 
 #include "harness/results.h"
 #include "harness/statistics.h"
+#include "models/forward.h"
+#include "models/gguf.h"
 #include "models/kv_cache.h"
+#include "models/loader.h"
+#include "models/synthetic.h"
 #include "quant/bandwidth.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
@@ -51,7 +62,7 @@ AlignedFloats RandomValues(size_t n, uint64_t seed) {
 }
 
 // Weights per (type, shape) in the layout the active kernel family runs (packed Q8_0/Q4_0
-// for avx512), built on first use.
+// for avx512, avx2, avx2vnni), built on first use.
 const QMatrix& Weights(QType t, int shape) {
   static std::map<std::tuple<int, int, std::string>, std::unique_ptr<QMatrix>> cache;
   auto& slot = cache[{static_cast<int>(t), shape, ActiveKernelIsa()}];
@@ -139,7 +150,7 @@ BENCHMARK(BM_Decode134M)
     ->UseRealTime()
     ->MinTime(0.3);
 
-const char* kIsas[] = {"scalar", "avx2", "avx512"};
+const char* kIsas[] = {"scalar", "avx2", "avx512", "avx2vnni"};
 
 void BM_MatMulIsa(benchmark::State& st) {
   const char* isa = kIsas[st.range(0)];
@@ -159,7 +170,7 @@ void BM_MatMulIsa(benchmark::State& st) {
   SetCounters(st, double(W.bytes()), double(W.rows) * W.cols);
   st.SetLabel(std::string(isa) + " " + std::string(QTypeName(t)));
 }
-BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2}, {0, 1, 3, 4}})->UseRealTime()->MinTime(kMinTime);
+BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}})->UseRealTime()->MinTime(kMinTime);
 
 void BM_QuantizeActs(benchmark::State& st) {
   const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);
@@ -180,7 +191,7 @@ void BM_QuantizeActs(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<int64_t>(st.iterations()) * cols);
   st.SetLabel(k->name);
 }
-BENCHMARK(BM_QuantizeActs)->ArgsProduct({{0, 1, 2}, {768, 2048}})->MinTime(kMinTime);
+BENCHMARK(BM_QuantizeActs)->ArgsProduct({{0, 1, 2, 3}, {768, 2048}})->MinTime(kMinTime);
 
 void BM_ReadBandwidth(benchmark::State& st) {
   const int pattern = static_cast<int>(st.range(0));
@@ -203,6 +214,69 @@ void BM_FmaPeak(benchmark::State& st) {
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads " + ActiveKernelIsa());
 }
 BENCHMARK(BM_FmaPeak)->UseRealTime()->Iterations(3);
+
+// The TinyLlama-1.1B shape ("1b": dim 2048, 22 layers, 32/4 heads, FFN 5632, vocab
+// 32000) with synthetic F16 weights, read from a cached GGUF: $SPECSWEEP_MICROBENCH_1B,
+// else /tmp/specsweep-microbench-1b-f16.gguf, written on first use (2.3 GB, minutes;
+// `specsweep synth --shape 1b --type f16 -o FILE` writes the same file). Quantized
+// formats are made from it in memory. Null (the benchmark skips) when
+// SPECSWEEP_MICROBENCH_1B=skip or less than 8 GiB of memory is available.
+const char* Skip1B() {
+  const char* env = std::getenv("SPECSWEEP_MICROBENCH_1B");
+  if (env && std::string(env) == "skip") return "SPECSWEEP_MICROBENCH_1B=skip";
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  long kb = 0;
+  while (f >> key >> kb)
+    if (key == "MemAvailable:") return kb < 8L << 20 ? "less than 8 GiB of memory available" : nullptr;
+  return nullptr;
+}
+std::shared_ptr<const Model> Model1B(QType t) {
+  static std::shared_ptr<const Model> f16;
+  static std::pair<QType, std::shared_ptr<const Model>> quantized;  // one alive at a time
+  if (!f16) {
+    const char* env = std::getenv("SPECSWEEP_MICROBENCH_1B");
+    const std::string path = env && *env ? env : "/tmp/specsweep-microbench-1b-f16.gguf";
+    if (!std::filesystem::exists(path)) {
+      const ModelConfig c = SyntheticShape("1b");
+      const Model m = QuantizeModel(MakeSyntheticModel(c, 1), QType::F16);
+      const std::string tmp = path + ".part";  // a crash never leaves a truncated cache
+      WriteGguf(m, *MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size)), tmp);
+      std::filesystem::rename(tmp, path);
+    }
+    f16 = LoadModel(path).model;
+  }
+  if (t == QType::F16) return f16;
+  if (!quantized.second || quantized.first != t) {
+    quantized.second.reset();
+    quantized = {t, std::make_shared<const Model>(QuantizeModel(*f16, t))};
+  }
+  return quantized.second;
+}
+
+constexpr QType k1BTypes[] = {QType::F16, QType::Q8_0, QType::Q4_0};
+
+void BM_Forward1B(benchmark::State& st) {
+  if (const char* why = Skip1B()) {
+    st.SkipWithError(why);
+    return;
+  }
+  const QType t = k1BTypes[st.range(0)];
+  const int n = static_cast<int>(st.range(1)), ctx = 64;
+  const std::shared_ptr<const Model> m = Model1B(t);
+  KVCache cache(m->config, 0, ctx + n);
+  std::vector<int> toks(ctx + n);  // [ctx + n] fixed pseudo-random ids, as bench-forward
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % m->config.vocab_size);
+  Forward(*m, std::span<const int>(toks.data(), ctx), 0, cache, false);
+  for (auto _ : st) {
+    cache.Truncate(ctx);
+    benchmark::DoNotOptimize(Forward(*m, std::span<const int>(toks.data() + ctx, n), ctx, cache, true).data());
+  }
+  const double streamed = double(m->WeightBytes() - m->tok_embeddings.bytes());
+  st.SetBytesProcessed(static_cast<int64_t>(streamed * st.iterations()));
+  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+}
+BENCHMARK(BM_Forward1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 }  // namespace specsweep

@@ -72,7 +72,7 @@ struct KernelFamily;
 void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, QuantActs& a);
 
 struct KernelFamily {
-  const char* name;  // "scalar", "avx2", "avx512"
+  const char* name;  // "scalar", "avx2", "avx2vnni", "avx512"
   QuantizeActsFn quantize_acts;
   BlockDotsFn block_dots;
   RowsKernelFn rows[7];    // Layout::kRows, indexed by QType
@@ -82,6 +82,7 @@ struct KernelFamily {
 
 const KernelFamily& ScalarKernels();
 const KernelFamily& Avx2Kernels();
+const KernelFamily& Avx2VnniKernels();  // avx2 with AVX-VNNI packed integer kernels
 const KernelFamily& Avx512Kernels();
 // The family by name if compiled in and supported by this CPU, else nullptr.
 const KernelFamily* FindKernelFamily(const char* isa);

@@ -1,5 +1,6 @@
-// AVX2 + FMA + F16C kernel family (8-lane float, maddubs integer dots). Compiled for
-// those features regardless of the build flags and only selected when cpuid has them.
+// AVX2 + FMA + F16C kernel family (8-lane float, maddubs integer dots, packed Q8_0/Q4_0
+// kernels of quant/kernels_avx2_packed.h). Compiled for those features regardless of the
+// build flags and only selected when cpuid has them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #pragma GCC target("avx2,fma,f16c")
 
 #include "quant/kernel_driver.h"
+#include "quant/kernels_avx2_packed.h"
 
 namespace specsweep {
 namespace {
@@ -269,7 +271,8 @@ const KernelFamily& Avx2Kernels() {
       BlockDotsAvx2,
       {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
        Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
-      {},  // no packed kernels: PackForKernels keeps the row layout for this family
+      {nullptr, nullptr, nullptr, PackedRows<QType::Q8_0, false>, PackedRows<QType::Q4_0, false>, nullptr,
+       nullptr},  // floats keep the row layout on this family
       FmaProbeAvx2,
   };
   return k;

@@ -32,6 +32,7 @@ bool CpuHas(const char* isa) {
   if (s == "avx2")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("f16c");
+  if (s == "avx2vnni") return CpuHas("avx2") && __builtin_cpu_supports("avxvnni");
   if (s == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
@@ -44,9 +45,9 @@ const KernelFamily* BestFamily() {
   if (const char* env = std::getenv("SPECSWEEP_KERNEL_ISA")) {
     if (const KernelFamily* k = FindKernelFamily(env)) return k;
     Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports "
-         "(scalar, avx2, avx512)", env);
+         "(scalar, avx2, avx2vnni, avx512)", env);
   }
-  for (const char* isa : {"avx512", "avx2"})
+  for (const char* isa : {"avx512", "avx2vnni", "avx2"})
     if (const KernelFamily* k = FindKernelFamily(isa)) return k;
   return &ScalarKernels();
 }
@@ -86,6 +87,7 @@ const KernelFamily* FindKernelFamily(const char* isa) {
   std::string_view s(isa);
   if (s == "scalar") return &ScalarKernels();
   if (s == "avx2") return &Avx2Kernels();
+  if (s == "avx2vnni") return &Avx2VnniKernels();
   if (s == "avx512") return &Avx512Kernels();
   return nullptr;
 }

@@ -39,10 +39,11 @@ void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, C
 bool WorthSplitting(size_t weight_bytes);
 
 // m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
-// Layout::kPacked16 where the family has packed kernels (avx512), else unchanged.
+// Layout::kPacked16 where the family has packed kernels (avx512, avx2, avx2vnni), else
+// unchanged.
 QMatrix PackForKernels(const QMatrix& m);
 
-// Which kernel family MatMul dispatches to: "scalar", "avx2", "avx512".
+// Which kernel family MatMul dispatches to: "scalar", "avx2", "avx2vnni", "avx512".
 const char* ActiveKernelIsa();
 // Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
 bool ForceKernelIsa(const char* isa);

@@ -214,7 +214,7 @@ TEST(Formats, BadInputsThrow) {
 
 std::vector<const KernelFamily*> SimdFamilies() {
   std::vector<const KernelFamily*> f;
-  for (const char* isa : {"avx2", "avx512"})
+  for (const char* isa : {"avx2", "avx2vnni", "avx512"})
     if (const KernelFamily* k = FindKernelFamily(isa)) f.push_back(k);
   return f;
 }
@@ -416,6 +416,62 @@ TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
       }
     }
   }
+}
+
+// The integer range edges of the 256-bit packed kernels: Q4_0 nibbles all 15 or all 0
+// against activations of +-127 put +-30480 in every int16 lane of the plain AVX2 block
+// sum (the most it can hold before widening), Q8_0 -128 against -127 the largest
+// vpmaddubsw pair; over 64 blocks (2048 columns, the 1.1B shape's width) and 33 rows.
+TEST(Kernels, PackedKernelsExactAtIntegerRangeEdges) {
+  const auto& ref = ScalarKernels();
+  for (const KernelFamily* k : SimdFamilies()) {
+    if (!k->packed[int(QType::Q4_0)]) continue;
+    for (QType t : kPackableTypes) {
+      for (uint8_t fill : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x80}, uint8_t{0x7F}}) {
+        QMatrix W = RandomRawMatrix(t, 33, 2048, 11);
+        const size_t bb = BlockBytes(t);
+        for (int r = 0; r < W.rows; ++r)  // keep the random scales, fill the quants
+          for (size_t b = 0; b < W.row_bytes / bb; ++b) std::memset(W.Row(r) + b * bb + 2, fill, bb - 2);
+        const QMatrix P = packed::Pack(W);
+        for (float sign : {1.0f, -1.0f}) {
+          for (int n : {1, 4, 5}) {
+            std::vector<float> x(size_t(n) * W.cols, sign);  // every block quantizes to +-127
+            const std::vector<float> y0 = RunRows(ref, W, x, n), y1 = RunRows(*k, P, x, n);
+            ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
+                << k->name << " " << QTypeName(t) << " fill " << int(fill) << " sign " << sign << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every family with packed kernels packs Q8_0/Q4_0 for itself (PackForKernels), and its
+// MatMul on them equals the scalar reference on rows bit for bit at 1 and 2 threads.
+TEST(MatMul, PackedFamiliesMatchRowReference) {
+  const std::string saved = ActiveKernelIsa();
+  const int saved_threads = omp_get_max_threads();
+  for (const KernelFamily* k : SimdFamilies()) {
+    if (!k->packed[int(QType::Q4_0)]) continue;
+    for (QType t : kPackableTypes) {
+      // 300 x 1100: above the size MatMul splits over threads, rows off the 16-row groups.
+      const QMatrix W = Quantize(Values(size_t(300) * 1100, Kind::kMixedScales, 5).data(), 300, 1100, t);
+      const int n = 7;
+      const std::vector<float> x = Values(size_t(n) * W.cols, Kind::kUniform, 6);
+      const std::vector<float> y0 = RunRows(ScalarKernels(), W, x, n);
+      ASSERT_TRUE(ForceKernelIsa(k->name));
+      const QMatrix P = PackForKernels(W);
+      EXPECT_EQ(P.layout, Layout::kPacked16) << k->name;
+      for (int threads : {1, 2}) {
+        std::vector<float> y(y0.size());
+        omp_set_num_threads(threads);
+        MatMul(P, x.data(), n, y.data());
+        EXPECT_EQ(0, std::memcmp(y0.data(), y.data(), 4 * y.size())) << k->name << " threads " << threads;
+      }
+    }
+  }
+  ForceKernelIsa(saved.c_str());
+  omp_set_num_threads(saved_threads);
 }
 
 // Float matrices wider than one column chunk (Layout::kColChunks): the layout holds the
@@ -689,7 +745,7 @@ TEST(Kernels, FmaProbeCountsTheMultiplyAddsItRuns) {
   std::vector<const KernelFamily*> families = SimdFamilies();
   families.push_back(&ScalarKernels());
   for (const KernelFamily* k : families) {
-    const int lanes = std::string(k->name) == "avx512" ? 16 : std::string(k->name) == "avx2" ? 8 : 1;
+    const int lanes = std::string(k->name) == "avx512" ? 16 : std::string(k->name).starts_with("avx2") ? 8 : 1;
     EXPECT_EQ(k->fma_probe(1000), 1000.0 * 12 * lanes) << k->name;
     auto secs = [&](long steps) {
       const auto t0 = std::chrono::steady_clock::now();

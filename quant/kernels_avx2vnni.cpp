@@ -1,0 +1,31 @@
+// The avx2vnni kernel family: the avx2 family with the packed Q8_0/Q4_0 kernels on
+// AVX-VNNI's 256-bit vpdpbusd (one instruction per 4-byte dot product instead of the
+// vpmaddubsw/vpmaddwd pair; Intel since Alder Lake / Sapphire Rapids, AMD since Zen 5).
+// Everything else is the avx2 family's; results are bit-identical to it and to the scalar
+// reference. Compiled for those features regardless of the build flags and only selected
+// when cpuid has them.
+#include <immintrin.h>
+
+#include "quant/kernels.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+
+#include "quant/kernels_avx2_packed.h"
+
+namespace specsweep {
+
+const KernelFamily& Avx2VnniKernels() {
+  static const KernelFamily k = [] {
+    KernelFamily f = Avx2Kernels();
+    f.name = "avx2vnni";
+    f.packed[static_cast<int>(QType::Q8_0)] = PackedRows<QType::Q8_0, true>;
+    f.packed[static_cast<int>(QType::Q4_0)] = PackedRows<QType::Q4_0, true>;
+    return f;
+  }();
+  return k;
+}
+
+}  // namespace specsweep
+
+#pragma GCC pop_options
