@@ -1,0 +1,85 @@
+// AVX2-level pieces shared by the AVX2 and AVX-512 K-quant kernels; included by each
+// kernel file after its `#pragma GCC target`, so they compile for that family.
+//
+// A super-block is unpacked into unsigned quants (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 =
+// q + 32) and two vectors of 16 int16, one lane per 16-value group: G = scales, M = mins
+// (Q4_K/Q5_K; Q6_K has none, its +32 is taken back as 32 * sum_k G_k bsum_k). The
+// integer sums these give are exactly those of quant/kquants.h.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "quant/blocks_k.h"
+#include "quant/fp16.h"
+
+namespace specsweep::kquant_simd {
+
+inline uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Q4_K/Q5_K: the 8 scales and 8 mins of the 6-bit packing (ScaleMinK4 in kquants.cpp),
+// as G and M with each sub-block's value in both of its 16-value groups.
+inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
+  const uint32_t a = Load32(s), b = Load32(s + 4), c = Load32(s + 8);
+  const uint32_t sc_lo = a & 0x3F3F3F3F, m_lo = b & 0x3F3F3F3F;
+  // Top 2 bits of bytes 0..3 (4..7) are bits 4..5 of scales (mins) 4..7.
+  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
+  const uint32_t m_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
+  const __m128i sc8 = _mm_set_epi32(0, 0, int(sc_hi), int(sc_lo));
+  const __m128i m8 = _mm_set_epi32(0, 0, int(m_hi), int(m_lo));
+  *g = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc8, sc8));
+  *m = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+}
+
+// Q6_K: the 16 signed scales as G.
+inline __m256i ScalesQ6(const BlockQ6_K& b) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+}
+
+// 32 quants of unit u (values 32 u .. 32 u + 31).
+inline void UnpackQ4(const uint8_t* qs, __m256i q[8]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+    q[2 * c] = _mm256_and_si256(v, low);
+    q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+  }
+}
+inline void UnpackQ5(const BlockQ5_K& b, __m256i q[8]) {
+  UnpackQ4(b.qs, q);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  for (int j = 0; j < 8; ++j) {  // bit j of qh[l] is bit 4 of value 32 j + l
+    const __m256i hb = _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), 4), bit4);
+    q[j] = _mm256_or_si256(q[j], hb);
+  }
+}
+inline void UnpackQ6(const BlockQ6_K& b, __m256i q[8]) {
+  const __m256i low = _mm256_set1_epi8(0x0F), hi2 = _mm256_set1_epi8(0x30);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_slli_epi16(hq, 4), hi2));
+    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(c, low), _mm256_and_si256(_mm256_slli_epi16(hq, 2), hi2));
+    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low), _mm256_and_si256(hq, hi2));
+    q[4 * h + 3] =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), low), _mm256_and_si256(_mm256_srli_epi16(hq, 2), hi2));
+  }
+}
+
+// Sums of the 8 int32 lanes of a and of b, exact: {sum a, sum b}.
+inline void Hsum2(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
+  const __m256i t = _mm256_hadd_epi32(a, b);  // [a01 a23 b01 b23 | a45 a67 b45 b67]
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+  s = _mm_hadd_epi32(s, s);  // [A B A B]
+  *sa = _mm_cvtsi128_si32(s);
+  *sb = _mm_extract_epi32(s, 1);
+}
+
+}  // namespace specsweep::kquant_simd
