@@ -34,6 +34,8 @@ inline void Unpack(const uint8_t* blk, Unpacked& u) {
     const auto& b = *reinterpret_cast<const BlockQ6_K*>(blk);
     UnpackQ6(b, u.q);
     u.g = ScalesQ6(b);
+    u.m = _mm256_setzero_si256();
+    u.dmin = 0;
     u.d = F16ToF32(b.d);
   } else {
     const auto& b = *reinterpret_cast<const BlockQ4_K*>(blk);
@@ -60,7 +62,8 @@ void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* 
     const uint8_t* row = W.Row(r);
     for (int i0 = 0; i0 < n; i0 += kMaxCols) {
       const int nc = std::min(kMaxCols, n - i0);
-      float acc[kMaxCols] = {};
+      __m256 lanes[kMaxCols];
+      for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
       for (int s = 0; s < nsb; ++s) {
         const uint8_t* blk = row + s * bytes;
         window.Reach(blk + bytes - 1);
@@ -77,20 +80,10 @@ void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* 
             a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), sc[k]));
           }
           const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
-          const float dx = A->KD(i)[s];
-          int32_t isum, msum;
-          if constexpr (T == QType::Q6_K) {
-            a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bs, u.g), 5));  // the +32 of the quants
-            Hsum2(a, a, &isum, &msum);
-            acc[c] = acc[c] + (u.d * dx) * static_cast<float>(isum);
-          } else {
-            Hsum2(a, _mm256_madd_epi16(bs, u.m), &isum, &msum);
-            acc[c] = acc[c] + (u.d * dx) * static_cast<float>(isum);
-            acc[c] = acc[c] - (u.dmin * dx) * static_cast<float>(msum);
-          }
+          lanes[c] = LaneStep<T>(lanes[c], a, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
         }
       }
-      for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = acc[c];
+      for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "quant/blocks_k.h"
 #include "quant/fp16.h"
+#include "quant/qtype.h"
 
 namespace specsweep::kquant_simd {
 
@@ -73,13 +74,23 @@ inline void UnpackQ6(const BlockQ6_K& b, __m256i q[8]) {
   }
 }
 
-// Sums of the 8 int32 lanes of a and of b, exact: {sum a, sum b}.
-inline void Hsum2(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
-  const __m256i t = _mm256_hadd_epi32(a, b);  // [a01 a23 b01 b23 | a45 a67 b45 b67]
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-  s = _mm_hadd_epi32(s, s);  // [A B A B]
-  *sa = _mm_cvtsi128_si32(s);
-  *sb = _mm_extract_epi32(s, 1);
+// One super-block step of the 8 float lanes (quant/kquants.h): a = the lanes' integer
+// dot products (scales applied), bs = the activation block's 16 group sums.
+template <QType T>
+inline __m256 LaneStep(__m256 lanes, __m256i a, __m256i bs, __m256i g, __m256i m, float d, float dmin, float dx) {
+  if constexpr (T == QType::Q6_K) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bs, g), 5));  // bias 32
+  lanes = _mm256_add_ps(lanes, _mm256_mul_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(a)));
+  if constexpr (T != QType::Q6_K)
+    lanes = _mm256_sub_ps(lanes, _mm256_mul_ps(_mm256_set1_ps(dmin * dx), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, m))));
+  return lanes;
+}
+
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+inline float LaneSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 
 }  // namespace specsweep::kquant_simd

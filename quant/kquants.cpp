@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "models/error.h"
 #include "quant/blocks_k.h"
@@ -37,6 +38,7 @@ int ScaleQ3(const uint8_t* s, int k) {
 }  // namespace
 
 void UnpackK(QType type, const uint8_t* block, KUnpacked* u) {
+  u->bias = 0;
   switch (type) {
     case QType::Q2_K: {
       const auto* b = reinterpret_cast<const BlockQ2_K*>(block);
@@ -104,8 +106,9 @@ void UnpackK(QType type, const uint8_t* block, KUnpacked* u) {
         const uint8_t l = b->ql[64 * h + w % 64];
         const int lo = w < 64 ? l & 0x0F : l >> 4;
         const int hi = (b->qh[32 * h + w % 32] >> (2 * (w / 32))) & 3;
-        u->q[e] = static_cast<int8_t>((lo | (hi << 4)) - 32);
+        u->q[e] = static_cast<int8_t>(lo | (hi << 4));
       }
+      u->bias = 32;
       return;
     }
     default: Fail("unpack: type {}: not a K-quant", QTypeName(type));
@@ -121,7 +124,7 @@ void DequantizeRowK(QType type, const uint8_t* row, int cols, float* out) {
     for (int e = 0; e < n; ++e) {
       // ggml's order: sub-block scale first, then times the quant, then minus the min.
       const float dl = u.d * static_cast<float>(u.scale[e / 16]);
-      float v = dl * static_cast<float>(u.q[e]);
+      float v = dl * static_cast<float>(u.q[e] - u.bias);
       if (u.has_min) v = v - u.dmin * static_cast<float>(u.min[e / 16]);
       out[s * kQK + e] = v;
     }
@@ -163,25 +166,32 @@ void KRowsScalar(const QMatrix& W, int r0, int r1, const float*, const QuantActs
   const int nsb = W.cols_padded / kQK;
   const size_t bytes = BlockBytes(T);
   KUnpacked u;
+  std::vector<float> lanes(size_t(n) * 8);  // [n][8]
   for (int r = r0; r < r1; ++r) {
-    for (int i = 0; i < n; ++i) Y[size_t(i) * W.rows + r] = 0.0f;
+    std::fill(lanes.begin(), lanes.end(), 0.0f);
     for (int s = 0; s < nsb; ++s) {
       UnpackK(T, W.Row(r) + s * bytes, &u);
       for (int i = 0; i < n; ++i) {
         const int8_t* xq = A->KQ(i) + kQK * s;
         const int16_t* bs = A->KBSum(i) + 16 * s;
         const float dx = A->KD(i)[s];
-        int32_t isum = 0, msum = 0;
-        for (int k = 0; k < 16; ++k) {
-          int32_t dot = 0;
-          for (int j = 16 * k; j < 16 * k + 16; ++j) dot += u.q[j] * xq[j];
-          isum += u.scale[k] * dot;
-          msum += u.min[k] * bs[k];
+        for (int j = 0; j < 8; ++j) {
+          int32_t isum = 0;
+          for (int e0 = 4 * j; e0 < kQK; e0 += 32)
+            for (int e = e0; e < e0 + 4; ++e) isum += u.scale[e / 16] * (u.q[e] * xq[e]);
+          isum -= u.bias * (u.scale[2 * j] * bs[2 * j] + u.scale[2 * j + 1] * bs[2 * j + 1]);
+          float& l = lanes[size_t(i) * 8 + j];
+          l = l + (u.d * dx) * static_cast<float>(isum);
+          if (u.has_min) {
+            const int32_t msum = u.min[2 * j] * bs[2 * j] + u.min[2 * j + 1] * bs[2 * j + 1];
+            l = l - (u.dmin * dx) * static_cast<float>(msum);
+          }
         }
-        float& y = Y[size_t(i) * W.rows + r];
-        y = y + (u.d * dx) * static_cast<float>(isum);
-        if (u.has_min) y = y - (u.dmin * dx) * static_cast<float>(msum);
       }
+    }
+    for (int i = 0; i < n; ++i) {
+      const float* l = &lanes[size_t(i) * 8];
+      Y[size_t(i) * W.rows + r] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
     }
   }
 }

@@ -3,15 +3,17 @@
 // ggml's Q8_K activation blocks, and the scalar reference kernel.
 //
 // Matrix-product semantics (every family, bit for bit): each activation row is quantized
-// to 256-wide int8 blocks (QuantizeActsK). Per weight super-block s of row r and
-// activation row i, with the block unpacked as value_e = (d scale_k) q_e - (dmin min_k)
-// (k = e/16, KUnpacked below):
-//   isum = sum_k scale_k * sum_{e in k} q_e xq_e     (exact int32)
-//   msum = sum_k min_k * bsum_k                       (exact int32; types with mins)
-//   y += (d * dx_s) * float(isum);  y -= (dmin * dx_s) * float(msum)
-// in super-block order, multiply and add rounded separately. The integer sums are exact
-// whatever the instruction sequence, so the SIMD kernels only have to keep this float
-// order to match the scalar reference.
+// to 256-wide int8 blocks (QuantizeActsK). A weight super-block, unpacked as value_e =
+// (d scale_k) (q_e - bias) - (dmin min_k) (k = e/16, KUnpacked below), meets activation
+// block s in 8 lanes: lane j takes the values e with (e % 32) / 4 == j (the int32 lanes
+// of a SIMD multiply-add over 32 bytes) and the groups 2j, 2j + 1 for the corrections:
+//   isum_j = sum_{e in lane j} scale_k q_e xq_e - bias (scale_2j bsum_2j + scale_2j+1 bsum_2j+1)
+//   msum_j = min_2j bsum_2j + min_2j+1 bsum_2j+1                  (types with mins)
+//   lane_j += (d * dx_s) * float(isum_j);  lane_j -= (dmin * dx_s) * float(msum_j)
+// in super-block order (integer sums exact, multiply and add rounded separately), and
+// y = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) at the end. The float work is
+// thus one vector step per super-block and activation row, and the SIMD kernels match
+// the scalar reference exactly.
 #pragma once
 #include <cstdint>
 
@@ -20,10 +22,12 @@
 
 namespace specsweep {
 
-// One super-block in integer form: value_e = (d * scale[e/16]) * q[e] - (dmin * min[e/16])
-// (the subtraction only for types with mins: Q2_K, Q4_K, Q5_K).
+// One super-block in integer form: value_e = (d * scale[e/16]) * (q[e] - bias) -
+// (dmin * min[e/16]) (the subtraction only for types with mins: Q2_K, Q4_K, Q5_K).
+// q is as stored (Q6_K: 0..63, bias 32; Q3_K: -4..3, bias 0).
 struct KUnpacked {
   int8_t q[256];
+  int bias = 0;
   int16_t scale[16];
   int16_t min[16];
   float d = 0, dmin = 0;
