@@ -49,43 +49,51 @@ inline void Unpack(const uint8_t* blk, Unpacked& u) {
 
 constexpr int kMaxCols = 16;  // activation rows per pass over a weight row
 
-template <QType T>
-void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+// Row r against activation rows i0 .. i0 + nc - 1; C = nc when known at compile time
+// (1: the decode step keeps its lanes in a register), 0 otherwise.
+template <QType T, int C>
+inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
+  if constexpr (C > 0) nc = C;
   const int nsb = W.cols_padded / kQK;
   const size_t bytes = BlockBytes(T);
   // Broadcasts int16 lane pair (2u, 2u + 1) of a permuted G: group 2u to the low 128-bit
   // half (values 0..15 of the unit), group 2u + 1 to the high half.
   const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
                                        3, 2, 3, 2, 3, 2, 3);
-  WindowPrefetcher window(W.Row(r0));
-  for (int r = r0; r < r1; ++r) {
-    const uint8_t* row = W.Row(r);
-    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
-      const int nc = std::min(kMaxCols, n - i0);
-      __m256 lanes[kMaxCols];
-      for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
-      for (int s = 0; s < nsb; ++s) {
-        const uint8_t* blk = row + s * bytes;
-        window.Reach(blk + bytes - 1);
-        Unpacked u;
-        Unpack<T>(blk, u);
-        __m256i sc[8];
-        for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
-        for (int c = 0; c < nc; ++c) {
-          const int i = i0 + c;
-          const int8_t* xq = A->KQ(i) + kQK * s;
-          __m256i a = _mm256_setzero_si256();
-          for (int k = 0; k < 8; ++k) {
-            const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * k));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), sc[k]));
-          }
-          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
-          lanes[c] = LaneStep<T>(lanes[c], a, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
-        }
+  const uint8_t* row = W.Row(r);
+  __m256 lanes[C > 0 ? C : kMaxCols];
+  for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
+  for (int s = 0; s < nsb; ++s) {
+    const uint8_t* blk = row + s * bytes;
+    window.Reach(blk + bytes - 1);
+    Unpacked u;
+    Unpack<T>(blk, u);
+    __m256i sc[8];
+    for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
+    for (int c = 0; c < nc; ++c) {
+      const int i = i0 + c;
+      const int8_t* xq = A->KQ(i) + kQK * s;
+      __m256i a = _mm256_setzero_si256();
+      for (int k = 0; k < 8; ++k) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * k));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), sc[k]));
       }
-      for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
+      lanes[c] = LaneStep<T>(lanes[c], a, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
     }
   }
+  for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
+}
+
+template <QType T>
+void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  WindowPrefetcher window(W.Row(r0));
+  for (int r = r0; r < r1; ++r)
+    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
+      const int nc = std::min(kMaxCols, n - i0);
+      if (nc == 1) RowPass<T, 1>(W, r, i0, nc, A, window, Y);
+      else RowPass<T, 0>(W, r, i0, nc, A, window, Y);
+    }
 }
 
 }  // namespace

@@ -86,45 +86,57 @@ inline void Unpack(const uint8_t* blk, Unpacked& u) {
 
 constexpr int kMaxCols = 16;  // activation rows per pass over a weight row
 
-template <QType T>
-void KRowsAvx512(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+// Unit v's int16 product lane l covers values 2l, 2l + 1: group 4 v + l / 8.
+struct GroupIndex {
+  alignas(64) int16_t ix[4][32];
+  constexpr GroupIndex() : ix{} {
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 32; ++l) ix[v][l] = static_cast<int16_t>(4 * v + l / 8);
+  }
+};
+constexpr GroupIndex kGroupIndex;
+
+// Row r against activation rows i0 .. i0 + nc - 1; C = nc when known at compile time
+// (1: the decode step keeps its lanes in a register), 0 otherwise.
+template <QType T, int C>
+inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
+  if constexpr (C > 0) nc = C;
   const int nsb = W.cols_padded / kQK;
   const size_t bytes = BlockBytes(T);
-  // Unit v's int16 product lane l covers values 2l, 2l + 1: group 4 v + l / 8.
-  __m512i idx[4];
-  for (int v = 0; v < 4; ++v) {
-    alignas(64) int16_t ix[32];
-    for (int l = 0; l < 32; ++l) ix[l] = static_cast<int16_t>(4 * v + l / 8);
-    idx[v] = _mm512_load_si512(ix);
-  }
-  WindowPrefetcher window(W.Row(r0));
-  for (int r = r0; r < r1; ++r) {
-    const uint8_t* row = W.Row(r);
-    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
-      const int nc = std::min(kMaxCols, n - i0);
-      __m256 lanes[kMaxCols];
-      for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
-      for (int s = 0; s < nsb; ++s) {
-        const uint8_t* blk = row + s * bytes;
-        window.Reach(blk + bytes - 1);
-        Unpacked u;
-        Unpack<T>(blk, u);
-        __m512i sc[4];
-        for (int v = 0; v < 4; ++v) sc[v] = _mm512_permutexvar_epi16(idx[v], _mm512_castsi256_si512(u.g));
-        for (int c = 0; c < nc; ++c) {
-          const int i = i0 + c;
-          const int8_t* xq = A->KQ(i) + kQK * s;
-          __m512i a = _mm512_setzero_si512();
-          for (int v = 0; v < 4; ++v)
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(u.q[v], _mm512_loadu_si512(xq + 64 * v)), sc[v]);
-          const __m256i a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
-          lanes[c] = LaneStep<T>(lanes[c], a8, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
-        }
-      }
-      for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
+  const uint8_t* row = W.Row(r);
+  __m256 lanes[C > 0 ? C : kMaxCols];
+  for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
+  for (int s = 0; s < nsb; ++s) {
+    const uint8_t* blk = row + s * bytes;
+    window.Reach(blk + bytes - 1);
+    Unpacked u;
+    Unpack<T>(blk, u);
+    __m512i sc[4];
+    for (int v = 0; v < 4; ++v)
+      sc[v] = _mm512_permutexvar_epi16(_mm512_load_si512(kGroupIndex.ix[v]), _mm512_castsi256_si512(u.g));
+    for (int c = 0; c < nc; ++c) {
+      const int i = i0 + c;
+      const int8_t* xq = A->KQ(i) + kQK * s;
+      __m512i a = _mm512_setzero_si512();
+      for (int v = 0; v < 4; ++v)
+        a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(u.q[v], _mm512_loadu_si512(xq + 64 * v)), sc[v]);
+      const __m256i a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
+      lanes[c] = LaneStep<T>(lanes[c], a8, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
     }
   }
+  for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
+}
+
+template <QType T>
+void KRowsAvx512(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
+  WindowPrefetcher window(W.Row(r0));
+  for (int r = r0; r < r1; ++r)
+    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
+      const int nc = std::min(kMaxCols, n - i0);
+      if (nc == 1) RowPass<T, 1>(W, r, i0, nc, A, window, Y);
+      else RowPass<T, 0>(W, r, i0, nc, A, window, Y);
+    }
 }
 
 }  // namespace

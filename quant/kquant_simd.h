@@ -17,24 +17,21 @@
 
 namespace specsweep::kquant_simd {
 
-inline uint32_t Load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Q4_K/Q5_K: the 8 scales and 8 mins of the 6-bit packing (ScaleMinK4 in kquants.cpp),
-// as G and M with each sub-block's value in both of its 16-value groups.
+// as G and M with each sub-block's value in both of its 16-value groups. Byte shuffles
+// gather [s0..3 | s8..11 | s4..7 | s8..11] (low bits) and s0..3, s4..7 under the bytes
+// whose top 2 bits they give; 16 bytes are read (the last 4 are quants, unused).
 inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
-  const uint32_t a = Load32(s), b = Load32(s + 4), c = Load32(s + 8);
-  const uint32_t sc_lo = a & 0x3F3F3F3F, m_lo = b & 0x3F3F3F3F;
-  // Top 2 bits of bytes 0..3 (4..7) are bits 4..5 of scales (mins) 4..7.
-  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
-  const uint32_t m_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
-  const __m128i sc8 = _mm_set_epi32(0, 0, int(sc_hi), int(sc_lo));
-  const __m128i m8 = _mm_set_epi32(0, 0, int(m_hi), int(m_lo));
-  *g = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc8, sc8));
-  *m = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7));
+  const __m128i lo = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i hi4 = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0,
+                                                                         0x30, 0x30, 0x30, 0x30));
+  const __m128i r = _mm_or_si128(_mm_or_si128(lo, hi4), top);  // [scales 0..7 | mins 0..7]
+  *g = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r, r));
+  *m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r, r));
 }
 
 // Q6_K: the 16 signed scales as G.
