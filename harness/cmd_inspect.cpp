@@ -53,7 +53,7 @@ CommandRegistrar reg(20, [](CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
   cmd->add_option("model", args->model, "Model name (folder in the models dir) or path")->required();
-  cmd->add_option("--quant", args->quant, "Quantize in memory first (f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128)");
+  cmd->add_option("--quant", args->quant, "Quantize in memory first (f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k)");
   cmd->add_option("--quant-error", args->quant_error,
                   "Per-tensor error (max/mean abs, RMSE, SNR) of quantizing to these types")
       ->delimiter(',');

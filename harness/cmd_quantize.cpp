@@ -46,7 +46,7 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Quantize a model's matrices and write it as GGUF");
   cmd->add_option("in", args->in, "Input model (path or name in the models directory)")->required();
   cmd->add_option("out", args->out, "Output .gguf file")->required();
-  cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0 or q4_0 (embedding and norms stay as loaded)");
+  cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k (embedding and norms stay as loaded)");
   cmd->callback([args] { RunQuantize(*args); });
 });
 

@@ -26,7 +26,9 @@ enum class GgufValueType : uint32_t {
 std::string_view GgufValueTypeName(GgufValueType t);
 
 // ggml tensor type ids used by specsweep (the rest are recognised only by name).
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
+enum class GgmlType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30
+};
 // "F32", "Q6_K", ... for any ggml id; "" for ids ggml does not define.
 std::string_view GgmlTypeName(uint32_t ggml_type);
 // Maps our storage type to ggml; throws Error for types GGUF cannot hold (Q4_G64/G128).

@@ -53,9 +53,14 @@ GgmlType ToGgmlType(QType t, std::string_view what) {
     case QType::BF16: return GgmlType::BF16;
     case QType::Q8_0: return GgmlType::Q8_0;
     case QType::Q4_0: return GgmlType::Q4_0;
+    case QType::Q2_K: return GgmlType::Q2_K;
+    case QType::Q3_K: return GgmlType::Q3_K;
+    case QType::Q4_K: return GgmlType::Q4_K;
+    case QType::Q5_K: return GgmlType::Q5_K;
+    case QType::Q6_K: return GgmlType::Q6_K;
     default: break;
   }
-  Fail("{}: {} has no GGUF equivalent (use q4_0, q8_0, f16, bf16 or f32)", what, QTypeName(t));
+  Fail("{}: {} has no GGUF equivalent (use q4_0, q8_0, q2_k..q6_k, f16, bf16 or f32)", what, QTypeName(t));
 }
 
 bool GgufValue::is_int() const {
@@ -83,6 +88,11 @@ bool Geometry(uint32_t t, GgmlGeometry* g) {
     case GgmlType::BF16: *g = {QType::BF16, 1, 2}; return true;
     case GgmlType::Q8_0: *g = {QType::Q8_0, 32, 34}; return true;
     case GgmlType::Q4_0: *g = {QType::Q4_0, 32, 18}; return true;
+    case GgmlType::Q2_K: *g = {QType::Q2_K, 256, 84}; return true;
+    case GgmlType::Q3_K: *g = {QType::Q3_K, 256, 110}; return true;
+    case GgmlType::Q4_K: *g = {QType::Q4_K, 256, 144}; return true;
+    case GgmlType::Q5_K: *g = {QType::Q5_K, 256, 176}; return true;
+    case GgmlType::Q6_K: *g = {QType::Q6_K, 256, 210}; return true;
   }
   return false;
 }
@@ -271,7 +281,7 @@ GgufHeader ParseGgufHeader(const uint8_t* bytes, size_t size, const std::string&
     if (!Geometry(ti.type, &g)) {
       std::string_view tn = GgmlTypeName(ti.type);
       if (tn.empty()) Fail("{}: {}.type: unknown ggml tensor type {}", file, field, ti.type);
-      Fail("{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0)", file, field, tn,
+      Fail("{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K)", file, field, tn,
            ti.type);
     }
     if (ti.ne[0] % g.block)

@@ -33,6 +33,12 @@ struct QuantActs {
   AlignedBuffer d;     // [n][cols/32] float block scales
   AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
   AlignedBuffer bsum;  // [n][cols/32] int32: sum of each 32-wide block's q (packed kernels)
+  // Q8_K form for the K-quant kernels (quant/kquants.h), filled only when a K-quant
+  // matrix is in the product: cols_k = the matrices' cols_padded (a multiple of 256).
+  int cols_k = 0;
+  AlignedBuffer kq;     // [n][cols_k] int8 values
+  AlignedBuffer kd;     // [n][cols_k/256] float scales
+  AlignedBuffer kbsum;  // [n][cols_k/16] int16: sum of each 16 consecutive q
 
   const int8_t* Q(int i) const { return reinterpret_cast<const int8_t*>(q.data()) + size_t(i) * cols; }
   const float* D(int i) const { return reinterpret_cast<const float*>(d.data()) + size_t(i) * (cols / 32); }
@@ -42,8 +48,14 @@ struct QuantActs {
   const int32_t* BSum(int i) const {
     return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32);
   }
+  const int8_t* KQ(int i) const { return reinterpret_cast<const int8_t*>(kq.data()) + size_t(i) * cols_k; }
+  const float* KD(int i) const { return reinterpret_cast<const float*>(kd.data()) + size_t(i) * (cols_k / 256); }
+  const int16_t* KBSum(int i) const {
+    return reinterpret_cast<const int16_t*>(kbsum.data()) + size_t(i) * (cols_k / 16);
+  }
   // Grows the buffers (never shrinks) for n rows of `cols_needed` values.
   void Reserve(int n_rows, int cols_needed);
+  void ReserveK(int n_rows, int cols_needed);
 };
 
 // Quantizes x[cols] into q[cols_padded], d[cols_padded/32], corr[cols_padded/4];
@@ -75,8 +87,10 @@ struct KernelFamily {
   const char* name;  // "scalar", "avx2", "avx2vnni", "avx512"
   QuantizeActsFn quantize_acts;
   BlockDotsFn block_dots;
-  RowsKernelFn rows[7];    // Layout::kRows, indexed by QType
-  RowsKernelFn packed[7];  // Layout::kPacked16 (Q8_0, Q4_0); nullptr: not implemented
+  // Indexed by QType. K-quants are not in these tables: MatMul takes their kernels from
+  // KQuantRows (quant/kquants.h).
+  RowsKernelFn rows[kQTypeCount];    // Layout::kRows
+  RowsKernelFn packed[kQTypeCount];  // Layout::kPacked16 (Q8_0, Q4_0); nullptr: not implemented
   FmaProbeFn fma_probe;
 };
 

@@ -12,6 +12,7 @@
 #include "models/error.h"
 #include "quant/chunk_queue.h"
 #include "quant/kernels.h"
+#include "quant/kquants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -71,6 +72,17 @@ void QuantActs::Reserve(int n_rows, int cols_needed) {
   cols = cols_needed;
 }
 
+void QuantActs::ReserveK(int n_rows, int cols_needed) {
+  const size_t elems = static_cast<size_t>(n_rows) * cols_needed;
+  if (kq.size() < elems) {
+    kq = AlignedBuffer(elems);
+    kd = AlignedBuffer(elems / 256 * sizeof(float));
+    kbsum = AlignedBuffer(elems / 16 * sizeof(int16_t));
+  }
+  n = n_rows;
+  cols_k = cols_needed;
+}
+
 void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, QuantActs& a) {
   auto* q = const_cast<int8_t*>(a.Q(i));
   k.quantize_acts(x, cols, a.cols, q, const_cast<float*>(a.D(i)), const_cast<int32_t*>(a.Corr(i)));
@@ -108,7 +120,8 @@ constexpr int kMaxTargets = 8;
 struct Plan {
   int first[kMaxTargets + 1] = {0};
   RowsKernelFn fn[kMaxTargets] = {};
-  bool quantized = false;
+  bool quantized = false;  // some target takes 32-wide int8 activations
+  bool kquant = false;     // some target takes Q8_K activations
   size_t bytes = 0;
 
   Plan(std::span<const MatMulTarget> targets, const KernelFamily& k) {
@@ -117,9 +130,13 @@ struct Plan {
       const int t = static_cast<int>(W.type);
       // A packed matrix under a family without packed kernels (forced after packing) runs
       // on the scalar reference: slow, never wrong.
-      fn[j] = W.layout == Layout::kRows ? k.rows[t] : k.packed[t] ? k.packed[t] : ScalarKernels().packed[t];
+      fn[j] = IsKQuant(W.type)           ? KQuantRows(k, W.type)
+              : W.layout == Layout::kRows ? k.rows[t]
+              : k.packed[t]               ? k.packed[t]
+                                          : ScalarKernels().packed[t];
       first[j + 1] = first[j] + (W.rows + kRowChunk - 1) / kRowChunk;
-      quantized |= IsQuantized(W.type);
+      quantized |= IsQuantized(W.type) && !IsKQuant(W.type);
+      kquant |= IsKQuant(W.type);
       bytes += W.bytes();
     }
   }
@@ -152,6 +169,14 @@ void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, C
   if (plan.quantized) {
     acts.Reserve(n, ActsCols(*targets[0].W));
     for (int i = 0; i < n; ++i) QuantizeActsRow(k, X + static_cast<size_t>(i) * cols, cols, i, acts);
+    A = &acts;
+  }
+  if (plan.kquant) {  // scalar for every family: cheap next to the weights, one definition
+    const int cols_k = (cols + 255) / 256 * 256;
+    acts.ReserveK(n, cols_k);
+    for (int i = 0; i < n; ++i)
+      QuantizeActsK(X + static_cast<size_t>(i) * cols, cols, cols_k, const_cast<int8_t*>(acts.KQ(i)),
+                    const_cast<float*>(acts.KD(i)), const_cast<int16_t*>(acts.KBSum(i)));
     A = &acts;
   }
   for (int ch; (ch = queue.Next(thread)) >= 0;) {

@@ -10,6 +10,7 @@
 #include "models/error.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
+#include "quant/kquants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -120,6 +121,10 @@ QMatrix Quantize(const float* w, int rows, int cols, QType type) {
       }
       default: {
         std::memcpy(buf.data(), src, sizeof(float) * cols);  // tail stays zero
+        if (IsKQuant(type)) {
+          QuantizeRowK(type, buf.data(), m.cols_padded, dst, r);
+          break;
+        }
         for (int g = 0; g < m.cols_padded / bs; ++g) {
           const float* x = buf.data() + g * bs;
           switch (type) {
@@ -182,6 +187,11 @@ void DequantizeRow(const QMatrix& m, int r, float* out) {
     case QType::Q4_0: DequantizeRowQ4<32>(row, m.cols, out); return;
     case QType::Q4_G64: DequantizeRowQ4<64>(row, m.cols, out); return;
     case QType::Q4_G128: DequantizeRowQ4<128>(row, m.cols, out); return;
+    case QType::Q2_K:
+    case QType::Q3_K:
+    case QType::Q4_K:
+    case QType::Q5_K:
+    case QType::Q6_K: DequantizeRowK(m.type, row, m.cols, out); return;
   }
   Fail("dequantize: type {}: unsupported", QTypeName(m.type));
 }

@@ -14,6 +14,11 @@ int BlockSize(QType t) {
     case QType::Q4_0: return 32;
     case QType::Q4_G64: return 64;
     case QType::Q4_G128: return 128;
+    case QType::Q2_K:
+    case QType::Q3_K:
+    case QType::Q4_K:
+    case QType::Q5_K:
+    case QType::Q6_K: return 256;
     default: return 1;
   }
 }
@@ -27,6 +32,11 @@ size_t BlockBytes(QType t) {
     case QType::Q4_0: return 2 + 16;
     case QType::Q4_G64: return 2 + 32;
     case QType::Q4_G128: return 2 + 64;
+    case QType::Q2_K: return 84;   // sizes of ggml's block_qN_K (static_asserts in blocks_k.h)
+    case QType::Q3_K: return 110;
+    case QType::Q4_K: return 144;
+    case QType::Q5_K: return 176;
+    case QType::Q6_K: return 210;
   }
   return 0;
 }
@@ -42,6 +52,11 @@ std::string_view QTypeName(QType t) {
     case QType::Q4_0: return "q4_0";
     case QType::Q4_G64: return "q4_g64";
     case QType::Q4_G128: return "q4_g128";
+    case QType::Q2_K: return "q2_k";
+    case QType::Q3_K: return "q3_k";
+    case QType::Q4_K: return "q4_k";
+    case QType::Q5_K: return "q5_k";
+    case QType::Q6_K: return "q6_k";
   }
   return "?";
 }
@@ -49,10 +64,10 @@ std::string_view QTypeName(QType t) {
 QType ParseQType(std::string_view name, std::string_view what) {
   std::string s(name);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (QType t : {QType::F32, QType::F16, QType::BF16, QType::Q8_0, QType::Q4_0, QType::Q4_G64,
-                  QType::Q4_G128})
-    if (s == QTypeName(t)) return t;
-  Fail("{}: unknown quantization type '{}' (expected f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128)",
+  for (int t = 0; t < kQTypeCount; ++t)
+    if (s == QTypeName(static_cast<QType>(t))) return static_cast<QType>(t);
+  Fail("{}: unknown quantization type '{}' (expected f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, "
+       "q2_k, q3_k, q4_k, q5_k, q6_k)",
        what, name);
 }
 

@@ -15,14 +15,24 @@ enum class QType : uint8_t {
   Q4_0,    // ggml block_q4_0: 32 x 4 bit (j low nibble, j+16 high), f16 scale, offset 8
   Q4_G64,  // Q4_0 semantics with 64-wide groups (specsweep level, not in GGUF)
   Q4_G128, // Q4_0 semantics with 128-wide groups (specsweep level, not in GGUF)
+  // ggml K-quants: 256-wide super-blocks with per-sub-block scales (quant/blocks_k.h).
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
 };
+constexpr int kQTypeCount = static_cast<int>(QType::Q6_K) + 1;
+// Q2_K..Q6_K.
+constexpr bool IsKQuant(QType t) { return t >= QType::Q2_K && t <= QType::Q6_K; }
 
 // Elements per block (1 for the float types).
 int BlockSize(QType t);
 // Bytes per block (element bytes for the float types).
 size_t BlockBytes(QType t);
 bool IsQuantized(QType t);
-std::string_view QTypeName(QType t);  // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_g64", "q4_g128"
+std::string_view QTypeName(QType t);  // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_g64", "q4_g128",
+                                      // "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"
 // Parses a name as above (case-insensitive); throws Error naming `what` on failure.
 QType ParseQType(std::string_view name, std::string_view what = "quant type");
 
