@@ -86,7 +86,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
         ++st.draft_calls;
         float top;
         if (greedy) {
-          top = MaxSoftmaxProb(logits);
+          top = policy->UsesTopProb() ? MaxSoftmaxProb(logits) : 1.0f;
         } else {
           ComputeProbs(logits, opt_.sampling, q);
           top = *std::max_element(q.begin(), q.end());
