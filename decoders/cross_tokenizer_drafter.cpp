@@ -76,7 +76,7 @@ class CrossTokenizerDrafter : public Drafter {
       std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
       cached_.insert(cached_.end(), feed.begin(), feed.end());
       ++st.draft_calls;
-      const DraftAction act = policy.OnDraft(i + 1, MaxSoftmaxProb(logits));
+      const DraftAction act = policy.OnDraft(i + 1, policy.UsesTopProb() ? MaxSoftmaxProb(logits) : 1.0f);
       if (act == DraftAction::DropAndStop) break;
       const int tok = Argmax(logits);
       if (db_.IsControl(tok)) {  // a story ends: propose the target's EOS after the text

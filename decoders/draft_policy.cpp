@@ -35,6 +35,7 @@ class ThresholdPolicy : public DraftPolicy {
  public:
   ThresholdPolicy(int k, float p_min) : k_(k), p_min_(p_min) {}
   int NextK() const override { return k_; }
+  bool UsesTopProb() const override { return true; }
   DraftAction OnDraft(int, float top_prob) override {
     return top_prob < p_min_ ? DraftAction::DropAndStop : DraftAction::Keep;
   }

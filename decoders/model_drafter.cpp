@@ -35,7 +35,7 @@ class ModelDrafter : public Drafter {
       ++st.draft_calls;
       float top;
       if (greedy) {
-        top = MaxSoftmaxProb(logits);
+        top = policy.UsesTopProb() ? MaxSoftmaxProb(logits) : 1.0f;  // the softmax only when read
       } else {
         ComputeProbs(logits, sampling_, q_);
         top = *std::max_element(q_.begin(), q_.end());

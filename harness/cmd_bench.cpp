@@ -17,8 +17,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "decoders/sampler.h"
 #include "models/build_info.h"
 #include "harness/bench_compare.h"
+#include "harness/bench_decode.h"
 #include "harness/commands.h"
 #include "harness/context.h"
 #include "harness/results.h"
@@ -37,6 +39,10 @@ struct BenchArgs {
   std::string model, json;
   std::vector<std::string> quants;  // formats to compare; "none" = as loaded
   std::vector<std::string> kv_types = {"f32"};  // KV cache types, each with every format
+  std::vector<std::string> teams = {"auto"};     // Forward team policies, each with every format
+  bool loop = false;  // serial sampler work after every call, as the decoding loops do
+  std::vector<int> decode_ks;  // decode-loop mode: AR against same-weights speculation at these K
+  int decode_tokens = 64;
   std::vector<int> ns = {1, 2, 4, 8, 16};
   int reps = 10;
   int ctx = 64;
@@ -83,6 +89,27 @@ std::string IsoDate() {
   return buf;
 }
 
+TeamPolicy ParseTeamPolicy(const std::string& s) {
+  if (s == "auto") return TeamPolicy::kAuto;
+  if (s == "serial") return TeamPolicy::kSerial;
+  if (s == "full") return TeamPolicy::kFull;
+  Fail("--team: '{}' is not a team policy (auto, serial, full)", s);
+}
+const char* TeamPolicyName(TeamPolicy t) {
+  return t == TeamPolicy::kSerial ? "serial" : t == TeamPolicy::kFull ? "full" : "auto";
+}
+
+// What a decoder does on one thread between two Forward calls: the draft policy's
+// softmax maximum and the argmax, per logits row.
+void SamplerWork(std::span<const float> logits, int vocab) {
+  int sink = 0;
+  for (size_t r = 0; r + vocab <= logits.size(); r += vocab) {
+    std::span<const float> row = logits.subspan(r, vocab);
+    sink += Argmax(row) + (MaxSoftmaxProb(row) > 0.5f);
+  }
+  asm volatile("" : : "r"(sink));
+}
+
 // Median, min and max of a sample.
 struct Spread {
   double median = 0, min = 0, max = 0;
@@ -98,6 +125,8 @@ struct Variant {
   std::string format;  // weight format
   std::shared_ptr<const Model> model;
   std::unique_ptr<KVCache> cache;
+  TeamPolicy team = TeamPolicy::kAuto;
+  std::vector<int> team_size;             // [ns] threads Forward uses under `team`
   std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
   double StreamedBytes() const {
     // The embedding table is only gathered from (one row per token): a token streams
@@ -139,6 +168,11 @@ void RunBench(const BenchArgs& a) {
   if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
   std::vector<std::string> quants = a.quants;
   if (quants.empty()) quants = {"none"};
+  std::vector<TeamPolicy> teams;
+  for (const std::string& t : a.teams) {
+    teams.push_back(ParseTeamPolicy(t));
+    if (std::count(teams.begin(), teams.end(), teams.back()) > 1) Fail("--team: {} listed twice", t);
+  }
   std::vector<KvType> kvs;
   for (const std::string& k : a.kv_types) {
     kvs.push_back(ParseKvType(k, "--kv-type"));
@@ -167,14 +201,19 @@ void RunBench(const BenchArgs& a) {
     if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
     for (const Variant& o : vs)
       if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
-    for (KvType kv : kvs) {  // the weights are shared, each variant has its own cache
+    for (KvType kv : kvs) for (TeamPolicy team : teams) {  // the weights are shared, each variant has its own cache
       Variant v;
       v.model = model;
       v.format = format;
+      v.team = team;
       v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
+      if (teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
       v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
       if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
       v.secs.assign(ns.size(), {});
+      SetTeamPolicy(team);
+      for (int n : ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
+      SetTeamPolicy(TeamPolicy::kAuto);
       vs.push_back(std::move(v));
     }
   }
@@ -191,13 +230,20 @@ void RunBench(const BenchArgs& a) {
     for (Variant& v : vs) {
       for (size_t j = 0; j < ns.size(); ++j) {
         std::span<const int> batch(toks.data() + a.ctx, ns[j]);
+        SetTeamPolicy(v.team);
+        if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
+          v.cache->Truncate(a.ctx);
+          SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), c.vocab_size);
+        }
         v.cache->Truncate(a.ctx);
         const auto t0 = Clock::now();
-        Forward(*v.model, batch, a.ctx, *v.cache, true);
+        std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
         const double t = secs(Clock::now() - t0);
         if (r >= 0) v.secs[j].push_back(t);
+        if (a.loop) SamplerWork(logits, c.vocab_size);
       }
     }
+    SetTeamPolicy(TeamPolicy::kAuto);
     double best = 0;
     for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
       best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
@@ -221,9 +267,12 @@ void RunBench(const BenchArgs& a) {
   for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
 
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
-             "kernels {}\n",
+             "kernels {}, {}\n",
              lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
-             ActiveKernelIsa());
+             ActiveKernelIsa(), a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+  fmt::print("team size under --team auto per n:");
+  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
+  fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
   fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
              "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
              bw.median, bw.min, bw.max, bw_before, bw_after, bw_gbs);
@@ -249,6 +298,8 @@ void RunBench(const BenchArgs& a) {
                             {"aggregate_name", "median"},
                             {"format", v.format},
                             {"kv_type", KvTypeName(v.cache->type())},
+                            {"team", TeamPolicyName(v.team)},
+                            {"team_size", v.team_size[j]},
                             {"kv_bytes_last_token", v.KvBytes(a.ctx + ns[j])},
                             {"n", ns[j]},
                             {"repetitions", a.reps},
@@ -295,9 +346,17 @@ void RunBench(const BenchArgs& a) {
     }
   }
 
+  if (!a.decode_ks.empty()) {
+    if (a.ctx < 1) Fail("--ctx: the decode loop needs a prompt of at least 1 token");
+    if (a.ctx + a.decode_tokens + *std::max_element(a.decode_ks.begin(), a.decode_ks.end()) > c.max_seq_len)
+      Fail("--decode-tokens: {} after --ctx {} exceed the context length {}", a.decode_tokens, a.ctx, c.max_seq_len);
+    RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
+                       a.reps, recs);
+  }
+
   if (!a.json.empty()) {
     nlohmann::json ctx = {
-        {"schema_version", 5},  // 5: kv_type per record, "/kv:" labels when KV cache types are compared
+        {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
         {"date", IsoDate()},
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
@@ -312,6 +371,8 @@ void RunBench(const BenchArgs& a) {
         {"load_s", load_s},
         {"ctx", a.ctx},
         {"kv_types", a.kv_types},
+        {"loop", a.loop},
+        {"team_layer_macs", kTeamLayerMacs},
         {"repetitions", a.reps},
         {"read_bandwidth_gbs", bw_gbs},  // the roofline's: max of the three below
         {"read_bandwidth_during_gbs", bw.median},
@@ -344,6 +405,18 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
   cmd->add_option("--kv-type", args->kv_types,
                   "KV cache types, comma separated, each timed with every format: f32 (default), f16")
       ->delimiter(',');
+  cmd->add_option("--team", args->teams,
+                  "Forward team policies, comma separated, each timed with every format: auto (default; one thread "
+                  "for small work), serial, full (all --threads)")
+      ->delimiter(',');
+  cmd->add_flag("--loop", args->loop,
+                "Decode-loop timing: after each call, the sampler's serial work on its logits (softmax maximum "
+                "and argmax per row), so the next call pays what it pays in the decoders (thread wake-up)");
+  cmd->add_option("--decode-k", args->decode_ks,
+                  "Also time whole greedy decoding loops, interleaved: AR against speculative decoding whose draft "
+                  "is the target itself (acceptance 1.0) at these K (comma separated); prompt = the --ctx tokens")
+      ->delimiter(',');
+  cmd->add_option("--decode-tokens", args->decode_tokens, "Tokens per decoding loop (--decode-k)");
   cmd->add_option("--json", args->json, "Write Google-Benchmark-like JSON here");
   cmd->add_option("--compare", args->compare,
                   "Variant LABEL=VAR=VALUE ... (repeat, at least two): run this benchmark per variant with those "

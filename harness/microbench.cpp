@@ -5,8 +5,8 @@
 //                                    2: 768x2048 (w2), 3: 32000x768 (classifier)
 //   BM_Decode134M/<type>/<n>         every matrix of the 12-layer model once (weights far
 //                                    beyond the caches: the memory-bound decode step)
-//   BM_MatMulIsa/<isa>/<type>        2048x768, n=1, per kernel family (scalar, avx2, avx512,
-//                                    avx2vnni)
+//   BM_MatMulIsa/<isa>/<type>/<n>    2048x768, n = 1 or 8, per kernel family (scalar, avx2,
+//                                    avx512, avx2vnni)
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
 //                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2)
@@ -160,17 +160,18 @@ void BM_MatMulIsa(benchmark::State& st) {
     return;
   }
   const QType t = kTypes[st.range(1)];
+  const int n = static_cast<int>(st.range(2));
   const QMatrix& W = Weights(t, 1);
-  AlignedFloats x = RandomValues(W.cols, 3), y(W.rows);  // [cols], [rows]
+  AlignedFloats x = RandomValues(size_t(n) * W.cols, 3), y(size_t(n) * W.rows);  // [n][cols], [n][rows]
   for (auto _ : st) {
-    MatMul(W, x.data(), 1, y.data());
+    MatMul(W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   ForceKernelIsa(saved.c_str());
-  SetCounters(st, double(W.bytes()), double(W.rows) * W.cols);
+  SetCounters(st, double(W.bytes()), double(n) * W.rows * W.cols);
   st.SetLabel(std::string(isa) + " " + std::string(QTypeName(t)));
 }
-BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}})->UseRealTime()->MinTime(kMinTime);
+BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}, {1, 8}})->UseRealTime()->MinTime(kMinTime);
 
 void BM_QuantizeActs(benchmark::State& st) {
   const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);

@@ -161,18 +161,28 @@ struct LayerProducts {
   MatMulTarget qkv[3], wo[1], gate_up[2], w2[1];
 };
 
-// Threads for a forward pass of n positions after start_pos: a team only pays when the
-// layer's products are worth splitting or attention is big (n x context); tiny models
-// decode faster on one thread than through ~6 barriers per layer.
-int TeamSize(const Model& model, int n, int start_pos) {
-  const LayerWeights& L = model.layers[0];
-  const size_t biggest = std::max({L.wq.bytes() + L.wk.bytes() + L.wv.bytes(), L.wo.bytes(),
-                                   L.w1.bytes() + L.w3.bytes(), L.w2.bytes()});
-  const size_t attention = size_t(n) * (start_pos + n) * model.config.dim;  // scores' multiply-adds per layer
-  return WorthSplitting(biggest) || attention >= 32768 ? NumThreads() : 1;
-}
+TeamPolicy g_team_policy = TeamPolicy::kAuto;
 
 }  // namespace
+
+void SetTeamPolicy(TeamPolicy p) { g_team_policy = p; }
+TeamPolicy GetTeamPolicy() { return g_team_policy; }
+
+// A team pays for itself only when each of a layer's ~6 barrier intervals holds enough
+// work: the multiply-adds of one layer for n positions (its products, plus attention's
+// scores and weighted values over the context) against kTeamLayerMacs (README, "Per-call
+// overhead and thread waiting", has the measurement). Tiny models decode several times
+// faster on one thread than through the team's barriers and wake-ups.
+int ForwardTeamSize(const Model& model, int n, int start_pos) {
+  const int max_threads = NumThreads();
+  if (max_threads <= 1 || g_team_policy == TeamPolicy::kSerial) return 1;
+  if (g_team_policy == TeamPolicy::kFull) return max_threads;
+  const LayerWeights& L = model.layers[0];
+  double elems = 0;  // multiply-adds per position of the layer's products
+  for (const QMatrix* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) elems += double(W->rows) * W->cols;
+  const double attention = 2.0 * n * (start_pos + n) * model.config.dim;
+  return double(n) * elems + attention >= kTeamLayerMacs ? max_threads : 1;
+}
 
 // One OpenMP region per call. Every thread walks all layers: the products split their
 // row chunks over the team (MatMulsTeam), attention splits by KV head, SwiGLU by
@@ -199,7 +209,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   for (int t : tokens)
     if (t < 0 || t >= c.vocab_size) Fail("forward: token: id {} outside vocabulary [0, {})", t, c.vocab_size);
 
-  const int threads = TeamSize(model, n, start_pos);
+  const int threads = ForwardTeamSize(model, n, start_pos);
   auto& s = cache.scratch;
   // Shared by the team.
   float* q = Grow(s.q, size_t(n) * dim);              // [n][n_heads*hd]

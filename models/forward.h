@@ -20,4 +20,17 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
 void SetNumThreads(int n);
 int NumThreads();
 
+// How Forward sizes its thread team. kAuto: NumThreads() when a layer's work for the
+// call is at least kTeamLayerMacs multiply-adds, else one thread (no OpenMP region);
+// kSerial / kFull: always one / NumThreads() (tests and bench-forward's comparisons).
+// The team size never changes a result, only the time.
+enum class TeamPolicy { kAuto, kSerial, kFull };
+void SetTeamPolicy(TeamPolicy p);
+TeamPolicy GetTeamPolicy();
+// Multiply-adds of one layer per call (n x the layer's product sizes + attention)
+// from which a team is used under kAuto.
+inline constexpr double kTeamLayerMacs = 4e6;
+// Threads Forward uses for n positions after start_pos under the current policy.
+int ForwardTeamSize(const Model& model, int n, int start_pos);
+
 }  // namespace specsweep

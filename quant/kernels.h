@@ -2,10 +2,11 @@
 // and benchmarks can run every family side by side against the scalar oracle.
 //
 // Semantics (defined by kernels_scalar.cpp):
-//  - float weights (F32/F16/BF16): y = sum_c w[c] * x[c] in float. The SIMD families
-//    keep one vector accumulator per (row, column) over fixed-width chunks, fused
-//    multiply-add, then a fixed horizontal tree; they differ from the sequential scalar
-//    sum only by rounding: |y_simd - y_ref| <= 2 * (cols + 16) * 2^-24 * sum_c |w[c] x[c]|.
+//  - float weights (F32/F16/BF16): y = sum_c w[c] * x[c] in float, in the one order of
+//    quant/float_order.h (16 lanes of fused multiply-adds over c mod 16, then a fixed
+//    tree): every family gives the scalar reference's bits, so logits and greedy
+//    acceptance do not depend on the CPU. The order differs from a sequential sum only by
+//    rounding: |y - y_sequential| <= 2 * (cols + 16) * 2^-24 * sum_c |w[c] x[c]|.
 //  - quantized weights: each activation row is quantized to 32-wide int8 blocks
 //    (d = amax / 127 in float, q = nearbyint(x / d), blocks with d < FLT_MIN are zero).
 //    Per block b: isum_b = sum_j wq[j] * xq[j] exactly in int32 (every family, bit-exact),

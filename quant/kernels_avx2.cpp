@@ -54,9 +54,12 @@ struct BF16W {
   }
 };
 
+// The float order of quant/float_order.h: per output element two accumulators, lanes
+// 0-7 and 8-15 of the 16-lane partial sums (columns 16k..16k+7 and 16k+8..16k+15), so
+// y = Hsum(lo + hi) is LaneTreeSum16 of the scalar reference, bit for bit.
 template <class WL>
 struct FloatBlk {
-  static constexpr int kMaxAcc = 8;  // 16 ymm: 8 accumulators + weights + activations
+  static constexpr int kMaxAcc = 4;  // output elements: 8 ymm accumulators + weights + activations
   template <int R, int C>
   static void Run(const QMatrix& W, int r, const float* X, const QuantActs*, int i0, float* Y) {
     using E = typename WL::Elem;
@@ -65,35 +68,41 @@ struct FloatBlk {
     const float* x[C];  // [C] activation rows
     for (int a = 0; a < R; ++a) w[a] = reinterpret_cast<const E*>(W.Row(r + a));
     for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols;
-    __m256 acc[R][C];  // one 8-lane accumulator per output element
+    __m256 lo[R][C], hi[R][C];  // lanes 0-7 and 8-15 of each output element's partial sums
     for (int a = 0; a < R; ++a)
-      for (int b = 0; b < C; ++b) acc[a][b] = _mm256_setzero_ps();
-    const int full = cols & ~7;
-    for (int c = 0; c < full; c += 8) {
-      __m256 wv[R];
-      for (int a = 0; a < R; ++a) wv[a] = WL::Load(w[a] + c);
+      for (int b = 0; b < C; ++b) lo[a][b] = hi[a][b] = _mm256_setzero_ps();
+    auto step = [&](const E* const* wp, const float* const* xp) {
+      __m256 wl[R], wh[R];
+      for (int a = 0; a < R; ++a) wl[a] = WL::Load(wp[a]), wh[a] = WL::Load(wp[a] + 8);
       for (int b = 0; b < C; ++b) {
-        const __m256 xv = _mm256_loadu_ps(x[b] + c);
-        for (int a = 0; a < R; ++a) acc[a][b] = _mm256_fmadd_ps(wv[a], xv, acc[a][b]);
+        const __m256 xl = _mm256_loadu_ps(xp[b]), xh = _mm256_loadu_ps(xp[b] + 8);
+        for (int a = 0; a < R; ++a) {
+          lo[a][b] = _mm256_fmadd_ps(wl[a], xl, lo[a][b]);
+          hi[a][b] = _mm256_fmadd_ps(wh[a], xh, hi[a][b]);
+        }
       }
+    };
+    const int full = cols & ~15;
+    for (int c = 0; c < full; c += 16) {
+      const E* wp[R];
+      const float* xp[C];
+      for (int a = 0; a < R; ++a) wp[a] = w[a] + c;
+      for (int b = 0; b < C; ++b) xp[b] = x[b] + c;
+      step(wp, xp);
     }
-    if (full < cols) {  // zero-padded last chunk: same accumulator, same order
+    if (full < cols) {  // zero-padded last 16 columns: the same accumulators, the same order
       const int t = cols - full;
-      __m256 wv[R];
-      for (int a = 0; a < R; ++a) {
-        E tmp[8] = {};
-        std::memcpy(tmp, w[a] + full, sizeof(E) * t);
-        wv[a] = WL::Load(tmp);
-      }
-      for (int b = 0; b < C; ++b) {
-        float tmp[8] = {};
-        std::memcpy(tmp, x[b] + full, sizeof(float) * t);
-        const __m256 xv = _mm256_loadu_ps(tmp);
-        for (int a = 0; a < R; ++a) acc[a][b] = _mm256_fmadd_ps(wv[a], xv, acc[a][b]);
-      }
+      E wt[R][16] = {};
+      float xt[C][16] = {};
+      const E* wp[R];
+      const float* xp[C];
+      for (int a = 0; a < R; ++a) std::memcpy(wt[a], w[a] + full, sizeof(E) * t), wp[a] = wt[a];
+      for (int b = 0; b < C; ++b) std::memcpy(xt[b], x[b] + full, sizeof(float) * t), xp[b] = xt[b];
+      step(wp, xp);
     }
     for (int a = 0; a < R; ++a)
-      for (int b = 0; b < C; ++b) Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = Hsum(acc[a][b]);
+      for (int b = 0; b < C; ++b)
+        Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = Hsum(_mm256_add_ps(lo[a][b], hi[a][b]));
   }
 };
 

@@ -7,6 +7,7 @@
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/float_order.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -39,20 +40,25 @@ float LoadW(const uint8_t* row, int c) {
   return 0.0f;
 }
 
-// Row layout or Layout::kColChunks: a row is one span or one per column chunk, summed
-// in column order either way.
+// Row layout or Layout::kColChunks (a row is one span or one per column chunk; chunks
+// are multiples of 16 columns). The float reduction order of every family: lane j of 16
+// accumulates the columns c = j (mod 16) in column order with fused multiply-adds, the
+// row padded with zeros to a multiple of 16 (as the SIMD tails are), then LaneTreeSum16.
 template <QType T>
 void FloatRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs*, int n, float* Y) {
   const int step = W.SpanCols();
+  const int padded = (W.cols + 15) / 16 * 16;
   for (int r = r0; r < r1; ++r) {
     for (int i = 0; i < n; ++i) {
       const float* x = X + static_cast<size_t>(i) * W.cols;
-      float acc = 0.0f;
+      float lanes[16] = {};
       for (int c0 = 0; c0 < W.cols; c0 += step) {
         const uint8_t* span = W.Span(r, c0);
-        for (int c = c0; c < std::min(W.cols, c0 + step); ++c) acc += LoadW<T>(span, c - c0) * x[c];
+        for (int c = c0; c < std::min(W.cols, c0 + step); ++c)
+          lanes[c % 16] = std::fma(LoadW<T>(span, c - c0), x[c], lanes[c % 16]);
       }
-      Y[static_cast<size_t>(i) * W.rows + r] = acc;
+      for (int c = W.cols; c < padded; ++c) lanes[c % 16] = std::fma(0.0f, 0.0f, lanes[c % 16]);
+      Y[static_cast<size_t>(i) * W.rows + r] = LaneTreeSum16(lanes);
     }
   }
 }

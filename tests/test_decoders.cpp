@@ -314,7 +314,18 @@ TEST(Decoders, Policies) {
   EXPECT_EQ(th->OnDraft(1, 0.7f), DraftAction::Keep);
   EXPECT_EQ(th->OnDraft(2, 0.5f), DraftAction::DropAndStop);
 
+  // Only the policies that read the draft's confidence make greedy decoding compute it;
+  // the others ignore any value.
+  EXPECT_TRUE(th->UsesTopProb());
+  EXPECT_FALSE(h->UsesTopProb());
+  EXPECT_FALSE(MakeConstantPolicy(3)->UsesTopProb());
+  for (float p : {0.0f, 0.5f, 1.0f}) {
+    EXPECT_EQ(h->OnDraft(1, p), DraftAction::Keep);
+    EXPECT_EQ(MakeConstantPolicy(3)->OnDraft(1, p), DraftAction::Keep);
+  }
+
   AdaptivePolicy a;
+  EXPECT_TRUE(a.UsesTopProb());
   EXPECT_EQ(a.NextK(), 8);
   EXPECT_EQ(a.OnDraft(2, 0.1f), DraftAction::Keep);  // below th but fewer than 3 drafted
   EXPECT_EQ(a.OnDraft(3, 0.1f), DraftAction::KeepAndStop);

@@ -243,9 +243,16 @@ TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
  }
 }
 
+// Restores the team policy a test changes.
+struct TeamGuard {
+  TeamPolicy saved = GetTeamPolicy();
+  ~TeamGuard() { SetTeamPolicy(saved); }
+};
+
 TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
+  TeamGuard guard;
   ModelConfig c = TinyTestConfig();
-  c.dim = 256;  // large enough that the forward pass runs as a team
+  c.dim = 256;
   c.hidden_dim = 512;
   c.n_heads = 8;
   c.n_kv_heads = 4;  // 3 threads split the 4 KV heads unevenly
@@ -253,8 +260,14 @@ TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
   auto toks = SomeTokens(16, c.vocab_size);
   for (const Model& m : {f32, QuantizeModel(f32, QType::Q4_0)}) {  // float and integer kernels
     std::vector<std::vector<float>> runs;
-    for (int threads : {1, 2, 3}) {
-      SetNumThreads(threads);
+    // Teams of 1, 2 and 3 (forced: this model is below the automatic team threshold),
+    // then the automatic choice.
+    for (int threads : {1, 2, 3, 0}) {
+      SetTeamPolicy(threads ? TeamPolicy::kFull : TeamPolicy::kAuto);
+      SetNumThreads(threads ? threads : 2);
+      if (threads) {
+        ASSERT_EQ(ForwardTeamSize(m, 1, 12), threads);
+      }
       KVCache cache(c, 0, 0, GetParam());
       auto l = Forward(m, std::span(toks).first(12), 0, cache);  // prefill, then decode steps
       std::vector<float> all(l.begin(), l.end());
@@ -267,7 +280,35 @@ TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
     SetNumThreads(0);
     EXPECT_EQ(runs[0], runs[1]);
     EXPECT_EQ(runs[0], runs[2]);
+    EXPECT_EQ(runs[0], runs[3]);
   }
+}
+
+// The automatic team: one thread for work too small to gain from a team (a tiny model's
+// decode and verify calls), every thread for a large layer or a long prefill.
+TEST(Forward, TeamSizeFollowsTheWork) {
+  TeamGuard guard;
+  SetTeamPolicy(TeamPolicy::kAuto);
+  SetNumThreads(2);
+  const Model tiny = MakeSyntheticModel(TinyTestConfig(), 1);
+  EXPECT_EQ(ForwardTeamSize(tiny, 1, 100), 1);
+  EXPECT_EQ(ForwardTeamSize(tiny, 16, 100), 1);
+  ModelConfig c = TinyTestConfig();
+  c.dim = 512;
+  c.hidden_dim = 1536;  // 3.4M multiply-adds per layer and position
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  const Model mid = MakeSyntheticModel(c, 1);
+  EXPECT_EQ(ForwardTeamSize(mid, 1, 10), 1);
+  EXPECT_EQ(ForwardTeamSize(mid, 2, 10), 2);
+  SetTeamPolicy(TeamPolicy::kFull);
+  EXPECT_EQ(ForwardTeamSize(tiny, 1, 100), 2);
+  SetTeamPolicy(TeamPolicy::kSerial);
+  EXPECT_EQ(ForwardTeamSize(mid, 8, 10), 1);
+  SetNumThreads(1);
+  SetTeamPolicy(TeamPolicy::kFull);
+  EXPECT_EQ(ForwardTeamSize(mid, 8, 10), 1);  // --threads stays an upper bound
+  SetNumThreads(0);
 }
 
 TEST_P(ForwardKv, TruncateThenRedecodeEqualsFresh) {

@@ -441,8 +441,9 @@ TEST(GgufCli, SynthQuantizeBench) {
               dir + "/b.json", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 5);
+  EXPECT_EQ(j["context"]["schema_version"], 6);
   EXPECT_EQ(j["context"]["threads"], 1);
+  EXPECT_EQ(j["context"]["loop"], false);
   // main() asks glibc for huge-page backed heap memory unless told otherwise.
   EXPECT_CONTAINS(j["context"]["glibc_tunables"].get<std::string>(), "glibc.malloc.hugetlb=1");
   EXPECT_TRUE(j["context"]["transparent_hugepages"].is_string());
@@ -470,6 +471,27 @@ TEST(GgufCli, SynthQuantizeBench) {
   }
   EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/q8_0/n:4");
   EXPECT_GT(j["benchmarks"][2]["tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["benchmarks"][2]["team"], "auto");
+  EXPECT_EQ(j["benchmarks"][2]["team_size"], 1);  // --threads 1
+
+  // Decode-loop timing, team policies compared, and the loops of --decode-k.
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--n", "1,3", "--reps", "2", "--ctx", "4", "--loop", "--team",
+              "serial,full", "--decode-k", "2", "--decode-tokens", "6", "--json", dir + "/b3.json", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "decode loop");
+  j = nlohmann::json::parse(ReadFile(dir + "/b3.json"));
+  EXPECT_EQ(j["context"]["loop"], true);
+  ASSERT_EQ(j["benchmarks"].size(), 4u + 2u + 2u);  // 2 teams x 2 n, 2 cost ratios, ar + k:2
+  EXPECT_EQ(j["benchmarks"][0]["name"], "bench_forward/q8_0/team:serial/n:1");
+  EXPECT_EQ(j["benchmarks"][0]["team_size"], 1);
+  EXPECT_EQ(j["benchmarks"][2]["team_size"], 2);
+  const auto& spec = j["benchmarks"][7];
+  EXPECT_EQ(spec["name"], "bench_forward/decode_loop/spec_same_weights/k:2");
+  EXPECT_GT(spec["mean_accepted_length"].get<double>(), 2.0);  // the draft is the target: every token accepted
+  EXPECT_GT(spec["cpu_ms_per_token"].get<double>(), 0.0);
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--team", "wide"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--team: 'wide' is not a team policy");
 
   // Several formats interleaved: one record per (format, n) plus the pairwise n=1 cost
   // ratios, each the median of per-repetition ratios.

@@ -353,6 +353,37 @@ TEST(Kernels, RowKernelsMatchScalarWithinBound) {
   }
 }
 
+// Float weights: one reduction order for every family (quant/float_order.h), so the SIMD
+// kernels give the scalar reference's bits, in the row layout and in column chunks, for
+// every tile shape (n up to two 8-column tiles plus a tail) and zero-padded tail.
+TEST(Kernels, FloatKernelsBitIdenticalToScalar) {
+  const auto& ref = ScalarKernels();
+  for (const KernelFamily* k : SimdFamilies()) {
+    for (QType t : {QType::F32, QType::F16, QType::BF16}) {
+      for (Shape s : {Shape{1, 1}, Shape{5, 172}, Shape{7, 64}, Shape{9, 96}, Shape{33, 200}, Shape{4, 768},
+                      Shape{3, 1100}, Shape{17, 1541}}) {
+        for (Kind kind : {Kind::kUniform, Kind::kMixedScales, Kind::kNegative, Kind::kTiny}) {
+          std::vector<float> wf = Values(size_t(s.rows) * s.cols, kind == Kind::kTiny ? Kind::kUniform : kind, s.cols);
+          const QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
+          const QMatrix C = packed::Pack(W);  // column chunks when wider than one chunk
+          for (int n : {1, 2, 3, 5, 8, 13, 17}) {
+            std::vector<float> x = Values(size_t(n) * s.cols, kind, 200 + n);
+            const std::vector<float> y0 = RunRows(ref, W, x, n);
+            for (const QMatrix* m : {&W, &C}) {
+              // (a family without column-chunk kernels never runs them)
+              if (m == &C && (C.layout == Layout::kRows || !k->packed[int(t)])) continue;
+              const std::vector<float> y1 = RunRows(*k, *m, x, n);
+              ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
+                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n << " kind "
+                  << int(kind) << (m == &C ? " column chunks" : " rows");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---- the 16-row interleaved layout (quant/packed.h) ----------------------------------
 
 // Every row of a matrix re-laid out (P) dequantizes bit for bit as in the row layout (W).
