@@ -3,6 +3,7 @@
 
 #include "decoders/speculative.h"
 #include "models/error.h"
+#include "models/tokenizer.h"
 
 namespace specsweep {
 namespace {
@@ -74,6 +75,10 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (draft.model->config.vocab_size != target.model->config.vocab_size)
     Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}", name,
          draft.model->config.vocab_size, target.name, target.model->config.vocab_size);
+  // Equal sizes are not enough: the draft's token ids must mean the target's tokens.
+  if (std::string why; draft.tokenizer && target.tokenizer && !SameVocabulary(*draft.tokenizer, *target.tokenizer, &why))
+    Fail("decoder: draft: vocabulary mismatch: draft '{}' and target '{}' have different token tables: {}", name,
+         target.name, why);
   CheckLayers(draft, o, name);
   return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name), o);
 }

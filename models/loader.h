@@ -27,6 +27,12 @@ LoadedModel LoadModel(const std::string& name_or_path, const std::string& models
 Model LoadLlama2cCheckpoint(const std::string& path);
 Model LoadHfSafetensors(const std::string& dir);  // config.json + model.safetensors
 LoadedModel LoadGguf(const std::string& path);     // weights + embedded vocabulary
+std::unique_ptr<Tokenizer> LoadGgufTokenizer(const std::string& path);  // vocabulary only
+
+// The tokenizer of a model (any form LoadModel accepts) without loading its weights,
+// or of a tokenizer folder/file: a folder with tokenizer.json or tokenizer.model, or
+// such a file itself.
+std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& name_or_path, const std::string& models_dir = "");
 
 }  // namespace specsweep
 
