@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "decoders/decoder.h"
 #include "models/error.h"
 #include "models/gguf.h"
 #include "models/loader.h"
@@ -290,6 +291,25 @@ TEST(SameVocabulary, ComparesPiecesNotOnlySizes) {
   auto d = MakeScoreBpeTokenizer(SyntheticVocab(300));
   EXPECT_FALSE(SameVocabulary(*a, *d, &why));
   EXPECT_NE(why.find("tokens"), std::string::npos) << why;
+}
+
+// The assisted decoder checks a separate draft's token table, not only its size.
+TEST(SameVocabulary, AssistedDecoderRefusesADraftWithAnotherTokenTable) {
+  Synth s = MakeSynth();
+  json renamed = s.root;
+  renamed["model"]["vocab"].erase(ByteLevelEncode("xyz"));
+  renamed["model"]["vocab"][ByteLevelEncode("xyw")] = s.Id("xyz");
+  std::shared_ptr<const Tokenizer> tok = LoadHfTokenizer(WriteJson(s.root));
+  ModelConfig c = TinyTestConfig();
+  c.vocab_size = tok->vocab_size();
+  LoadedModel target{"target", std::make_shared<Model>(MakeSyntheticModel(c, 1)), tok};
+  LoadedModel draft{"draft", std::make_shared<Model>(MakeSyntheticModel(c, 2)),
+                    LoadHfTokenizer(WriteJson(renamed))};
+  DecoderOptions o;
+  o.kind = DecoderKind::Assisted;
+  ExpectError([&] { MakeDecoder(target, o, draft); }, {"draft 'draft'", "different token tables", "first id"});
+  draft.tokenizer = LoadHfTokenizer(WriteJson(s.root));
+  EXPECT_NO_THROW(MakeDecoder(target, o, draft));
 }
 
 // ---------------------------------------------------------------------------
