@@ -19,8 +19,9 @@ struct LoadedModel {
 std::string ResolveModelsDir(const std::string& explicit_dir = "");
 
 // `name_or_path` is a file (.bin llama2.c checkpoint, .gguf), a directory (HF:
-// config.json + model.safetensors; llama2.c: one checkpoint + tok*.bin; one .gguf),
-// or a folder name inside the models directory. Throws Error naming the file/field.
+// config.json + model.safetensors; llama2.c: one checkpoint + tok<N>.bin, tokenizer.bin,
+// tokenizer.model or <checkpoint name>.model; one .gguf), or a folder name inside the
+// models directory. Throws Error naming the file/field.
 LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir = "");
 
 // Individual formats (used by LoadModel).

@@ -97,7 +97,7 @@ std::unique_ptr<Tokenizer> MakeGgufBpeTokenizer(const Vocab& v, const std::strin
   std::string both;
   for (size_t i = 0; i < v.merges.size(); ++i) {
     const std::string& m = v.merges[i];
-    const size_t sp = m.find(' ', 1);  // a piece may itself be " "? not in byte-level vocabularies
+    const size_t sp = m.find(' ', 1);  // byte-level pieces hold no spaces (' ' is spelled 'Ġ')
     if (sp == std::string::npos || m.find(' ', sp + 1) != std::string::npos)
       Fail("{}: tokenizer.ggml.merges[{}]: '{}' is not two pieces separated by one space", file, i, m);
     const std::string a = m.substr(0, sp), b = m.substr(sp + 1);

@@ -421,7 +421,6 @@ TEST(Llama2cSentencePiece, LoadsTokenizerModelBesideTheCheckpoint) {
     EXPECT_TRUE(SameVocabulary(*only, *ref));
   }
   // The llama2.c tokenizer.bin of the same vocabulary has the same token table.
-  const std::string bin = models + "/tinystories-260k/tok512.bin";
   if (std::filesystem::exists(models + "/llama2-tokenizer/tokenizer.bin")) {
     auto b = LoadLlama2cTokenizer(models + "/llama2-tokenizer/tokenizer.bin", ref->vocab_size());
     std::string why;
