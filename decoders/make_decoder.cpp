@@ -4,6 +4,7 @@
 
 #include "decoders/speculative.h"
 #include "models/error.h"
+#include "models/tokenizer.h"
 
 namespace specsweep {
 namespace {
@@ -46,11 +47,11 @@ std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const Deco
   return MakeSpeculativeDecoder(target, MakeLookupDrafter(o.max_ngram, o.min_ngram), o);
 }
 
-// Same vocabulary: same pieces when both have tokenizers, else the same size.
-bool SameVocabulary(const LoadedModel& a, const LoadedModel& b) {
+// Same vocabulary: the same token table when both have tokenizers (equal sizes are not
+// enough: the draft's ids must mean the target's tokens), else the same size.
+bool SharesVocabulary(const LoadedModel& a, const LoadedModel& b) {
   if (a.model->config.vocab_size != b.model->config.vocab_size) return false;
-  if (!a.tokenizer || !b.tokenizer) return true;
-  return a.tokenizer->ExportVocab().pieces == b.tokenizer->ExportVocab().pieces;
+  return !a.tokenizer || !b.tokenizer || SameVocabulary(*a.tokenizer, *b.tokenizer);
 }
 
 }  // namespace
@@ -98,7 +99,7 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (o.draft_lookup) Fail("decoder: draft: a lookup draft has no model; do not pass a draft model with it");
   ValidateSpeculativeOptions(target, o);
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
-  if (SameVocabulary(target, draft)) {
+  if (SharesVocabulary(target, draft)) {
     CheckLayers(draft, o, name);
     return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name), o);
   }

@@ -371,10 +371,18 @@ class Meta {
 
 Vocab ReadVocab(const Meta& meta, const std::string& file) {
   std::string model = meta.String("tokenizer.ggml.model");
-  if (model != "llama")
-    Fail("{}: tokenizer.ggml.model: '{}' is not supported (only the SentencePiece 'llama' vocabulary)", file,
-         model);
+  if (model != "llama" && model != "gpt2")
+    Fail("{}: tokenizer.ggml.model: '{}' is not supported (SentencePiece 'llama' or byte-level BPE 'gpt2')",
+         file, model);
   Vocab v;
+  v.model = model;
+  if (model == "gpt2") {
+    v.pre = meta.Find("tokenizer.ggml.pre") ? meta.String("tokenizer.ggml.pre") : "";
+    const auto* merges = meta.Array("tokenizer.ggml.merges", GgufValueType::STRING, false);
+    if (!merges) Fail("{}: tokenizer.ggml.merges: required key is missing (a gpt2 vocabulary needs merges)", file);
+    v.merges.reserve(merges->size());
+    for (const auto& m : *merges) v.merges.push_back(m.s);
+  }
   const auto& tokens = *meta.Array("tokenizer.ggml.tokens", GgufValueType::STRING, true);
   if (tokens.empty()) Fail("{}: tokenizer.ggml.tokens: empty vocabulary", file);
   const size_t n = tokens.size();
@@ -403,6 +411,18 @@ Vocab ReadVocab(const Meta& meta, const std::string& file) {
   v.eos_id = id("tokenizer.ggml.eos_token_id", 2);
   v.unk_id = id("tokenizer.ggml.unknown_token_id", 0);
   return v;
+}
+
+std::optional<bool> ReadAddBos(const Meta& meta, const std::string& file) {
+  const GgufValue* v = meta.Find("tokenizer.ggml.add_bos_token");
+  if (!v) return std::nullopt;
+  if (v->type != GgufValueType::BOOL) Fail("{}: tokenizer.ggml.add_bos_token: expected a bool", file);
+  return v->u != 0;
+}
+
+std::unique_ptr<Tokenizer> MakeTokenizer(const Meta& meta, Vocab vocab, const std::string& file) {
+  if (vocab.model == "gpt2") return MakeGgufBpeTokenizer(vocab, file, ReadAddBos(meta, file));
+  return MakeScoreBpeTokenizer(std::move(vocab));
 }
 
 }  // namespace
@@ -515,8 +535,15 @@ LoadedModel LoadGguf(const std::string& path) {
   LoadedModel lm;
   lm.name = path;
   lm.model = std::move(model);
-  lm.tokenizer = MakeScoreBpeTokenizer(std::move(vocab));
+  lm.tokenizer = MakeTokenizer(meta, std::move(vocab), path);
   return lm;
+}
+
+std::unique_ptr<Tokenizer> LoadGgufTokenizer(const std::string& path) {
+  MappedFile mf(path);
+  const GgufHeader h = ParseGgufHeader(mf.data(), mf.size(), path);
+  const Meta meta(h, path);
+  return MakeTokenizer(meta, ReadVocab(meta, path), path);
 }
 
 }  // namespace specsweep

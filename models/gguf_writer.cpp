@@ -209,7 +209,16 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   kv.F32("llama.rope.freq_base", c.rope_theta);
   kv.U32("llama.rope.dimension_count", hd);
   kv.U32("llama.vocab_size", c.vocab_size);
-  kv.Str("tokenizer.ggml.model", "llama");
+  kv.Str("tokenizer.ggml.model", vocab.model);
+  if (vocab.model == "gpt2") {
+    if (vocab.pre.empty())
+      Fail("{}: tokenizer.ggml.pre: the tokenizer's pipeline (normalizer, pre-tokenizer, ignore_merges, added "
+           "tokens) is none of the llama.cpp pre-tokenizers (llama-bpe, qwen2, gpt2)",
+           path);
+    kv.Str("tokenizer.ggml.pre", vocab.pre);
+    kv.ArrayHead("tokenizer.ggml.merges", GgufValueType::STRING, vocab.merges.size());
+    for (const auto& m : vocab.merges) kv.buf.Str(m);
+  }
   kv.ArrayHead("tokenizer.ggml.tokens", GgufValueType::STRING, nv);
   for (const auto& s : vocab.pieces) kv.buf.Str(s);
   kv.ArrayHead("tokenizer.ggml.scores", GgufValueType::F32, nv);
@@ -219,7 +228,7 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   kv.U32("tokenizer.ggml.bos_token_id", vocab.bos_id);
   kv.U32("tokenizer.ggml.eos_token_id", vocab.eos_id);
   kv.U32("tokenizer.ggml.unknown_token_id", vocab.unk_id);
-  kv.Bool("tokenizer.ggml.add_bos_token", true);
+  kv.Bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
 
   Buf head;
   head.Put<uint32_t>(0x46554747u);  // "GGUF"

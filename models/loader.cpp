@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <climits>
 
 #include "models/build_info.h"
 #include "models/error.h"
@@ -24,22 +26,42 @@ namespace {
 
 bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
-// llama2.c directory: one checkpoint .bin plus a tokenizer .bin (tok*.bin / tokenizer.bin).
-std::string FindLlama2cTokenizer(const fs::path& dir, int vocab) {
+// The tokenizer beside a llama2.c checkpoint: tok<vocab>.bin or tokenizer.bin (llama2.c
+// format), else a SentencePiece tokenizer.model or <checkpoint name>.model.
+std::unique_ptr<Tokenizer> LoadLlama2cSideTokenizer(const fs::path& ckpt, int vocab, std::string* file) {
+  const fs::path dir = ckpt.parent_path().empty() ? fs::path(".") : ckpt.parent_path();
   for (auto name : {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")})
-    if (fs::is_regular_file(dir / name)) return (dir / name).string();
-  Fail("{}: tokenizer: no tok{}.bin or tokenizer.bin beside the checkpoint", dir.string(), vocab);
+    if (fs::is_regular_file(dir / name)) {
+      *file = (dir / name).string();
+      return LoadLlama2cTokenizer(*file, vocab);
+    }
+  for (auto name : {std::string("tokenizer.model"), ckpt.stem().string() + ".model"})
+    if (fs::is_regular_file(dir / name)) {
+      *file = (dir / name).string();
+      return LoadSentencePieceTokenizer(*file);
+    }
+  Fail("{}: tokenizer: no tok{}.bin, tokenizer.bin, tokenizer.model or {}.model beside the checkpoint",
+       dir.string(), vocab, ckpt.stem().string());
 }
 
 LoadedModel LoadLlama2cWithTokenizer(const fs::path& ckpt) {
   LoadedModel lm;
   auto model = std::make_shared<Model>(LoadLlama2cCheckpoint(ckpt.string()));
-  std::string tok = FindLlama2cTokenizer(ckpt.parent_path().empty() ? "." : ckpt.parent_path(),
-                                         model->config.vocab_size);
-  lm.tokenizer = LoadLlama2cTokenizer(tok, model->config.vocab_size);
+  std::string tok;
+  lm.tokenizer = LoadLlama2cSideTokenizer(ckpt, model->config.vocab_size, &tok);
   model->source.files.push_back(tok);
   lm.model = std::move(model);
   return lm;
+}
+
+// vocab_size from a llama2.c header (negative: unshared classifier), without the weights.
+int Llama2cVocabSize(const fs::path& ckpt) {
+  std::ifstream f(ckpt, std::ios::binary);
+  int32_t h[7];
+  if (!f.read(reinterpret_cast<char*>(h), sizeof h))
+    Fail("{}: header: file has fewer than {} bytes", ckpt.string(), sizeof h);
+  if (h[5] == 0 || h[5] == INT32_MIN) Fail("{}: header.vocab_size: {} is invalid", ckpt.string(), h[5]);
+  return h[5] > 0 ? h[5] : -h[5];
 }
 
 LoadedModel LoadHfDir(const fs::path& dir) {
@@ -58,49 +80,85 @@ LoadedModel LoadHfDir(const fs::path& dir) {
   return lm;
 }
 
+// What a directory holds, for format detection.
+struct DirFiles {
+  std::vector<fs::path> ggufs, ckpts;
+};
+DirFiles ListDir(const fs::path& p) {
+  DirFiles d;
+  for (auto& e : fs::directory_iterator(p)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".gguf") d.ggufs.push_back(e.path());
+    else if (e.path().extension() == ".bin" && !StartsWith(name, "tok")) d.ckpts.push_back(e.path());
+  }
+  return d;
+}
+[[noreturn]] void UnknownFormat(const fs::path& p) {
+  Fail("{}: format: expected config.json + model.safetensors, one .gguf, or one llama2.c .bin checkpoint",
+       p.string());
+}
+
 LoadedModel LoadPath(const fs::path& p) {
   if (fs::is_regular_file(p)) {
     if (p.extension() == ".gguf") return LoadGguf(p.string());
     return LoadLlama2cWithTokenizer(p);
   }
   if (fs::is_regular_file(p / "config.json")) return LoadHfDir(p);
-  std::vector<fs::path> ggufs, ckpts;
-  for (auto& e : fs::directory_iterator(p)) {
-    if (!e.is_regular_file()) continue;
-    const std::string name = e.path().filename().string();
-    if (e.path().extension() == ".gguf") ggufs.push_back(e.path());
-    else if (e.path().extension() == ".bin" && !StartsWith(name, "tok")) ckpts.push_back(e.path());
+  DirFiles d = ListDir(p);
+  if (d.ggufs.size() == 1 && d.ckpts.empty()) return LoadGguf(d.ggufs[0].string());
+  if (d.ckpts.size() == 1 && d.ggufs.empty()) return LoadLlama2cWithTokenizer(d.ckpts[0]);
+  UnknownFormat(p);
+}
+
+std::unique_ptr<Tokenizer> LoadTokenizerPath(const fs::path& p) {
+  if (fs::is_regular_file(p)) {
+    if (p.extension() == ".gguf") return LoadGgufTokenizer(p.string());
+    if (p.extension() == ".json") return LoadHfTokenizer(p.string());
+    if (p.extension() == ".model") return LoadSentencePieceTokenizer(p.string());
+    std::string file;
+    return LoadLlama2cSideTokenizer(p, Llama2cVocabSize(p), &file);
   }
-  if (ggufs.size() == 1 && ckpts.empty()) return LoadGguf(ggufs[0].string());
-  if (ckpts.size() == 1 && ggufs.empty()) return LoadLlama2cWithTokenizer(ckpts[0]);
-  Fail("{}: format: expected config.json + model.safetensors, one .gguf, or one llama2.c .bin checkpoint",
+  // The same order as LoadHfDir; a folder may hold only the tokenizer.
+  if (fs::is_regular_file(p / "tokenizer.json")) return LoadHfTokenizer((p / "tokenizer.json").string());
+  if (fs::is_regular_file(p / "tokenizer.model")) return LoadSentencePieceTokenizer((p / "tokenizer.model").string());
+  DirFiles d = ListDir(p);
+  if (d.ggufs.size() == 1 && d.ckpts.empty()) return LoadGgufTokenizer(d.ggufs[0].string());
+  if (d.ckpts.size() == 1 && d.ggufs.empty()) return LoadTokenizerPath(d.ckpts[0]);
+  Fail("{}: tokenizer: expected tokenizer.json, tokenizer.model, one .gguf, or one llama2.c .bin checkpoint",
        p.string());
+}
+
+// A name or path as the user gave it -> an existing path.
+fs::path ResolvePath(const std::string& name_or_path, const std::string& models_dir) {
+  if (name_or_path.empty()) Fail("model: empty name");
+  const std::string dir = ResolveModelsDir(models_dir);
+  fs::path p = name_or_path;
+  if (fs::exists(p)) return p;
+  fs::path in_dir = fs::path(dir) / name_or_path;
+  if (fs::exists(in_dir)) return in_dir;
+  std::string known;
+  if (fs::is_directory(dir))
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.is_directory()) known += (known.empty() ? "" : ", ") + e.path().filename().string();
+  Fail("model '{}': not found as a path or in the models directory {} (available: {})", name_or_path, dir,
+       known.empty() ? "none" : known);
 }
 
 }  // namespace
 
 LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir) {
-  if (name_or_path.empty()) Fail("model: empty name");
-  const std::string dir = ResolveModelsDir(models_dir);
-  fs::path p = name_or_path;
-  if (!fs::exists(p)) {
-    fs::path in_dir = fs::path(dir) / name_or_path;
-    if (!fs::exists(in_dir)) {
-      std::string known;
-      if (fs::is_directory(dir))
-        for (auto& e : fs::directory_iterator(dir))
-          if (e.is_directory()) known += (known.empty() ? "" : ", ") + e.path().filename().string();
-      Fail("model '{}': not found as a path or in the models directory {} (available: {})", name_or_path,
-           dir, known.empty() ? "none" : known);
-    }
-    p = in_dir;
-  }
+  const fs::path p = ResolvePath(name_or_path, models_dir);
   LoadedModel lm = LoadPath(p);
   lm.name = name_or_path;
   const int tv = lm.tokenizer->vocab_size(), mv = lm.model->config.vocab_size;
   if (tv != mv)
     Fail("{}: tokenizer: vocabulary has {} tokens but the model has {}", p.string(), tv, mv);
   return lm;
+}
+
+std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& name_or_path, const std::string& models_dir) {
+  return LoadTokenizerPath(ResolvePath(name_or_path, models_dir));
 }
 
 LoadedModel WithQuant(const LoadedModel& m, QType type) {

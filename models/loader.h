@@ -19,14 +19,21 @@ struct LoadedModel {
 std::string ResolveModelsDir(const std::string& explicit_dir = "");
 
 // `name_or_path` is a file (.bin llama2.c checkpoint, .gguf), a directory (HF:
-// config.json + model.safetensors; llama2.c: one checkpoint + tok*.bin; one .gguf),
-// or a folder name inside the models directory. Throws Error naming the file/field.
+// config.json + model.safetensors; llama2.c: one checkpoint + tok<N>.bin, tokenizer.bin,
+// tokenizer.model or <checkpoint name>.model; one .gguf), or a folder name inside the
+// models directory. Throws Error naming the file/field.
 LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir = "");
 
 // Individual formats (used by LoadModel).
 Model LoadLlama2cCheckpoint(const std::string& path);
 Model LoadHfSafetensors(const std::string& dir);  // config.json + model.safetensors
 LoadedModel LoadGguf(const std::string& path);     // weights + embedded vocabulary
+std::unique_ptr<Tokenizer> LoadGgufTokenizer(const std::string& path);  // vocabulary only
+
+// The tokenizer of a model (any form LoadModel accepts) without loading its weights,
+// or of a tokenizer folder/file: a folder with tokenizer.json or tokenizer.model, or
+// such a file itself.
+std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& name_or_path, const std::string& models_dir = "");
 
 }  // namespace specsweep
 

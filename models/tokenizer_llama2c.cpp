@@ -123,12 +123,15 @@ class ScoreBpeTokenizer final : public Tokenizer {
     return out;
   }
 
-  std::string Decode(std::span<const int> ids) const override {
+  std::string Decode(std::span<const int> ids, Specials specials) const override {
     std::string out;
     bool first = true;
     for (int id : ids) {
       if (id < 0 || id >= vocab_size()) Fail("score-bpe: decode: id {} outside vocabulary of {}", id, vocab_size());
-      if (skip_[id]) continue;
+      if (skip_[id]) {
+        if (specials == Specials::kKeep) out.append(v_.pieces[id]);
+        continue;
+      }
       std::string_view s = decoded_[id];
       // The dummy prefix: run.c strips it after BOS, SentencePiece at the start.
       if (first && !s.empty() && s[0] == ' ') s.remove_prefix(1);

@@ -32,12 +32,20 @@ class SentencePieceTokenizer final : public Tokenizer {
     return ids;
   }
 
-  std::string Decode(std::span<const int> ids) const override {
+  std::string Decode(std::span<const int> ids, Specials specials) const override {
     for (int id : ids)
       if (id < 0 || id >= n_) Fail("{}: decode: id {} outside vocabulary of {}", path_, id, n_);
+    if (specials == Specials::kSkip) return DecodeRun(ids);
+    // libsentencepiece drops control ids: decode the runs between them, and write
+    // each control piece itself.
     std::string text;
-    if (auto st = sp_.Decode(std::vector<int>(ids.begin(), ids.end()), &text); !st.ok())
-      Fail("{}: decode: {}", path_, st.ToString());
+    size_t start = 0;
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      if (i < ids.size() && !sp_.IsControl(ids[i])) continue;
+      text += DecodeRun(ids.subspan(start, i - start));
+      if (i < ids.size()) text += sp_.IdToPiece(ids[i]);
+      start = i + 1;
+    }
     return text;
   }
 
@@ -65,6 +73,13 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
  private:
+  std::string DecodeRun(std::span<const int> ids) const {
+    std::string text;
+    if (auto st = sp_.Decode(std::vector<int>(ids.begin(), ids.end()), &text); !st.ok())
+      Fail("{}: decode: {}", path_, st.ToString());
+    return text;
+  }
+
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
   int n_ = 0, bos_ = 1, eos_ = 2;

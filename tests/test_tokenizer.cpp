@@ -343,7 +343,7 @@ TEST(HfBpe, BadFiles) {
               "normalizer.normalizers[0].type");
   ExpectError([&] { load_json(SynthHfJson(R"({"type": "Replace", "pattern": {"Regex": " +"}, "content": "x"})")); },
               "normalizer.pattern");
-  ExpectError([&] { load_json(SynthHfJson("null", "BPE", R"({"type": "ByteLevel"})")); }, "pre_tokenizer.type");
+  ExpectError([&] { load_json(SynthHfJson("null", "BPE", R"({"type": "Whitespace"})")); }, "pre_tokenizer.type");
   std::string bad_merge = SynthHfJson("null");
   bad_merge.replace(bad_merge.find("\"a a\""), 5, "\"a q\"");
   ExpectError([&] { load_json(bad_merge); }, "model.merges[3]");
