@@ -15,8 +15,8 @@ QMatrix RandomMatrix(std::mt19937_64& rng, int rows, int cols) {
   return Quantize(w.data(), rows, cols, QType::F32);
 }
 
-std::vector<float> RandomNorm(std::mt19937_64& rng, int n) {
-  std::uniform_real_distribution<float> u(0.8f, 1.2f);
+std::vector<float> RandomNorm(std::mt19937_64& rng, int n, float lo = 0.8f, float hi = 1.2f) {
+  std::uniform_real_distribution<float> u(lo, hi);
   std::vector<float> g(n);  // [n]
   for (float& x : g) x = u(rng);
   return g;
@@ -40,6 +40,15 @@ Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed) {
     L.wq = RandomMatrix(rng, c.n_heads * hd, c.dim);
     L.wk = RandomMatrix(rng, c.kv_dim(), c.dim);
     L.wv = RandomMatrix(rng, c.kv_dim(), c.dim);
+    if (c.qkv_bias) {
+      L.bq = RandomNorm(rng, c.q_dim(), -0.5f, 0.5f);
+      L.bk = RandomNorm(rng, c.kv_dim(), -0.5f, 0.5f);
+      L.bv = RandomNorm(rng, c.kv_dim(), -0.5f, 0.5f);
+    }
+    if (c.qk_norm) {
+      L.q_norm = RandomNorm(rng, hd);
+      L.k_norm = RandomNorm(rng, hd);
+    }
     L.wo = RandomMatrix(rng, c.dim, c.n_heads * hd);
     L.ffn_norm = RandomNorm(rng, c.dim);
     L.w1 = RandomMatrix(rng, c.hidden_dim, c.dim);
