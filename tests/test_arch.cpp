@@ -505,3 +505,46 @@ TEST(ArchPairs, HfTargetWithGgufDraft) {
 
 }  // namespace
 }  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+TEST(ArchShapes, PublishedShapesMatchTheirConfigs) {
+  const ModelConfig l32 = SyntheticShape("llama-3.2-1b");
+  EXPECT_EQ(l32.n_layers, 16);
+  EXPECT_EQ(l32.n_kv_heads, 8);
+  EXPECT_EQ(l32.vocab_size, 128256);
+  EXPECT_EQ(l32.rope_scaling, "llama3");
+  EXPECT_EQ(l32.rope_freq_factors, Llama3RopeFactors(500000.0f, 64, 32, 1, 4, 8192));
+  EXPECT_TRUE(SyntheticShapeTied("llama-3.2-1b"));
+  EXPECT_FALSE(SyntheticShapeTied("llama-3.1-8b"));
+  const ModelConfig q = SyntheticShape("qwen2.5-0.5b");
+  EXPECT_EQ(q.arch, "qwen2");
+  EXPECT_TRUE(q.qkv_bias);
+  EXPECT_EQ(q.head_dim(), 64);
+  EXPECT_EQ(SyntheticShape("qwen2.5-7b").vocab_size, 152064);
+  EXPECT_EQ(SyntheticShape("llama-2-7b").hidden_dim, 11008);
+  EXPECT_EQ(SyntheticShape("tinyllama-1.1b").n_kv_heads, 4);
+  ExpectError([] { SyntheticShape("llama-9"); }, {"llama-9", "unknown shape"});
+}
+
+TEST(ArchShapes, SynthWritesAnHfFolderThatGenerates) {
+  const std::string models = testing::SharedModelsDir();
+  if (models.empty() || !fs::exists(models + "/llama2-tokenizer/tokenizer.model"))
+    GTEST_SKIP() << "shared Llama-2 tokenizer not present";
+  const std::string dir = TempDir() + "/hf";
+  auto r = testing::RunCli({"synth", "--shape", "dim=64,layers=2,heads=4,kv_heads=2,ffn=96,vocab=32000,ctx=64",
+                            "--format", "hf", "--type", "bf16", "--shards", "2", "--tokenizer",
+                            models + "/llama2-tokenizer/tokenizer.model", "-o", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir + "/model.safetensors.index.json"));
+  EXPECT_TRUE(fs::exists(dir + "/tokenizer.model"));
+  r = testing::RunCli({"generate", "--model", dir, "--prompt", "Hello", "-n", "3", "--temp", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = testing::RunCli({"synth", "--shape", "tiny", "--format", "hf", "--type", "q4_0", "-o", dir + "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--type"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace specsweep
