@@ -1,13 +1,18 @@
-// `specsweep synth --shape NAME|dims -o FILE.gguf --tokenizer PATH [--type T] [--seed S]`:
-// random weights in a real model shape, written as GGUF, for timing at realistic sizes.
+// `specsweep synth --shape NAME|dims -o OUT [--format gguf|hf] [--tokenizer PATH|synthetic]
+// [--type T] [--ctx N] [--shards N] [--seed S]`: random weights in a real model shape,
+// written as a GGUF file or an HF folder, for timing at realistic sizes.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/commands.h"
 #include "models/error.h"
 #include "models/gguf.h"
+#include "models/hf_format.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
 
@@ -15,13 +20,70 @@ namespace specsweep {
 namespace {
 
 struct SynthArgs {
-  std::string shape, out, tokenizer, type = "f32";
+  std::string shape, out, tokenizer, type = "f32", format = "gguf";
+  int ctx = 0, shards = 1;
   uint64_t seed = 1;
 };
 
+namespace fs = std::filesystem;
+
+// The real tokenizer of a published shape when the shared folders hold it: Llama 3's for
+// llama-3.x, Qwen's for qwen2.5 (the fixtures' Qwen3 vocabulary is Qwen2.5's plus three
+// added tokens), the Llama-2 SentencePiece vocabulary for llama-2/tinyllama. "" if absent.
+std::string DefaultTokenizer(const std::string& shape) {
+  const fs::path models = ResolveModelsDir(Globals().models_dir);
+  const fs::path fixtures = models.parent_path() / "fixtures" / "tokenizers";
+  fs::path p;
+  if (shape.starts_with("llama-3.")) p = fixtures / "llama3" / "tokenizer.json";
+  else if (shape.starts_with("qwen")) p = fixtures / "qwen3" / "tokenizer.json";
+  else if (shape == "tinyllama-1.1b" || shape == "llama-2-7b")
+    p = models / "llama2-tokenizer" / "tokenizer.model";
+  return fs::exists(p) ? p.string() : "";
+}
+
+// Number of ids of a tokenizer.json (vocab and added tokens).
+int TokenizerJsonSize(const nlohmann::json& j, const std::string& path) {
+  int n = 0;
+  if (!j.contains("model") || !j["model"].contains("vocab") || !j["model"]["vocab"].is_object())
+    Fail("{}: model.vocab: missing", path);
+  for (auto& [piece, id] : j["model"]["vocab"].items()) n = std::max(n, id.get<int>() + 1);
+  if (j.contains("added_tokens"))
+    for (auto& t : j["added_tokens"]) n = std::max(n, t.value("id", 0) + 1);
+  return n;
+}
+
+// Puts the tokenizer files into an HF folder: tokenizer.json (+ tokenizer_config.json
+// beside it) or a SentencePiece tokenizer.model. A tokenizer.json with fewer ids than
+// the embedding gets added tokens "<|pad_N|>" up to the vocabulary size, as the
+// checkpoints that pad their embedding (Qwen2.5: 151936 rows) would need to load here.
+void CopyTokenizer(const std::string& tok, const std::string& dir, int vocab) {
+  const fs::path src = tok;
+  if (src.extension() == ".model") {
+    fs::copy_file(src, fs::path(dir) / "tokenizer.model", fs::copy_options::overwrite_existing);
+    return;
+  }
+  if (src.extension() != ".json") Fail("--tokenizer: {}: an HF folder needs tokenizer.json or a .model file", tok);
+  std::ifstream in(tok);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    Fail("--tokenizer: {}: invalid JSON: {}", tok, e.what());
+  }
+  const int n = TokenizerJsonSize(j, tok);
+  if (n > vocab) Fail("--tokenizer: {}: {} ids but the shape's vocabulary has {}", tok, n, vocab);
+  for (int id = n; id < vocab; ++id)
+    j["added_tokens"].push_back({{"id", id}, {"content", fmt::format("<|pad_{}|>", id)}, {"single_word", false},
+                                 {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
+  std::ofstream out(fs::path(dir) / "tokenizer.json");
+  out << j.dump();
+  if (!out) Fail("{}/tokenizer.json: write failed", dir);
+  const fs::path cfg = src.parent_path() / "tokenizer_config.json";
+  if (fs::exists(cfg)) fs::copy_file(cfg, fs::path(dir) / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+}
+
 // A tokenizer file by extension; relative paths may also name a file in the models dir.
 std::unique_ptr<Tokenizer> LoadTokenizerFile(const std::string& path_in, int vocab_size) {
-  namespace fs = std::filesystem;
   fs::path p = path_in;
   if (!fs::exists(p)) {
     fs::path in_dir = fs::path(ResolveModelsDir(Globals().models_dir)) / path_in;
@@ -38,26 +100,50 @@ std::unique_ptr<Tokenizer> LoadTokenizerFile(const std::string& path_in, int voc
 void RunSynth(const SynthArgs& a) {
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
-  const ModelConfig config = SyntheticShape(a.shape);
+  ModelConfig config = SyntheticShape(a.shape);
+  // Decoders size the KV cache for the whole context: published contexts of 32k-128k
+  // would allocate gigabytes, so timing models default to at most 4096.
+  if (a.ctx < 0) Fail("--ctx: {} is negative", a.ctx);
+  config.max_seq_len = a.ctx > 0 ? a.ctx : std::min(config.max_seq_len, 4096);
+  config.Validate("--ctx");
   const QType type = ParseQType(a.type, "--type");
-  ToGgmlType(type, "--type");  // fail before generating when GGUF cannot hold the type
+  const bool hf = a.format == "hf";
+  if (!hf && a.format != "gguf") Fail("--format: '{}' is not a format (gguf, hf)", a.format);
+  if (hf && type != QType::F32 && type != QType::F16 && type != QType::BF16)
+    Fail("--type: {} cannot be stored in an HF folder (f32, f16, bf16)", a.type);
+  if (!hf) ToGgmlType(type, "--type");  // fail before generating when GGUF cannot hold the type
+  const std::string tok_path = a.tokenizer.empty() ? DefaultTokenizer(a.shape)
+                               : a.tokenizer == "synthetic" ? "" : a.tokenizer;
   std::unique_ptr<Tokenizer> tok;
-  if (a.tokenizer.empty()) {
+  if (tok_path.empty()) {
     tok = MakeScoreBpeTokenizer(SyntheticVocab(config.vocab_size));
-  } else {
-    tok = LoadTokenizerFile(a.tokenizer, config.vocab_size);
+  } else if (!hf) {  // an HF folder gets the files themselves (CopyTokenizer)
+    tok = LoadTokenizerFile(tok_path, config.vocab_size);
     if (tok->vocab_size() != config.vocab_size)
-      Fail("--tokenizer: {}: vocabulary has {} pieces but shape '{}' has vocab {}", a.tokenizer, tok->vocab_size(),
+      Fail("--tokenizer: {}: vocabulary has {} pieces but shape '{}' has vocab {}", tok_path, tok->vocab_size(),
            a.shape, config.vocab_size);
   }
 
   auto t0 = Clock::now();
-  Model m = MakeSyntheticModel(config, a.seed);
+  Model m = MakeSyntheticModel(config, a.seed, type);
+  if (SyntheticShapeTied(a.shape)) {
+    m.output = m.tok_embeddings;
+    m.tied_embeddings = true;
+  }
   auto t1 = Clock::now();
-  // Peak memory: the F32 model plus its quantized copy, then the F32 one is freed.
-  if (type != QType::F32) m = QuantizeModel(m, type);
-  auto t2 = Clock::now();
-  auto written = WriteGguf(m, *tok, a.out);
+  auto t2 = t1;
+  std::vector<GgufWrittenTensor> written;
+  if (hf) {
+    WriteHfModel(m, a.out, {type, a.shards});
+    if (tok_path.empty()) Fail("--tokenizer: an HF folder needs a tokenizer file (none found for shape '{}')", a.shape);
+    CopyTokenizer(tok_path, a.out, config.vocab_size);
+    ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
+      if (name != "output" || !m.tied_embeddings)
+        written.push_back({name, std::string(QTypeName(type)), {}, uint64_t(w.rows) * w.cols * (type == QType::F32 ? 4 : 2), ""});
+    });
+  } else {
+    written = WriteGguf(m, *tok, a.out);
+  }
   auto t3 = Clock::now();
 
   std::map<std::string, std::pair<int, uint64_t>> by_type;  // ggml type -> (tensors, bytes)
@@ -74,21 +160,33 @@ void RunSynth(const SynthArgs& a) {
               config.vocab_size, config.max_seq_len, m.ParameterCount() / 1e6);
   for (const auto& [t, nb] : by_type)
     std::printf("  %-5s %4d tensors %10.2f MiB\n", t.c_str(), nb.first, nb.second / 1048576.0);
-  std::printf("wrote %s (%.2f MiB tensor data, %.2f MiB file); generate %.2fs, quantize %.2fs, write %.2fs\n",
-              a.out.c_str(), total / 1048576.0, std::filesystem::file_size(a.out) / 1048576.0, secs(t1 - t0),
-              secs(t2 - t1), secs(t3 - t2));
+  uint64_t file_bytes = 0;
+  if (hf) {
+    for (auto& e : fs::directory_iterator(a.out))
+      if (e.path().extension() == ".safetensors") file_bytes += e.file_size();
+  } else {
+    file_bytes = fs::file_size(a.out);
+  }
+  std::printf("wrote %s (%s; tokenizer %s; %.2f MiB matrix data, %.2f MiB weight files); generate %.2fs, write %.2fs\n",
+              a.out.c_str(), a.format.c_str(), tok_path.empty() ? "synthetic" : tok_path.c_str(), total / 1048576.0,
+              file_bytes / 1048576.0, secs(t1 - t0), secs(t3 - t2));
 }
 
 const CommandRegistrar kRegister(61, [](CLI::App& app) {
   auto args = std::make_shared<SynthArgs>();
-  auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a real shape as GGUF (timing only)");
-  cmd->add_option("--shape", args->shape, "tiny, 134m, 1b, or dim=..,layers=..,heads=..,kv_heads=..,ffn=..,vocab=..,ctx=..")
+  auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a real shape as GGUF or HF folder (timing only)");
+  cmd->add_option("--shape", args->shape,
+                  "tiny, 134m, 1b, tinyllama-1.1b, llama-2-7b, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, "
+                  "or dim=..,layers=..,heads=..,kv_heads=..,ffn=..,vocab=..,ctx=..")
       ->required();
-  cmd->add_option("-o,--out", args->out, "Output .gguf file")->required();
+  cmd->add_option("-o,--out", args->out, "Output .gguf file or HF folder")->required();
+  cmd->add_option("--format", args->format, "gguf (default) or hf (config.json + safetensors)");
   cmd->add_option("--tokenizer", args->tokenizer,
-                  "Tokenizer (.bin llama2.c, .model SentencePiece, .json HF) with the shape's vocab size; "
-                  "default: a synthetic vocabulary");
-  cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0 or q4_0 for the matrices");
+                  "Tokenizer (.bin llama2.c, .model SentencePiece, .json HF) with the shape's vocab size, or "
+                  "'synthetic'; default: the shape's real tokenizer from the shared folders, else synthetic");
+  cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0 or q4_0 for the matrices (hf: f32, f16, bf16)");
+  cmd->add_option("--ctx", args->ctx, "Context length written into the model (default: published, at most 4096)");
+  cmd->add_option("--shards", args->shards, "hf: number of safetensors shards (with model.safetensors.index.json)");
   cmd->add_option("--seed", args->seed, "Random seed");
   cmd->callback([args] { RunSynth(*args); });
 });

@@ -1,9 +1,11 @@
 // specsweep CLI entry point: builds the subcommands registered by harness/cmd_*.cpp and
 // turns any library Error into one line on stderr and exit code 1.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -60,6 +62,11 @@ int main(int argc, char** argv) {
     reexec = true;
   }
   if (reexec) execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+  // Every block of 1 MiB or more its own mapping, returned to the system when freed.
+  // glibc's default raises this threshold to the size of the first big block freed, after
+  // which loading (one tensor copied, then packed, then the copy freed) fragments the heap:
+  // peak RSS loading a 2.2 GB F16 GGUF 3.61 GB with the default, 2.42 GB fixed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand name

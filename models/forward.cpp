@@ -195,12 +195,16 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
                                KVCache& cache, bool all_logits) {
   const ModelConfig& c = model.config;
   const int n = static_cast<int>(tokens.size());
-  const int dim = c.dim, hd = c.head_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+  const int dim = c.dim, hd = c.head_dim(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   const int n_heads = c.n_heads, n_kv = c.n_kv_heads, group = c.n_heads / c.n_kv_heads;
   const int n_layers = cache.n_layers();
   if (n <= 0) Fail("forward: tokens: empty batch");
   if (start_pos != cache.length())
     Fail("forward: start_pos: {} but the cache holds {} positions", start_pos, cache.length());
+  if (c.sliding_window > 0 && start_pos + n > c.sliding_window)
+    Fail("forward: context: {} positions exceed the model's sliding_window {} (sliding-window attention is "
+         "not supported; use a context of at most {})",
+         start_pos + n, c.sliding_window, c.sliding_window);
   if (start_pos + n > cache.capacity())
     Fail("forward: context: {} positions exceed the context length {}", start_pos + n,
          cache.capacity());
@@ -212,10 +216,10 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   const int threads = ForwardTeamSize(model, n, start_pos);
   auto& s = cache.scratch;
   // Shared by the team.
-  float* q = Grow(s.q, size_t(n) * dim);              // [n][n_heads*hd]
+  float* q = Grow(s.q, size_t(n) * q_dim);            // [n][n_heads*hd]
   float* k = Grow(s.k, size_t(n) * kv_dim);           // [n][kv_dim]
   float* v = Grow(s.v, size_t(n) * kv_dim);           // [n][kv_dim]
-  float* att_out = Grow(s.att_out, size_t(n) * dim);  // [n][n_heads*hd]
+  float* att_out = Grow(s.att_out, size_t(n) * q_dim);  // [n][n_heads*hd]
   float* ob = Grow(s.ob, size_t(n) * dim);            // [n][dim] output of wo, then of w2
   float* hb = Grow(s.hb, size_t(n) * hidden);         // [n][hidden] gate, then SwiGLU
   float* hb2 = Grow(s.hb2, size_t(n) * hidden);       // [n][hidden] up
@@ -232,11 +236,11 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     Grow(s.own[t].xb, size_t(n) * dim);  // [n][dim] normed input of a product
   }
 
+  const std::vector<float> freqs = c.RopeFrequencies();  // [hd/2]
   for (int i = 0; i < n; ++i) {
     const int pos = start_pos + i;
     for (int j = 0; j < hd / 2; ++j) {
-      const float freq = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * j) / static_cast<float>(hd));
-      const float angle = static_cast<float>(pos) * freq;
+      const float angle = static_cast<float>(pos) * freqs[j];
       rope_cos[size_t(i) * hd / 2 + j] = std::cos(angle);
       rope_sin[size_t(i) * hd / 2 + j] = std::sin(angle);
     }
@@ -265,10 +269,24 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   // their queries and keys, store the keys and values (rounded to E) at start_pos..,
   // attend with their query heads.
   auto attend = [&]<class E>(int l, int kv0, int kv1) {
+    const LayerWeights& L = model.layers[l];
     for (int i = 0; i < n; ++i) {
       const float* cs = &rope_cos[size_t(i) * hd / 2];
       const float* sn = &rope_sin[size_t(i) * hd / 2];
-      Rope(q + size_t(i) * dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
+      // This thread's heads: q heads [h0, h1), kv heads [kv0, kv1).
+      const int h0 = kv0 * group, h1 = kv1 * group;
+      float* qi = q + size_t(i) * q_dim;   // [q_dim]
+      float* ki = k + size_t(i) * kv_dim;  // [kv_dim]
+      float* vi = v + size_t(i) * kv_dim;  // [kv_dim]
+      if (!L.bq.empty())  // qwen2: the projections' biases
+        for (int e = h0 * hd; e < h1 * hd; ++e) qi[e] += L.bq[e];
+      if (!L.bk.empty())
+        for (int e = kv0 * hd; e < kv1 * hd; ++e) ki[e] += L.bk[e], vi[e] += L.bv[e];
+      if (!L.q_norm.empty()) {  // qwen3: each head normed before RoPE
+        for (int h = h0; h < h1; ++h) RmsNorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c.norm_eps);
+        for (int kh = kv0; kh < kv1; ++kh) RmsNorm(ki + kh * hd, ki + kh * hd, L.k_norm.data(), hd, c.norm_eps);
+      }
+      Rope(q + size_t(i) * q_dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
       Rope(k + size_t(i) * kv_dim + kv0 * hd, kv1 - kv0, hd, cs, sn);
       for (int kh = kv0; kh < kv1; ++kh) {
         StoreRow(k + size_t(i) * kv_dim + kh * hd, hd, cache.K<E>(l, kh, start_pos + i));
@@ -278,9 +296,9 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     for (int h = kv0 * group; h < kv1 * group; ++h) {
       const E* kc = cache.K<E>(l, h / group, 0);  // [ctx][hd]
       const E* vc = cache.V<E>(l, h / group, 0);  // [ctx][hd]
-      auto qh = [&](int i) { return q + size_t(i) * dim + h * hd; };                  // [hd]
+      auto qh = [&](int i) { return q + size_t(i) * q_dim + h * hd; };                // [hd]
       auto sh = [&](int i) { return scores + (size_t(i) * n_heads + h) * ctx; };     // [ctx]
-      auto oh = [&](int i) { return att_out + size_t(i) * dim + h * hd; };            // [hd]
+      auto oh = [&](int i) { return att_out + size_t(i) * q_dim + h * hd; };          // [hd]
       // Query i sees positions [0, start_pos + i]; groups of consecutive queries share
       // every key and value row they read.
       auto groups = [&]<int HD>() {

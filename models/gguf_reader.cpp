@@ -11,6 +11,7 @@
 #include "models/gguf.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
+#include "quant/matmul.h"
 
 namespace specsweep {
 
@@ -433,42 +434,53 @@ LoadedModel LoadGguf(const std::string& path) {
   const Meta meta(h, path);
 
   const std::string arch = meta.String("general.architecture");
-  if (arch != "llama") Fail("{}: general.architecture: '{}' is not supported (only llama)", path, arch);
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    Fail("{}: general.architecture: '{}' is not supported (llama, qwen2, qwen3)", path, arch);
   Vocab vocab = ReadVocab(meta, path);
 
+  // Hyper-parameters under "<arch>." as ggml names them.
+  auto key = [&](const char* k) { return arch + "." + k; };
   ModelConfig c;
   c.arch = arch;
-  c.max_seq_len = meta.Int("llama.context_length");
-  c.dim = meta.Int("llama.embedding_length");
-  c.n_layers = meta.Int("llama.block_count");
-  c.hidden_dim = meta.Int("llama.feed_forward_length");
-  c.n_heads = meta.Int("llama.attention.head_count");
-  c.n_kv_heads = meta.Int("llama.attention.head_count_kv", c.n_heads);  // llama.cpp default: MHA
-  c.norm_eps = meta.Float("llama.attention.layer_norm_rms_epsilon");
-  c.rope_theta = meta.Float("llama.rope.freq_base", 10000.0f);
-  c.vocab_size = meta.Int("llama.vocab_size", static_cast<int>(vocab.pieces.size()));
+  c.qkv_bias = arch == "qwen2";
+  c.qk_norm = arch == "qwen3";
+  c.max_seq_len = meta.Int(key("context_length"));
+  c.dim = meta.Int(key("embedding_length"));
+  c.n_layers = meta.Int(key("block_count"));
+  c.hidden_dim = meta.Int(key("feed_forward_length"));
+  c.n_heads = meta.Int(key("attention.head_count"));
+  c.n_kv_heads = meta.Int(key("attention.head_count_kv"), c.n_heads);  // llama.cpp default: MHA
+  c.head_size = meta.Int(key("attention.key_length"), 0);
+  if (int vl = meta.Int(key("attention.value_length"), c.head_size); vl != c.head_size)
+    Fail("{}: {}: {} != attention.key_length {} is not supported", path, key("attention.value_length"), vl,
+         c.head_size);
+  c.norm_eps = meta.Float(key("attention.layer_norm_rms_epsilon"));
+  c.rope_theta = meta.Float(key("rope.freq_base"), 10000.0f);
+  c.vocab_size = meta.Int(key("vocab_size"), static_cast<int>(vocab.pieces.size()));
   c.bos_id = vocab.bos_id;
   c.eos_id = vocab.eos_id;
   if (static_cast<size_t>(c.vocab_size) != vocab.pieces.size())
-    Fail("{}: llama.vocab_size: {} but tokenizer.ggml.tokens has {} pieces", path, c.vocab_size,
+    Fail("{}: {}: {} but tokenizer.ggml.tokens has {} pieces", path, key("vocab_size"), c.vocab_size,
          vocab.pieces.size());
-  c.Validate(path);
-  if (int rd = meta.Int("llama.rope.dimension_count", c.head_dim()); rd != c.head_dim())
-    Fail("{}: llama.rope.dimension_count: {} != head dimension {} (partial RoPE is not supported)", path, rd,
-         c.head_dim());
-
-  auto model = std::make_shared<Model>();
-  Model& m = *model;
-  m.config = c;
-  m.source.format = "gguf";
-  m.source.path = path;
-  m.source.files = {path};
-  std::map<std::string, const GgufTensorInfo*> by_name;
-  for (const auto& ti : h.tensors) {
-    by_name[ti.name] = &ti;
-    m.source.tensors.push_back(
-        {ti.name, std::vector<int64_t>(ti.ne.begin(), ti.ne.end()), std::string(GgmlTypeName(ti.type)), ti.bytes});
+  if (meta.Find(key("rope.scaling.type"))) {
+    const std::string type = meta.String(key("rope.scaling.type"));
+    if (type == "linear") {
+      c.rope_scaling = "linear";
+      c.rope_scaling_factor = meta.Float(key("rope.scaling.factor"));
+    } else if (type != "none") {
+      Fail("{}: {}: '{}' is not supported (none, linear; llama3 scaling comes as rope_freqs.weight)", path,
+           key("rope.scaling.type"), type);
+    }
   }
+  c.Validate(path);
+  const int hd = c.head_dim();
+  if (int rd = meta.Int(key("rope.dimension_count"), hd); rd != hd)
+    Fail("{}: {}: {} != head dimension {} (partial RoPE is not supported)", path, key("rope.dimension_count"), rd,
+         hd);
+
+  std::map<std::string, const GgufTensorInfo*> by_name;
+  std::set<std::string> used;
+  for (const auto& ti : h.tensors) by_name[ti.name] = &ti;
   auto find = [&](const std::string& name, std::vector<uint64_t> ne, bool required) -> const GgufTensorInfo* {
     auto it = by_name.find(name);
     if (it == by_name.end()) {
@@ -478,59 +490,100 @@ LoadedModel LoadGguf(const std::string& path) {
     if (it->second->ne != ne)
       Fail("{}: tensor '{}': shape [{}] does not match the config (expected [{}])", path, name,
            fmt::join(it->second->ne, ", "), fmt::join(ne, ", "));
+    used.insert(name);
     return it->second;
   };
   const uint8_t* data = mf.data() + h.data_offset;
-  // ne = [cols, rows] -> QMatrix [rows][cols] in the file's type, copied row by row.
-  auto matrix = [&](const std::string& name, int rows, int cols) {
+  // 1-D float tensors [n] -> F32; row_of(i) gives the stored element of our element i.
+  auto vec = [&](const std::string& name, int n, auto row_of) {
+    const GgufTensorInfo* ti = find(name, {uint64_t(n)}, true);
+    GgmlGeometry g{};
+    Geometry(ti->type, &g);
+    if (IsQuantized(g.qtype))
+      Fail("{}: tensor '{}'.type: a norm weight or bias must be F32, F16 or BF16, not {}", path, name,
+           GgmlTypeName(ti->type));
+    QMatrix q = MakeQMatrix(g.qtype, 1, n);
+    std::memcpy(q.Row(0), data + ti->offset, ti->bytes);
+    std::vector<float> stored(n), out(n);  // [n]
+    DequantizeRow(q, 0, stored.data());
+    for (int i = 0; i < n; ++i) out[i] = stored[row_of(i)];
+    return out;
+  };
+  auto identity = [](int r) { return r; };
+  // rope_freqs.weight: llama3 frequency factors (convert_hf_to_gguf writes them as a tensor).
+  if (by_name.count("rope_freqs.weight")) {
+    if (arch != "llama") Fail("{}: tensor 'rope_freqs.weight': not used by the {} architecture", path, arch);
+    if (c.rope_scaling != "none")
+      Fail("{}: tensor 'rope_freqs.weight': given together with {} scaling", path, c.rope_scaling);
+    c.rope_scaling = "llama3";
+    c.rope_freq_factors = vec("rope_freqs.weight", hd / 2, identity);
+  }
+  c.Validate(path);
+
+  auto model = std::make_shared<Model>();
+  Model& m = *model;
+  m.config = c;
+  m.source.format = "gguf";
+  m.source.path = path;
+  m.source.files = {path};
+  for (const auto& ti : h.tensors)
+    m.source.tensors.push_back(
+        {ti.name, std::vector<int64_t>(ti.ne.begin(), ti.ne.end()), std::string(GgmlTypeName(ti.type)), ti.bytes});
+  // ne = [cols, rows] -> QMatrix [rows][cols] in the file's type, our row r from the
+  // stored row row_of(r); the source pages are then dropped (the page cache keeps them)
+  // and the matrix packed for the kernels, so that loading never holds two copies.
+  auto matrix = [&](const std::string& name, int rows, int cols, auto row_of, bool pack = true) {
     const GgufTensorInfo* ti = find(name, {uint64_t(cols), uint64_t(rows)}, true);
     GgmlGeometry g{};
     Geometry(ti->type, &g);
     QMatrix q = MakeQMatrix(g.qtype, rows, cols);
     const size_t row_bytes = static_cast<size_t>(cols) / g.block * g.bytes;
     if (q.row_bytes < row_bytes) Fail("{}: tensor '{}': internal row size mismatch", path, name);
-    for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), data + ti->offset + r * row_bytes, row_bytes);
-    return q;
-  };
-  // 1-D norm weights [n] -> F32 whatever the stored float type.
-  auto vec = [&](const std::string& name, int n) {
-    const GgufTensorInfo* ti = find(name, {uint64_t(n)}, true);
-    GgmlGeometry g{};
-    Geometry(ti->type, &g);
-    if (IsQuantized(g.qtype))
-      Fail("{}: tensor '{}'.type: a norm weight must be F32, F16 or BF16, not {}", path, name,
-           GgmlTypeName(ti->type));
-    QMatrix q = MakeQMatrix(g.qtype, 1, n);
-    std::memcpy(q.Row(0), data + ti->offset, ti->bytes);
-    std::vector<float> out(n);  // [n]
-    DequantizeRow(q, 0, out.data());
-    return out;
+    const uint8_t* src = data + ti->offset;
+    for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), src + size_t(row_of(r)) * row_bytes, row_bytes);
+    mf.Release(src, ti->bytes);
+    return pack ? PackForKernels(q) : q;
   };
 
-  const int hd = c.head_dim();
-  m.tok_embeddings = matrix("token_embd.weight", c.vocab_size, c.dim);
+  // llama files hold q/k rows interleaved (the converter permutes them); qwen2/qwen3
+  // files keep HF's rotate_half order, which we permute here.
+  const bool neox = arch != "llama";
+  auto qk_row = [&](int r) { return neox ? r / hd * hd + HfRopeRow(r % hd, hd) : r; };
+  m.tok_embeddings = matrix("token_embd.weight", c.vocab_size, c.dim, identity, false);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights L;
-    L.attn_norm = vec(p + "attn_norm.weight", c.dim);
-    L.wq = matrix(p + "attn_q.weight", c.n_heads * hd, c.dim);
-    L.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
-    L.wo = matrix(p + "attn_output.weight", c.dim, c.n_heads * hd);
-    L.ffn_norm = vec(p + "ffn_norm.weight", c.dim);
-    L.w1 = matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim);
-    L.w2 = matrix(p + "ffn_down.weight", c.dim, c.hidden_dim);
-    L.w3 = matrix(p + "ffn_up.weight", c.hidden_dim, c.dim);
+    L.attn_norm = vec(p + "attn_norm.weight", c.dim, identity);
+    L.wq = matrix(p + "attn_q.weight", c.q_dim(), c.dim, qk_row);
+    L.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.dim, qk_row);
+    L.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.dim, identity);
+    if (c.qkv_bias) {
+      L.bq = vec(p + "attn_q.bias", c.q_dim(), qk_row);
+      L.bk = vec(p + "attn_k.bias", c.kv_dim(), qk_row);
+      L.bv = vec(p + "attn_v.bias", c.kv_dim(), identity);
+    }
+    if (c.qk_norm) {
+      L.q_norm = vec(p + "attn_q_norm.weight", hd, qk_row);
+      L.k_norm = vec(p + "attn_k_norm.weight", hd, qk_row);
+    }
+    L.wo = matrix(p + "attn_output.weight", c.dim, c.q_dim(), identity);
+    L.ffn_norm = vec(p + "ffn_norm.weight", c.dim, identity);
+    L.w1 = matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim, identity);
+    L.w2 = matrix(p + "ffn_down.weight", c.dim, c.hidden_dim, identity);
+    L.w3 = matrix(p + "ffn_up.weight", c.hidden_dim, c.dim, identity);
     m.layers.push_back(std::move(L));
   }
-  m.final_norm = vec("output_norm.weight", c.dim);
+  m.final_norm = vec("output_norm.weight", c.dim, identity);
   if (find("output.weight", {uint64_t(c.dim), uint64_t(c.vocab_size)}, false)) {
-    m.output = matrix("output.weight", c.vocab_size, c.dim);
+    m.output = matrix("output.weight", c.vocab_size, c.dim, identity);
   } else {
-    m.output = m.tok_embeddings;  // tied classifier
+    m.output = PackForKernels(m.tok_embeddings);  // tied classifier
     m.tied_embeddings = true;
   }
-  PackForKernels(m);
+  // A tensor the architecture does not use (a bias llama has no place for, a layer
+  // beyond block_count, ...) would be silently dropped: refuse it.
+  for (const auto& ti : h.tensors)
+    if (!used.count(ti.name)) Fail("{}: tensor '{}': not used by the {} architecture", path, ti.name, arch);
 
   LoadedModel lm;
   lm.name = path;

@@ -1,4 +1,4 @@
-// GGUF v3 writer for the llama architecture. The header (metadata + tensor infos) is
+// GGUF v3 writer for the llama, qwen2 and qwen3 architectures. The header (metadata + tensor infos) is
 // built in memory; tensor data is streamed from the Model's matrices, so writing a
 // large model needs no second copy of its weights.
 #include <cerrno>
@@ -55,6 +55,7 @@ struct Pending {
   GgmlType type;
   std::vector<uint64_t> ne;  // ggml order
   const QMatrix* m = nullptr;
+  std::vector<int> order;  // stored row k is the matrix's row order[k]; empty: identity
   const std::vector<float>* v = nullptr;
   uint64_t bytes = 0;        // ggml size
   uint64_t offset = 0;       // in the data section
@@ -117,10 +118,21 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   std::deque<QMatrix> converted;
   std::vector<Pending> tensors;
   bool any_quantized = false;
-  auto add_matrix = [&](const std::string& name, const QMatrix& m) {
+  const int hd = c.head_dim();
+  // qwen2/qwen3 files keep HF's rotate_half order of q/k rows (llama.cpp ropes them in
+  // NEOX mode); llama files the interleaved order we hold.
+  const bool neox = c.arch != "llama";
+  auto hf_order = [&](int rows) {
+    std::vector<int> order(rows);
+    for (int k = 0; k < rows; ++k) order[k] = k / hd * hd + RopeRowOfHf(k % hd, hd);
+    return order;
+  };
+  std::deque<std::vector<float>> permuted;  // vectors written in HF order
+  auto add_matrix = [&](const std::string& name, const QMatrix& m, bool rope_rows = false) {
     Pending p;
     p.name = name;
     p.m = &m;
+    if (rope_rows && neox) p.order = hf_order(m.rows);
     if (m.layout != Layout::kRows) {  // GGUF holds ggml rows
       converted.push_back(packed::Unpack(m));
       p.m = &converted.back();
@@ -138,11 +150,18 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     p.bytes = GgmlRowBytes(p.m->type, m.cols) * m.rows;
     tensors.push_back(std::move(p));
   };
-  auto add_vector = [&](const std::string& name, const std::vector<float>& v) {
+  auto add_vector = [&](const std::string& name, const std::vector<float>& v, bool rope_rows = false) {
     Pending p;
     p.name = name;
     p.type = GgmlType::F32;
     p.v = &v;
+    if (rope_rows && neox) {
+      const std::vector<int> order = hf_order(int(v.size()));
+      std::vector<float> hf(v.size());
+      for (size_t k = 0; k < v.size(); ++k) hf[k] = v[order[k]];
+      permuted.push_back(std::move(hf));
+      p.v = &permuted.back();
+    }
     p.ne = {v.size()};
     p.bytes = v.size() * sizeof(float);
     tensors.push_back(std::move(p));
@@ -151,39 +170,61 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     if (m.rows != rows || m.cols != cols)
       Fail("{}: tensor '{}': matrix is [{}][{}], config expects [{}][{}]", path, name, m.rows, m.cols, rows, cols);
   };
-  auto check_len = [&](const std::string& name, const std::vector<float>& v) {
-    if (v.size() != static_cast<size_t>(c.dim))
-      Fail("{}: tensor '{}': {} elements, config expects {}", path, name, v.size(), c.dim);
+  auto check_len = [&](const std::string& name, const std::vector<float>& v, int n) {
+    if (v.size() != static_cast<size_t>(n))
+      Fail("{}: tensor '{}': {} elements, config expects {}", path, name, v.size(), n);
   };
   if (model.layers.size() != static_cast<size_t>(c.n_layers))
     Fail("{}: llama.block_count: model has {} layers, config says {}", path, model.layers.size(), c.n_layers);
 
   check_shape("token_embd.weight", model.tok_embeddings, c.vocab_size, c.dim);
   add_matrix("token_embd.weight", model.tok_embeddings);
-  const int hd = c.head_dim();
+  if (c.rope_scaling == "llama3") {  // llama.cpp's form of llama3 scaling
+    if (c.arch != "llama") Fail("{}: rope_freqs.weight: llama3 RoPE scaling needs the llama architecture", path);
+    check_len("rope_freqs.weight", c.rope_freq_factors, hd / 2);
+    add_vector("rope_freqs.weight", c.rope_freq_factors);
+  }
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = model.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
-    check_len(p + "attn_norm.weight", L.attn_norm);
-    check_len(p + "ffn_norm.weight", L.ffn_norm);
-    check_shape(p + "attn_q.weight", L.wq, c.n_heads * hd, c.dim);
+    check_len(p + "attn_norm.weight", L.attn_norm, c.dim);
+    check_len(p + "ffn_norm.weight", L.ffn_norm, c.dim);
+    check_shape(p + "attn_q.weight", L.wq, c.q_dim(), c.dim);
     check_shape(p + "attn_k.weight", L.wk, c.kv_dim(), c.dim);
     check_shape(p + "attn_v.weight", L.wv, c.kv_dim(), c.dim);
-    check_shape(p + "attn_output.weight", L.wo, c.dim, c.n_heads * hd);
+    check_shape(p + "attn_output.weight", L.wo, c.dim, c.q_dim());
     check_shape(p + "ffn_gate.weight", L.w1, c.hidden_dim, c.dim);
     check_shape(p + "ffn_down.weight", L.w2, c.dim, c.hidden_dim);
     check_shape(p + "ffn_up.weight", L.w3, c.hidden_dim, c.dim);
     add_vector(p + "attn_norm.weight", L.attn_norm);
-    add_matrix(p + "attn_q.weight", L.wq);
-    add_matrix(p + "attn_k.weight", L.wk);
+    add_matrix(p + "attn_q.weight", L.wq, true);
+    add_matrix(p + "attn_k.weight", L.wk, true);
     add_matrix(p + "attn_v.weight", L.wv);
+    if (c.qkv_bias) {
+      check_len(p + "attn_q.bias", L.bq, c.q_dim());
+      check_len(p + "attn_k.bias", L.bk, c.kv_dim());
+      check_len(p + "attn_v.bias", L.bv, c.kv_dim());
+      add_vector(p + "attn_q.bias", L.bq, true);
+      add_vector(p + "attn_k.bias", L.bk, true);
+      add_vector(p + "attn_v.bias", L.bv);
+    } else if (!L.bq.empty() || !L.bk.empty() || !L.bv.empty()) {
+      Fail("{}: tensor '{}': {} has no q/k/v biases", path, p + "attn_q.bias", c.arch);
+    }
+    if (c.qk_norm) {
+      check_len(p + "attn_q_norm.weight", L.q_norm, hd);
+      check_len(p + "attn_k_norm.weight", L.k_norm, hd);
+      add_vector(p + "attn_q_norm.weight", L.q_norm, true);
+      add_vector(p + "attn_k_norm.weight", L.k_norm, true);
+    } else if (!L.q_norm.empty() || !L.k_norm.empty()) {
+      Fail("{}: tensor '{}': {} has no q/k norms", path, p + "attn_q_norm.weight", c.arch);
+    }
     add_matrix(p + "attn_output.weight", L.wo);
     add_vector(p + "ffn_norm.weight", L.ffn_norm);
     add_matrix(p + "ffn_gate.weight", L.w1);
     add_matrix(p + "ffn_down.weight", L.w2);
     add_matrix(p + "ffn_up.weight", L.w3);
   }
-  check_len("output_norm.weight", model.final_norm);
+  check_len("output_norm.weight", model.final_norm, c.dim);
   add_vector("output_norm.weight", model.final_norm);
   check_shape("output.weight", model.output, c.vocab_size, c.dim);
   const QMatrix& e = model.tok_embeddings;
@@ -195,20 +236,29 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   if (!tied) add_matrix("output.weight", model.output);
 
   Kv kv;
-  kv.Str("general.architecture", "llama");
+  kv.Str("general.architecture", c.arch);
   kv.Str("general.name", std::filesystem::path(path).stem().string());
   kv.U32("general.alignment", kAlignment);
   if (any_quantized) kv.U32("general.quantization_version", 2);  // ggml block layout version
-  kv.U32("llama.context_length", c.max_seq_len);
-  kv.U32("llama.embedding_length", c.dim);
-  kv.U32("llama.block_count", c.n_layers);
-  kv.U32("llama.feed_forward_length", c.hidden_dim);
-  kv.U32("llama.attention.head_count", c.n_heads);
-  kv.U32("llama.attention.head_count_kv", c.n_kv_heads);
-  kv.F32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  kv.F32("llama.rope.freq_base", c.rope_theta);
-  kv.U32("llama.rope.dimension_count", hd);
-  kv.U32("llama.vocab_size", c.vocab_size);
+  const std::string a = c.arch + ".";  // ggml's per-architecture keys
+  kv.U32(a + "context_length", c.max_seq_len);
+  kv.U32(a + "embedding_length", c.dim);
+  kv.U32(a + "block_count", c.n_layers);
+  kv.U32(a + "feed_forward_length", c.hidden_dim);
+  kv.U32(a + "attention.head_count", c.n_heads);
+  kv.U32(a + "attention.head_count_kv", c.n_kv_heads);
+  if (c.head_size > 0) {
+    kv.U32(a + "attention.key_length", hd);
+    kv.U32(a + "attention.value_length", hd);
+  }
+  kv.F32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  kv.F32(a + "rope.freq_base", c.rope_theta);
+  kv.U32(a + "rope.dimension_count", hd);
+  if (c.rope_scaling == "linear") {
+    kv.Str(a + "rope.scaling.type", "linear");
+    kv.F32(a + "rope.scaling.factor", c.rope_scaling_factor);
+  }
+  kv.U32(a + "vocab_size", c.vocab_size);
   kv.Str("tokenizer.ggml.model", vocab.model);
   if (vocab.model == "gpt2") {
     if (vocab.pre.empty())
@@ -261,10 +311,10 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
       } else {
         const QMatrix& m = *t.m;
         const uint64_t rb = GgmlRowBytes(m.type, m.cols);
-        if (rb == m.row_bytes) {
+        if (rb == m.row_bytes && t.order.empty()) {
           f.Write(m.data.data(), t.bytes);
         } else {
-          for (int r = 0; r < m.rows; ++r) f.Write(m.Row(r), rb);
+          for (int r = 0; r < m.rows; ++r) f.Write(m.Row(t.order.empty() ? r : t.order[r]), rb);
         }
       }
     }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,6 +31,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     data_ = static_cast<const uint8_t*>(p);
   }
   ::close(fd);
+}
+
+void MappedFile::Release(const uint8_t* p, size_t n) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + n;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  b = std::max(b, lo), e = std::min(e, hi);
+  b = (b + page - 1) / page * page;  // whole pages only: a neighbour may still need the rest
+  e = e / page * page;
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -1,5 +1,6 @@
 // Read-only memory map of a whole file (weights are copied out at load time, so the
-// map lives only as long as the loader needs it).
+// map lives only as long as the loader needs it; Release drops the pages already copied
+// so that loading never holds the file and the model at once).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops the whole pages inside [p, p + n) from this process's memory (the page cache
+  // keeps them; touching them again reads them back). A hint: errors are ignored.
+  void Release(const uint8_t* p, size_t n) const;
 
  private:
   std::string path_;

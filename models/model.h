@@ -2,8 +2,9 @@
 // so one Model serves a target cache and a draft cache (early exit) at once.
 //
 // Internal conventions, whatever the file format:
-//  - q/k projection rows are in the interleaved RoPE layout of llama2.c/GGUF (pairs
-//    (2i, 2i+1) rotate together); HF checkpoints are permuted at load time.
+//  - q/k projection rows (and their biases and norm weights) are in the interleaved RoPE
+//    layout of llama2.c and GGUF "llama" files (pairs (2i, 2i+1) rotate together); HF
+//    checkpoints and GGUF qwen2/qwen3 files (rotate_half layout) are permuted at load time.
 //  - matrices are [out_features][in_features] (row = output feature).
 #pragma once
 #include <cstdint>
@@ -20,6 +21,9 @@ struct LayerWeights {
   QMatrix wq;                    // [n_heads*head_dim][dim]
   QMatrix wk;                    // [kv_dim][dim]
   QMatrix wv;                    // [kv_dim][dim]
+  std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] biases (qwen2); empty: none
+  std::vector<float> q_norm;      // [head_dim] per-head RMSNorm of q before RoPE (qwen3); empty: none
+  std::vector<float> k_norm;      // [head_dim] same for k
   QMatrix wo;                    // [dim][n_heads*head_dim]
   std::vector<float> ffn_norm;   // [dim]
   QMatrix w1;                    // gate [hidden_dim][dim]

@@ -8,6 +8,11 @@ namespace specsweep {
 namespace {
 
 size_t Elements(const QMatrix& m) { return static_cast<size_t>(m.rows) * m.cols; }
+// Norm weights and biases of a layer (float vectors).
+size_t VectorElements(const LayerWeights& L) {
+  return L.attn_norm.size() + L.ffn_norm.size() + L.bq.size() + L.bk.size() + L.bv.size() + L.q_norm.size() +
+         L.k_norm.size();
+}
 
 }  // namespace
 
@@ -18,14 +23,14 @@ size_t Model::ParameterCount() const {
     if (name == "output" && tied_embeddings) return;
     n += Elements(w);
   });
-  for (const LayerWeights& L : layers) n += L.attn_norm.size() + L.ffn_norm.size();
+  for (const LayerWeights& L : layers) n += VectorElements(L);
   return n + final_norm.size();
 }
 
 size_t Model::WeightBytes() const {
   size_t b = 0;
   ForEachMatrix(*this, [&](const std::string&, const QMatrix& w) { b += w.bytes(); });
-  for (const LayerWeights& L : layers) b += sizeof(float) * (L.attn_norm.size() + L.ffn_norm.size());
+  for (const LayerWeights& L : layers) b += sizeof(float) * VectorElements(L);
   return b + sizeof(float) * final_norm.size();
 }
 
@@ -41,6 +46,8 @@ Model QuantizeModel(const Model& m, QType type) {
     LayerWeights o;
     o.attn_norm = L.attn_norm;
     o.ffn_norm = L.ffn_norm;
+    o.bq = L.bq, o.bk = L.bk, o.bv = L.bv;
+    o.q_norm = L.q_norm, o.k_norm = L.k_norm;
     o.wq = Convert(L.wq, type);
     o.wk = Convert(L.wk, type);
     o.wv = Convert(L.wv, type);

@@ -1,4 +1,5 @@
-// HF Llama directory: config.json + model.safetensors (F32/F16/BF16).
+// HF checkpoint folder: config.json + model.safetensors or shards listed in
+// model.safetensors.index.json (F32/F16/BF16 tensors).
 // safetensors = u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
 // then the data block the offsets are relative to.
 #include <algorithm>
@@ -6,13 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
+#include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "models/error.h"
+#include "models/hf_format.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
+#include "quant/matmul.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -26,64 +30,6 @@ struct StTensor {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
 };
-
-ModelConfig ParseHfConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Fail("{}: cannot open (an HF model directory needs config.json)", path);
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    Fail("{}: invalid JSON: {}", path, e.what());
-  }
-  if (!j.is_object()) Fail("{}: top level: expected an object", path);
-  auto get_int = [&](const char* key, std::optional<int> def = std::nullopt) -> int {
-    if (!j.contains(key) || j[key].is_null()) {
-      if (def) return *def;
-      Fail("{}: {}: missing", path, key);
-    }
-    const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
-    if (!v.is_number_integer()) Fail("{}: {}: expected an integer", path, key);
-    return v.get<int>();
-  };
-  auto get_float = [&](const char* key, float def) -> float {
-    if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number()) Fail("{}: {}: expected a number", path, key);
-    return j[key].get<float>();
-  };
-  ModelConfig c;
-  std::string model_type = j.value("model_type", "");
-  bool llama_arch = model_type == "llama";
-  if (j.contains("architectures") && j["architectures"].is_array())
-    for (auto& a : j["architectures"])
-      if (a == "LlamaForCausalLM") llama_arch = true;
-  if (!llama_arch)
-    Fail("{}: model_type: '{}' is not a supported architecture (LlamaForCausalLM only)", path,
-         model_type.empty() ? "unknown" : model_type);
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    Fail("{}: rope_scaling: not supported", path);
-  if (j.value("hidden_act", std::string("silu")) != "silu")
-    Fail("{}: hidden_act: '{}' is not supported (silu only)", path, j["hidden_act"].dump());
-  if (j.value("attention_bias", false)) Fail("{}: attention_bias: biases are not supported", path);
-  if (j.value("mlp_bias", false)) Fail("{}: mlp_bias: biases are not supported", path);
-  c.dim = get_int("hidden_size");
-  c.hidden_dim = get_int("intermediate_size");
-  c.n_layers = get_int("num_hidden_layers");
-  c.n_heads = get_int("num_attention_heads");
-  c.n_kv_heads = get_int("num_key_value_heads", c.n_heads);
-  c.vocab_size = get_int("vocab_size");
-  c.max_seq_len = get_int("max_position_embeddings");
-  c.norm_eps = get_float("rms_norm_eps", 1e-6f);
-  c.rope_theta = get_float("rope_theta", 10000.0f);
-  c.bos_id = get_int("bos_token_id", 1);
-  c.eos_id = get_int("eos_token_id", 2);
-  if (j.contains("head_dim") && j["head_dim"].is_number_integer() &&
-      j["head_dim"].get<int>() != c.dim / std::max(c.n_heads, 1))
-    Fail("{}: head_dim: {} != hidden_size / num_attention_heads is not supported", path,
-         j["head_dim"].get<int>());
-  c.Validate(path);
-  return c;
-}
 
 size_t DtypeSize(const std::string& dt) {
   if (dt == "F32") return 4;
@@ -153,17 +99,72 @@ QType StorageType(const std::string& dt) {
   return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
 }
 
+// The tensors of a folder: model.safetensors, or the shards model.safetensors.index.json
+// names (each mapped; tensors point into the maps).
+struct StFolder {
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::map<std::string, StTensor> tensors;
+  std::map<std::string, std::string> file_of;  // tensor -> file (errors)
+  json metadata;                               // of a single file (tied-embedding aliases)
+};
+
+StFolder OpenSafetensors(const fs::path& dir) {
+  StFolder f;
+  const fs::path single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
+  if (fs::exists(single) || !fs::exists(index)) {
+    f.files.push_back(std::make_unique<MappedFile>(single.string()));
+    f.tensors = ParseSafetensors(*f.files[0], f.metadata);
+    for (auto& [name, t] : f.tensors) f.file_of[name] = single.string();
+    return f;
+  }
+  const std::string ip = index.string();
+  std::ifstream in(ip);
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    Fail("{}: invalid JSON: {}", ip, e.what());
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    Fail("{}: weight_map: missing or not an object", ip);
+  std::map<std::string, std::string> shard_of;  // tensor -> shard file name
+  for (auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string()) Fail("{}: weight_map.{}: expected a file name", ip, name);
+    const std::string fn = file.get<std::string>();
+    if (fn.empty() || fn.find('/') != std::string::npos || fn == "." || fn == "..")
+      Fail("{}: weight_map.{}: '{}' is not a file name in the folder", ip, name, fn);
+    shard_of[name] = fn;
+  }
+  std::map<std::string, bool> shards;
+  for (auto& [name, fn] : shard_of) shards[fn] = true;
+  for (auto& [fn, _] : shards) {
+    const std::string sp = (dir / fn).string();
+    f.files.push_back(std::make_unique<MappedFile>(sp));
+    json meta;
+    for (auto& [name, t] : ParseSafetensors(*f.files.back(), meta)) {
+      auto it = shard_of.find(name);
+      if (it == shard_of.end()) Fail("{}: tensor '{}': not listed in {}", sp, name, ip);
+      if (it->second != fn) Fail("{}: tensor '{}': {} places it in {}", sp, name, ip, it->second);
+      f.file_of[name] = sp;
+      f.tensors.emplace(name, t);
+    }
+  }
+  for (auto& [name, fn] : shard_of)
+    if (!f.tensors.count(name)) Fail("{}: weight_map.{}: tensor not found in {}", ip, name, fn);
+  return f;
+}
+
 }  // namespace
 
 Model LoadHfSafetensors(const std::string& dir) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
-  const std::string st_path = (fs::path(dir) / "model.safetensors").string();
   Model m;
   m.config = ParseHfConfig(cfg_path);
   const ModelConfig& c = m.config;
-  MappedFile f(st_path);
-  json metadata;
-  auto tensors = ParseSafetensors(f, metadata);
+  StFolder folder = OpenSafetensors(dir);
+  const auto& tensors = folder.tensors;
+  const json& metadata = folder.metadata;
+  std::set<std::string> used;
 
   // Aliases: __metadata__ may map a missing name to a stored one (tied embeddings).
   auto find = [&](const std::string& name) -> const StTensor* {
@@ -172,64 +173,96 @@ Model LoadHfSafetensors(const std::string& dir) {
       if (auto it = tensors.find(metadata[name].get<std::string>()); it != tensors.end()) return &it->second;
     return nullptr;
   };
+  auto file_of = [&](const std::string& name) {
+    auto it = folder.file_of.find(name);
+    return it != folder.file_of.end() ? it->second : folder.files.size() == 1 ? folder.files[0]->path() : dir;
+  };
   auto require = [&](const std::string& name, std::vector<int64_t> shape) -> const StTensor& {
     const StTensor* t = find(name);
-    if (!t) Fail("{}: tensor '{}': missing", st_path, name);
+    if (!t) Fail("{}: tensor '{}': missing", file_of(name), name);
     if (t->shape != shape)
-      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", st_path, name,
+      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", file_of(name), name,
            fmt::join(t->shape, ", "), fmt::join(shape, ", "));
+    used.insert(name);
     return *t;
   };
-  // Copies a [rows][cols] tensor; `row_of(r)` gives the stored row for our row r.
-  auto matrix = [&](const StTensor& t, auto row_of) {
+  // The source pages of a tensor are dropped from this process once copied: the file
+  // stays in the page cache, and peak memory is the model plus one tensor.
+  auto release = [&](const StTensor& t) {
+    for (auto& f : folder.files)
+      if (t.data >= f->data() && t.data < f->data() + f->size()) f->Release(t.data, t.bytes);
+  };
+  // Copies a [rows][cols] tensor; `row_of(r)` gives the stored row for our row r; packs
+  // it for the kernels.
+  auto matrix = [&](const StTensor& t, auto row_of, bool pack = true) {
     const int rows = static_cast<int>(t.shape[0]), cols = static_cast<int>(t.shape[1]);
     QMatrix q = MakeQMatrix(StorageType(t.dtype), rows, cols);
     const size_t rb = cols * DtypeSize(t.dtype);
     for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), t.data + size_t(row_of(r)) * rb, rb);
-    return q;
+    release(t);
+    return pack ? PackForKernels(q) : q;
   };
   auto identity = [](int r) { return r; };
   // HF stores q/k rows per head as [2][hd/2] (rotate_half); ours are interleaved [hd/2][2].
   const int hd = c.head_dim();
-  auto rope_permute = [hd](int r) {
-    const int h = r / hd, i = r % hd, j = i / 2, half = i % 2;
-    return h * hd + half * (hd / 2) + j;
-  };
-  auto vec = [&](const StTensor& t) {
-    StTensor row = t;  // a [n] vector viewed as a [1][n] matrix
-    row.shape = {1, t.shape[0]};
-    QMatrix one = matrix(row, identity);
-    std::vector<float> v(one.cols);  // [n]
-    DequantizeRow(one, 0, v.data());
+  auto rope_permute = [hd](int r) { return r / hd * hd + HfRopeRow(r % hd, hd); };
+  auto vec = [&](const StTensor& t, auto row_of) {
+    StTensor col = t;  // a [n] vector viewed as a [n][1] matrix, so rows can be permuted
+    col.shape = {t.shape[0], 1};
+    QMatrix one = matrix(col, row_of, false);
+    std::vector<float> v(one.rows);  // [n]
+    for (int r = 0; r < one.rows; ++r) DequantizeRow(one, r, &v[r]);
     return v;
   };
 
-  const int64_t D = c.dim, KV = c.kv_dim(), H = c.hidden_dim, V = c.vocab_size;
+  const int64_t D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim, V = c.vocab_size, HD = hd;
   // Tied embeddings: one of the two is stored (or aliased through __metadata__).
   const char* emb_name = find("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "lm_head.weight";
   const char* head_name = find("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
   m.tied_embeddings = !(tensors.count("model.embed_tokens.weight") && tensors.count("lm_head.weight"));
-  m.tok_embeddings = matrix(require(emb_name, {V, D}), identity);
-  m.output = matrix(require(head_name, {V, D}), identity);
+  m.tok_embeddings = matrix(require(emb_name, {V, D}), identity, false);
+  if (m.tied_embeddings) {
+    used.insert(head_name);
+    m.output = PackForKernels(m.tok_embeddings);
+  } else {
+    m.output = matrix(require(head_name, {V, D}), identity);
+  }
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights L;
-    L.attn_norm = vec(require(p + "input_layernorm.weight", {D}));
-    L.wq = matrix(require(p + "self_attn.q_proj.weight", {D, D}), rope_permute);
+    L.attn_norm = vec(require(p + "input_layernorm.weight", {D}), identity);
+    L.wq = matrix(require(p + "self_attn.q_proj.weight", {Q, D}), rope_permute);
     L.wk = matrix(require(p + "self_attn.k_proj.weight", {KV, D}), rope_permute);
     L.wv = matrix(require(p + "self_attn.v_proj.weight", {KV, D}), identity);
-    L.wo = matrix(require(p + "self_attn.o_proj.weight", {D, D}), identity);
-    L.ffn_norm = vec(require(p + "post_attention_layernorm.weight", {D}));
+    if (c.qkv_bias) {
+      L.bq = vec(require(p + "self_attn.q_proj.bias", {Q}), rope_permute);
+      L.bk = vec(require(p + "self_attn.k_proj.bias", {KV}), rope_permute);
+      L.bv = vec(require(p + "self_attn.v_proj.bias", {KV}), identity);
+    }
+    if (c.qk_norm) {
+      L.q_norm = vec(require(p + "self_attn.q_norm.weight", {HD}), rope_permute);
+      L.k_norm = vec(require(p + "self_attn.k_norm.weight", {HD}), rope_permute);
+    }
+    L.wo = matrix(require(p + "self_attn.o_proj.weight", {D, Q}), identity);
+    L.ffn_norm = vec(require(p + "post_attention_layernorm.weight", {D}), identity);
     L.w1 = matrix(require(p + "mlp.gate_proj.weight", {H, D}), identity);
     L.w2 = matrix(require(p + "mlp.down_proj.weight", {D, H}), identity);
     L.w3 = matrix(require(p + "mlp.up_proj.weight", {H, D}), identity);
     m.layers.push_back(std::move(L));
   }
-  m.final_norm = vec(require("model.norm.weight", {D}));
+  m.final_norm = vec(require("model.norm.weight", {D}), identity);
+  // A tensor the architecture does not use (an o_proj bias, a layer beyond
+  // num_hidden_layers, ...) would be silently dropped: refuse it. Old checkpoints store
+  // the rotary inv_freq buffer, which is recomputed from the config.
+  for (auto& [name, t] : tensors)
+    if (!used.count(name) && !name.ends_with("rotary_emb.inv_freq"))
+      Fail("{}: tensor '{}': not used by the {} architecture as configured in config.json", file_of(name), name,
+           c.arch);
 
   m.source.format = "hf-safetensors";
   m.source.path = dir;
-  m.source.files = {cfg_path, st_path};
+  m.source.files = {cfg_path};
+  for (auto& f : folder.files) m.source.files.push_back(f->path());
   for (auto& [name, t] : tensors)
     m.source.tensors.push_back({name, t.shape, t.dtype, t.bytes});
   return m;

@@ -7,16 +7,16 @@
 namespace specsweep {
 namespace {
 
-QMatrix RandomMatrix(std::mt19937_64& rng, int rows, int cols) {
+QMatrix RandomMatrix(std::mt19937_64& rng, int rows, int cols, QType type = QType::F32) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const float a = 1.0f / std::sqrt(static_cast<float>(cols));
   std::vector<float> w(static_cast<size_t>(rows) * cols);  // [rows][cols]
   for (float& x : w) x = a * u(rng);
-  return Quantize(w.data(), rows, cols, QType::F32);
+  return Quantize(w.data(), rows, cols, type);
 }
 
-std::vector<float> RandomNorm(std::mt19937_64& rng, int n) {
-  std::uniform_real_distribution<float> u(0.8f, 1.2f);
+std::vector<float> RandomNorm(std::mt19937_64& rng, int n, float lo = 0.8f, float hi = 1.2f) {
+  std::uniform_real_distribution<float> u(lo, hi);
   std::vector<float> g(n);  // [n]
   for (float& x : g) x = u(rng);
   return g;
@@ -24,7 +24,7 @@ std::vector<float> RandomNorm(std::mt19937_64& rng, int n) {
 
 }  // namespace
 
-Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed) {
+Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed, QType type) {
   c.Validate("synthetic model");
   std::mt19937_64 rng(seed);
   Model m;
@@ -33,24 +33,33 @@ Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed) {
   m.source.path = "synthetic(seed=" + std::to_string(seed) + ")";
   const int hd = c.head_dim();
   // Embedding rows scaled up so activations are O(1) like a trained model.
-  m.tok_embeddings = RandomMatrix(rng, c.vocab_size, c.dim);
+  m.tok_embeddings = RandomMatrix(rng, c.vocab_size, c.dim, IsQuantized(type) ? QType::F32 : type);
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights L;
     L.attn_norm = RandomNorm(rng, c.dim);
-    L.wq = RandomMatrix(rng, c.n_heads * hd, c.dim);
-    L.wk = RandomMatrix(rng, c.kv_dim(), c.dim);
-    L.wv = RandomMatrix(rng, c.kv_dim(), c.dim);
-    L.wo = RandomMatrix(rng, c.dim, c.n_heads * hd);
+    L.wq = RandomMatrix(rng, c.n_heads * hd, c.dim, type);
+    L.wk = RandomMatrix(rng, c.kv_dim(), c.dim, type);
+    L.wv = RandomMatrix(rng, c.kv_dim(), c.dim, type);
+    if (c.qkv_bias) {
+      L.bq = RandomNorm(rng, c.q_dim(), -0.5f, 0.5f);
+      L.bk = RandomNorm(rng, c.kv_dim(), -0.5f, 0.5f);
+      L.bv = RandomNorm(rng, c.kv_dim(), -0.5f, 0.5f);
+    }
+    if (c.qk_norm) {
+      L.q_norm = RandomNorm(rng, hd);
+      L.k_norm = RandomNorm(rng, hd);
+    }
+    L.wo = RandomMatrix(rng, c.dim, c.n_heads * hd, type);
     L.ffn_norm = RandomNorm(rng, c.dim);
-    L.w1 = RandomMatrix(rng, c.hidden_dim, c.dim);
-    L.w2 = RandomMatrix(rng, c.dim, c.hidden_dim);
-    L.w3 = RandomMatrix(rng, c.hidden_dim, c.dim);
+    L.w1 = RandomMatrix(rng, c.hidden_dim, c.dim, type);
+    L.w2 = RandomMatrix(rng, c.dim, c.hidden_dim, type);
+    L.w3 = RandomMatrix(rng, c.hidden_dim, c.dim, type);
     m.layers.push_back(std::move(L));
   }
   m.final_norm = RandomNorm(rng, c.dim);
   // Separate classifier with larger scale so the next-token distribution is peaked
   // enough for sampling tests to be informative.
-  m.output = RandomMatrix(rng, c.vocab_size, c.dim);
+  m.output = RandomMatrix(rng, c.vocab_size, c.dim, type);
   return m;
 }
 

@@ -22,7 +22,37 @@ ModelConfig Shape(int dim, int layers, int heads, int kv_heads, int ffn, int voc
   return c;
 }
 
+// Published shapes (config.json of each model); contexts as published.
+struct Published {
+  std::string_view name;
+  std::string_view arch;
+  int dim, layers, heads, kv_heads, ffn, vocab, ctx;
+  float theta, eps;
+  int bos, eos;
+  float llama3_factor;  // 0: plain RoPE; else llama3 scaling, low 1, high 4, original 8192
+  bool tied;
+};
+constexpr Published kPublished[] = {
+    {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 1e4f, 1e-5f, 1, 2, 0, false},
+    {"llama-2-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 4096, 1e4f, 1e-5f, 1, 2, 0, false},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 5e5f, 1e-5f, 128000, 128001, 32, true},
+    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 131072, 5e5f, 1e-5f, 128000, 128001, 8, false},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, 151643, 151643, 0, true},
+    {"qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064, 131072, 1e6f, 1e-6f, 151643, 151643, 0, false},
+};
+
+const Published* FindPublished(std::string_view name) {
+  for (const Published& p : kPublished)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
 }  // namespace
+
+bool SyntheticShapeTied(std::string_view name) {
+  const Published* p = FindPublished(name);
+  return p && p->tied;
+}
 
 ModelConfig SyntheticShape(std::string_view name) {
   const std::string what = fmt::format("synthetic shape '{}'", name);
@@ -33,6 +63,22 @@ ModelConfig SyntheticShape(std::string_view name) {
     c = Shape(768, 12, 12, 12, 2048, 32000, 1024);
   } else if (name == "1b") {
     c = Shape(2048, 22, 32, 4, 5632, 32000, 2048);  // TinyLlama-1.1B
+  } else if (const Published* p = FindPublished(name)) {
+    c = Shape(p->dim, p->layers, p->heads, p->kv_heads, p->ffn, p->vocab, p->ctx);
+    c.arch = std::string(p->arch);
+    c.qkv_bias = c.arch == "qwen2";
+    c.rope_theta = p->theta;
+    c.norm_eps = p->eps;
+    c.bos_id = p->bos;
+    c.eos_id = p->eos;
+    if (p->llama3_factor > 0) {
+      c.rope_scaling = "llama3";
+      c.rope_scaling_factor = p->llama3_factor;
+      c.rope_low_freq_factor = 1;
+      c.rope_high_freq_factor = 4;
+      c.rope_original_context = 8192;
+      c.rope_freq_factors = Llama3RopeFactors(c.rope_theta, c.head_dim(), p->llama3_factor, 1, 4, 8192);
+    }
   } else if (name.find('=') != std::string_view::npos) {
     int kv_heads = 0;
     int* ints[] = {&c.dim, &c.n_layers, &c.n_heads, &kv_heads, &c.hidden_dim, &c.vocab_size, &c.max_seq_len};
@@ -72,7 +118,8 @@ ModelConfig SyntheticShape(std::string_view name) {
       if (!seen[k] && k != 3) Fail("{}: field '{}': missing", what, kInt[k]);
     c.n_kv_heads = seen[3] ? kv_heads : c.n_heads;
   } else {
-    Fail("{}: unknown shape (expected tiny, 134m, 1b or dim=..,layers=..,heads=..,ffn=..,vocab=..,ctx=..)",
+    Fail("{}: unknown shape (expected tiny, 134m, 1b, tinyllama-1.1b, llama-2-7b, llama-3.2-1b, llama-3.1-8b, "
+         "qwen2.5-0.5b, qwen2.5-7b or dim=..,layers=..,heads=..,ffn=..,vocab=..,ctx=..)",
          what);
   }
   c.Validate(what);
