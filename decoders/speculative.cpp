@@ -49,6 +49,10 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   auto policy = MakeDraftPolicy(opt_);
   KVCache tcache(c, 0, context, opt_.kv_type);
   KVCache dcache(dm.config, draft_.layers, context, opt_.kv_type);
+  // The positions this run can reach (a verify block may run K + 1 past the last token).
+  const int64_t reach = int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1;
+  tcache.Reserve(static_cast<int>(std::min<int64_t>(context, reach)));
+  dcache.Reserve(static_cast<int>(std::min<int64_t>(context, reach)));
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
   std::vector<int> draft;        // [K] proposed tokens of the current step
   std::vector<float> qs;         // [K][vocab] draft distributions (sampling mode only)
@@ -128,7 +132,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted; ++i) {
       const int tok = i < v.n_accepted ? draft[i] : v.next;
-      if (opt_.stop_at_eos && tok == c.eos_id) {
+      if (opt_.stop_at_eos && c.IsStop(tok)) {
         st.stopped_at_eos = done = true;
         break;
       }

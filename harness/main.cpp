@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/commands.h"
+#include "models/build_info.h"
 #include "models/error.h"
 #include "models/forward.h"
 
@@ -62,6 +63,22 @@ int main(int argc, char** argv) {
   if (reexec) execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("specsweep {} ({})", *GitRev() ? GitRev() : "unknown revision",
+                                                CompilerId()));
+  // `specsweep help [COMMAND]`: the same text as --help.
+  std::string help_on;
+  auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
+  help->add_option("command", help_on, "Command to describe");
+  help->callback([&] {
+    if (help_on.empty()) throw CLI::CallForHelp();
+    CLI::App* sub = nullptr;
+    try {
+      sub = app.get_subcommand(help_on);
+    } catch (const CLI::OptionNotFound&) {
+      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
+    }
+    fmt::print("{}", sub->help());
+  });
   app.fallthrough();  // global options may follow the subcommand name
   app.option_defaults()->always_capture_default();
   auto& g = Globals();

@@ -17,7 +17,11 @@ struct ModelConfig {
   float norm_eps = 1e-5f;  // rms_norm_eps
   int bos_id = 1;
   int eos_id = 2;
+  // llama2.c TinyStories checkpoints end a story with BOS (their training text separates
+  // stories with it), so for them BOS stops generation like EOS.
+  bool bos_stops = false;
 
+  bool IsStop(int token) const { return token == eos_id || (bos_stops && token == bos_id); }
   int head_dim() const { return dim / n_heads; }
   int kv_dim() const { return head_dim() * n_kv_heads; }
   // Throws Error("<source>: <field>: ...") when a field is missing or inconsistent.

@@ -3,12 +3,14 @@
 // copies tensor data out of the memory-mapped file into Model matrices.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <set>
 
 #include "models/error.h"
 #include "models/gguf.h"
+#include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
 
@@ -344,6 +346,7 @@ class Meta {
       Fail("{}: {}: required key is missing", file_, key);
     }
     if (!v->is_float()) Fail("{}: {}: expected a float, got {}", file_, key, GgufValueTypeName(v->type));
+    if (!std::isfinite(v->f) || std::abs(v->f) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", file_, key, v->f);
     return static_cast<float>(v->f);
   }
   const std::vector<GgufValue>* Array(const std::string& key, GgufValueType elem, bool required) const {
@@ -362,8 +365,8 @@ class Meta {
 Vocab ReadVocab(const Meta& meta, const std::string& file) {
   std::string model = meta.String("tokenizer.ggml.model");
   if (model != "llama")
-    Fail("{}: tokenizer.ggml.model: '{}' is not supported (only the SentencePiece 'llama' vocabulary)", file,
-         model);
+    Fail("{}: tokenizer.ggml.model: {} is not supported (only the SentencePiece 'llama' vocabulary)", file,
+         Quoted(model));
   Vocab v;
   const auto& tokens = *meta.Array("tokenizer.ggml.tokens", GgufValueType::STRING, true);
   if (tokens.empty()) Fail("{}: tokenizer.ggml.tokens: empty vocabulary", file);
@@ -403,7 +406,7 @@ LoadedModel LoadGguf(const std::string& path) {
   const Meta meta(h, path);
 
   const std::string arch = meta.String("general.architecture");
-  if (arch != "llama") Fail("{}: general.architecture: '{}' is not supported (only llama)", path, arch);
+  if (arch != "llama") Fail("{}: general.architecture: {} is not supported (only llama)", path, Quoted(arch));
   Vocab vocab = ReadVocab(meta, path);
 
   ModelConfig c;
@@ -460,6 +463,7 @@ LoadedModel LoadGguf(const std::string& path) {
     const size_t row_bytes = static_cast<size_t>(cols) / g.block * g.bytes;
     if (q.row_bytes < row_bytes) Fail("{}: tensor '{}': internal row size mismatch", path, name);
     for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), data + ti->offset + r * row_bytes, row_bytes);
+    CheckFinite(q, path, name);
     return q;
   };
   // 1-D norm weights [n] -> F32 whatever the stored float type.
@@ -474,6 +478,7 @@ LoadedModel LoadGguf(const std::string& path) {
     std::memcpy(q.Row(0), data + ti->offset, ti->bytes);
     std::vector<float> out(n);  // [n]
     DequantizeRow(q, 0, out.data());
+    CheckFinite(out, path, name);
     return out;
   };
 
@@ -505,7 +510,11 @@ LoadedModel LoadGguf(const std::string& path) {
   LoadedModel lm;
   lm.name = path;
   lm.model = std::move(model);
-  lm.tokenizer = MakeScoreBpeTokenizer(std::move(vocab));
+  try {
+    lm.tokenizer = MakeScoreBpeTokenizer(std::move(vocab));
+  } catch (const Error& e) {  // name the file: the vocabulary checks do not know it
+    Fail("{}: tokenizer.ggml.tokens: {}", path, e.what());
+  }
   return lm;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
 
@@ -44,28 +45,43 @@ ModelConfig ParseHfConfig(const std::string& path) {
     }
     const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
     if (!v.is_number_integer()) Fail("{}: {}: expected an integer", path, key);
-    return v.get<int>();
+    // Range-checked in 64 bits: get<int> would wrap 4294967424 to 128.
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX : v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
+      Fail("{}: {}: {} is out of range", path, key, v.dump());
+    return static_cast<int>(v.get<int64_t>());
   };
   auto get_float = [&](const char* key, float def) -> float {
     if (!j.contains(key) || j[key].is_null()) return def;
     if (!j[key].is_number()) Fail("{}: {}: expected a number", path, key);
-    return j[key].get<float>();
+    const double d = j[key].get<double>();
+    if (!std::isfinite(d) || std::abs(d) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", path, key, d);
+    return static_cast<float>(d);
+  };
+  auto get_str = [&](const char* key, const char* def) -> std::string {
+    if (!j.contains(key) || j[key].is_null()) return def;
+    if (!j[key].is_string()) Fail("{}: {}: expected a string", path, key);
+    return j[key].get<std::string>();
+  };
+  auto get_bool = [&](const char* key) -> bool {
+    if (!j.contains(key) || j[key].is_null()) return false;
+    if (!j[key].is_boolean()) Fail("{}: {}: expected true/false", path, key);
+    return j[key].get<bool>();
   };
   ModelConfig c;
-  std::string model_type = j.value("model_type", "");
+  std::string model_type = get_str("model_type", "");
   bool llama_arch = model_type == "llama";
   if (j.contains("architectures") && j["architectures"].is_array())
     for (auto& a : j["architectures"])
       if (a == "LlamaForCausalLM") llama_arch = true;
   if (!llama_arch)
-    Fail("{}: model_type: '{}' is not a supported architecture (LlamaForCausalLM only)", path,
-         model_type.empty() ? "unknown" : model_type);
+    Fail("{}: model_type: {} is not a supported architecture (LlamaForCausalLM only)", path,
+         Quoted(model_type.empty() ? "unknown" : model_type));
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     Fail("{}: rope_scaling: not supported", path);
-  if (j.value("hidden_act", std::string("silu")) != "silu")
-    Fail("{}: hidden_act: '{}' is not supported (silu only)", path, j["hidden_act"].dump());
-  if (j.value("attention_bias", false)) Fail("{}: attention_bias: biases are not supported", path);
-  if (j.value("mlp_bias", false)) Fail("{}: mlp_bias: biases are not supported", path);
+  if (std::string act = get_str("hidden_act", "silu"); act != "silu")
+    Fail("{}: hidden_act: {} is not supported (silu only)", path, Quoted(act));
+  if (get_bool("attention_bias")) Fail("{}: attention_bias: biases are not supported", path);
+  if (get_bool("mlp_bias")) Fail("{}: mlp_bias: biases are not supported", path);
   c.dim = get_int("hidden_size");
   c.hidden_dim = get_int("intermediate_size");
   c.n_layers = get_int("num_hidden_layers");
@@ -77,10 +93,10 @@ ModelConfig ParseHfConfig(const std::string& path) {
   c.rope_theta = get_float("rope_theta", 10000.0f);
   c.bos_id = get_int("bos_token_id", 1);
   c.eos_id = get_int("eos_token_id", 2);
-  if (j.contains("head_dim") && j["head_dim"].is_number_integer() &&
-      j["head_dim"].get<int>() != c.dim / std::max(c.n_heads, 1))
+  if (j.contains("head_dim") && !j["head_dim"].is_null() &&
+      get_int("head_dim") != c.dim / std::max(c.n_heads, 1))
     Fail("{}: head_dim: {} != hidden_size / num_attention_heads is not supported", path,
-         j["head_dim"].get<int>());
+         j["head_dim"].dump());
   c.Validate(path);
   return c;
 }
@@ -89,6 +105,10 @@ size_t DtypeSize(const std::string& dt) {
   if (dt == "F32") return 4;
   if (dt == "F16" || dt == "BF16") return 2;
   return 0;
+}
+
+QType StorageType(const std::string& dt) {
+  return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
 }
 
 std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& metadata) {
@@ -121,12 +141,18 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
     st.dtype = t["dtype"].is_string() ? t["dtype"].get<std::string>() : "?";
     const size_t es = DtypeSize(st.dtype);
     if (!es) Fail("{}: {}: dtype {} is not supported (F32, F16, BF16)", path, field, st.dtype);
+    if (!t["shape"].is_array() || t["shape"].size() > 4)
+      Fail("{}: {}: shape: expected an array of at most 4 dimensions", path, field);
+    // Element count bounded by the data block, checked per factor so it cannot wrap.
     uint64_t numel = 1;
     for (auto& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 32))
         Fail("{}: {}: shape: invalid dimension {}", path, field, d.dump());
-      st.shape.push_back(d.get<int64_t>());
-      numel *= static_cast<uint64_t>(d.get<int64_t>());
+      const uint64_t n = d.get<uint64_t>();
+      if (n > 0 && numel > (uint64_t{1} << 48) / n)
+        Fail("{}: {}: shape: [{}] is absurdly large", path, field, t["shape"].dump());
+      st.shape.push_back(static_cast<int64_t>(n));
+      numel *= n;
     }
     auto& off = t["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
@@ -139,6 +165,7 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
       Fail("{}: {}: data_offsets: {} bytes but shape and dtype need {}", path, field, e - b, numel * es);
     st.data = base + b;
     st.bytes = e - b;
+    CheckFinite(StorageType(st.dtype), st.data, numel, path, name);
     ranges.emplace_back(b, e);
     out.emplace(name, std::move(st));
   }
@@ -147,10 +174,6 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
     if (ranges[i].first < ranges[i - 1].second)
       Fail("{}: data_offsets: tensors overlap at byte {}", path, ranges[i].first);
   return out;
-}
-
-QType StorageType(const std::string& dt) {
-  return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_util.h"
 
@@ -101,29 +102,34 @@ std::string StringPattern(const Reader& r, const json& j, const std::string& fie
   return s;
 }
 
-void ParseNormalizer(const Reader& r, const json& j, const std::string& field, std::vector<NormStep>& out) {
+void ParseNormalizer(const Reader& r, const json& j, const std::string& field, std::vector<NormStep>& out,
+                     int depth = 0) {
   if (j.is_null()) return;
+  if (depth > kMaxNesting) r.Bad(field, fmt::format("Sequence nested deeper than {}", kMaxNesting));
   std::string type = r.Str(j, "type", field);
   if (type == "Sequence") {
     const json& list = r.At(j, "normalizers", field);
     if (!list.is_array()) r.Bad(field + ".normalizers", "expected an array");
     for (size_t i = 0; i < list.size(); ++i)
-      ParseNormalizer(r, list[i], fmt::format("{}.normalizers[{}]", field, i), out);
+      ParseNormalizer(r, list[i], fmt::format("{}.normalizers[{}]", field, i), out, depth + 1);
   } else if (type == "Prepend") {
     out.push_back({NormStep::kPrepend, r.Str(j, "prepend", field), ""});
   } else if (type == "Replace") {
     out.push_back({NormStep::kReplace, StringPattern(r, j, field), r.Str(j, "content", field)});
   } else {
-    r.Bad(field + ".type", fmt::format("unsupported normalizer '{}'", type));
+    r.Bad(field + ".type", fmt::format("unsupported normalizer {}", Quoted(type)));
   }
 }
 
-void ParseDecoder(const Reader& r, const json& j, const std::string& field, std::vector<DecodeStep>& out) {
+void ParseDecoder(const Reader& r, const json& j, const std::string& field, std::vector<DecodeStep>& out,
+                  int depth = 0) {
+  if (depth > kMaxNesting) r.Bad(field, fmt::format("Sequence nested deeper than {}", kMaxNesting));
   std::string type = r.Str(j, "type", field);
   if (type == "Sequence") {
     const json& list = r.At(j, "decoders", field);
     if (!list.is_array()) r.Bad(field + ".decoders", "expected an array");
-    for (size_t i = 0; i < list.size(); ++i) ParseDecoder(r, list[i], fmt::format("{}.decoders[{}]", field, i), out);
+    for (size_t i = 0; i < list.size(); ++i)
+      ParseDecoder(r, list[i], fmt::format("{}.decoders[{}]", field, i), out, depth + 1);
   } else if (type == "Replace") {
     out.push_back({DecodeStep::kReplace, StringPattern(r, j, field), r.Str(j, "content", field)});
   } else if (type == "ByteFallback") {
@@ -138,7 +144,7 @@ void ParseDecoder(const Reader& r, const json& j, const std::string& field, std:
     s.stop = r.Int(j, "stop", field);
     out.push_back(s);
   } else {
-    r.Bad(field + ".type", fmt::format("unsupported decoder '{}'", type));
+    r.Bad(field + ".type", fmt::format("unsupported decoder {}", Quoted(type)));
   }
 }
 
@@ -169,7 +175,7 @@ class HfBpeTokenizer final : public Tokenizer {
     r.Obj(root, "(root)");
     const json& model = r.At(root, "model", "(root)");
     const std::string mtype = model.contains("type") ? r.Str(model, "type", "model") : "";
-    if (mtype != "BPE") r.Bad("model.type", fmt::format("unsupported model type '{}' (only BPE)", mtype));
+    if (mtype != "BPE") r.Bad("model.type", fmt::format("unsupported model type {} (only BPE)", Quoted(mtype)));
     for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (model.contains(k) && !model[k].is_null() && model[k] != "")
         r.Bad(std::string("model.") + k, "not supported");
@@ -185,7 +191,7 @@ class HfBpeTokenizer final : public Tokenizer {
     int n = 0;
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
       if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= (1 << 24))
-        r.Bad("model.vocab", fmt::format("id of '{}' is not an integer in [0, 2^24)", it.key()));
+        r.Bad("model.vocab", fmt::format("id of {} is not an integer in [0, 2^24)", Quoted(it.key())));
       int id = it.value().get<int>();
       vocab_.emplace(it.key(), id);
       n = std::max(n, id + 1);
@@ -207,6 +213,10 @@ class HfBpeTokenizer final : public Tokenizer {
         added_.push_back(t);
       }
     }
+    // Ids are dense, so more ids than pieces is an error found before allocating for them.
+    if (static_cast<size_t>(n) > vocab.size() + added_.size())
+      r.Bad("added_tokens", fmt::format("id {} leaves ids without a piece ({} pieces in all)", n - 1,
+                                        vocab.size() + added_.size()));
     pieces_.assign(n, "");
     std::vector<char> seen(n, 0);  // [n] id has a piece
     for (const auto& [p, id] : vocab_) {
@@ -217,7 +227,7 @@ class HfBpeTokenizer final : public Tokenizer {
     special_.assign(n, 0);
     for (const AddedToken& t : added_) {
       if (seen[t.id] && pieces_[t.id] != t.content)
-        r.Bad("added_tokens", fmt::format("id {} is '{}' in model.vocab but '{}' here", t.id, pieces_[t.id], t.content));
+        r.Bad("added_tokens", fmt::format("id {} is {} in model.vocab but {} here", t.id, Quoted(pieces_[t.id]), Quoted(t.content)));
       pieces_[t.id] = t.content;
       seen[t.id] = 1;
       special_[t.id] = t.special;
@@ -237,7 +247,7 @@ class HfBpeTokenizer final : public Tokenizer {
         std::string s = m.get<std::string>();
         size_t sp = s.find(' ');
         if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-          r.Bad(f, fmt::format("'{}' is not two pieces separated by one space", s));
+          r.Bad(f, fmt::format("{} is not two pieces separated by one space", Quoted(s)));
         a = s.substr(0, sp);
         b = s.substr(sp + 1);
       } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -248,7 +258,7 @@ class HfBpeTokenizer final : public Tokenizer {
       }
       auto ia = vocab_.find(a), ib = vocab_.find(b), ic = vocab_.find(a + b);
       if (ia == vocab_.end() || ib == vocab_.end() || ic == vocab_.end())
-        r.Bad(f, fmt::format("'{}' + '{}' uses a piece not in model.vocab", a, b));
+        r.Bad(f, fmt::format("{} + {} uses a piece not in model.vocab", Quoted(a), Quoted(b)));
       merges_.insert_or_assign(Key(ia->second, ib->second), PairMerge{ic->second, static_cast<double>(i)});
     }
 
@@ -256,7 +266,7 @@ class HfBpeTokenizer final : public Tokenizer {
     if (model.contains("unk_token") && !model["unk_token"].is_null()) {
       std::string unk = r.Str(model, "unk_token", "model");
       auto it = vocab_.find(unk);
-      if (it == vocab_.end()) r.Bad("model.unk_token", fmt::format("'{}' not in model.vocab", unk));
+      if (it == vocab_.end()) r.Bad("model.unk_token", fmt::format("{} not in model.vocab", Quoted(unk)));
       unk_id_ = it->second;
     }
     byte_id_.fill(-1);
@@ -266,8 +276,8 @@ class HfBpeTokenizer final : public Tokenizer {
 
     if (root.contains("normalizer")) ParseNormalizer(r, root["normalizer"], "normalizer", norm_);
     if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null())
-      r.Bad("pre_tokenizer.type", fmt::format("unsupported pre_tokenizer '{}' (only null)",
-                                              root["pre_tokenizer"].value("type", std::string("?"))));
+      r.Bad("pre_tokenizer.type", fmt::format("unsupported pre_tokenizer {} (only null)",
+                                              Quoted(root["pre_tokenizer"].dump())));
     has_decoder_ = root.contains("decoder") && !root["decoder"].is_null();
     if (has_decoder_) ParseDecoder(r, root["decoder"], "decoder", dec_);
 
@@ -467,7 +477,7 @@ class HfBpeTokenizer final : public Tokenizer {
     for (const AddedToken& t : added_)
       if (t.content == piece) return t.id;
     if (auto it = vocab_.find(piece); it != vocab_.end()) return it->second;
-    r.Bad(field, fmt::format("'{}' is not in the vocabulary", piece));
+    r.Bad(field, fmt::format("{} is not in the vocabulary", Quoted(piece)));
   }
 
   // BOS/EOS and add_bos: tokenizer_config.json beside the file, else the
@@ -522,7 +532,11 @@ class HfBpeTokenizer final : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> LoadHfTokenizer(const std::string& tokenizer_json_path) {
-  return std::make_unique<HfBpeTokenizer>(tokenizer_json_path);
+  try {
+    return std::make_unique<HfBpeTokenizer>(tokenizer_json_path);
+  } catch (const json::exception& e) {  // a shape the field checks missed: still name the file
+    Fail("{}: {}", tokenizer_json_path, e.what());
+  }
 }
 
 }  // namespace specsweep
