@@ -39,7 +39,7 @@ struct GenerateArgs {
 // refuses the other refuses too.
 void CheckRange(double v, double lo, double hi, bool lo_open, const char* option) {
   if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
-    Fail("{}: {} is out of range ({}{}, {}]", option, v, lo_open ? "(" : "[", lo, hi);
+    Fail("{}: {} is out of range {}{}, {}]", option, v, lo_open ? "(" : "[", lo, hi);
 }
 
 void CheckArgs(const GenerateArgs& a) {

@@ -70,7 +70,11 @@ int main(int argc, char** argv) {
   auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
   help->add_option("command", help_on, "Command to describe");
   help->callback([&] {
-    if (help_on.empty()) throw CLI::CallForHelp();
+    // Not app.help(): that describes the selected subcommand, i.e. `help` itself.
+    if (help_on.empty()) {
+      fmt::print("{}", app.get_formatter()->make_help(&app, "specsweep", CLI::AppFormatMode::Normal));
+      return;
+    }
     CLI::App* sub = nullptr;
     try {
       sub = app.get_subcommand(help_on);

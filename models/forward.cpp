@@ -20,8 +20,8 @@ int MaxThreads() { return std::min(1024, std::max(64, 4 * omp_get_num_procs()));
 void SetNumThreads(int n) {
   // libgomp crashes creating 100000 threads and takes 48 s for 20000: bound it.
   if (n < 0 || n > MaxThreads())
-    Fail("threads: {} is out of range (0 = all cores .. {}, 4 x {} cores, at least 64)", n, MaxThreads(),
-         omp_get_num_procs());
+    Fail("threads: {} is out of range 0..{} (0: all cores; the limit is 4 x {} cores, at least 64)", n,
+         MaxThreads(), omp_get_num_procs());
   omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
 }
 int NumThreads() { return omp_get_max_threads(); }

@@ -67,7 +67,7 @@ TEST(Limits, AddedTokenIdFarBeyondTheVocabularyIsAnError) {
   const std::string dir = TempDir();
   WriteFile(dir + "/tokenizer.json",
             TokenizerJson(R"(,"added_tokens":[{"id":1073741824,"content":"<x>","special":true}])"));
-  ExpectError([&] { LoadHfTokenizer(dir + "/tokenizer.json"); }, {"tokenizer.json", "added_tokens", "1073741823"});
+  ExpectError([&] { LoadHfTokenizer(dir + "/tokenizer.json"); }, {"tokenizer.json", "added_tokens", "id 1073741824 leaves ids without a piece"});
 }
 
 TEST(Limits, TokenizerJsonWrongTypesNameTheFile) {
@@ -223,18 +223,29 @@ TEST(Limits, GgufNonFiniteWeightsAndRopeBaseAreErrors) {
     ExpectError([&] { LoadGguf(path); }, {"m.gguf", "output.weight", "NaN or Inf"});
   }
   {
-    Model bad = m;
-    bad.config.rope_theta = INFINITY;
-    WriteGguf(bad, *tok, path);
+    // The writer refuses inf, so the file is patched: the value follows its key and type.
+    Model odd = m;
+    odd.config.rope_theta = 12345.0f;
+    WriteGguf(odd, *tok, path);
+    std::string bytes = testing::ReadFile(path);
+    const size_t key = bytes.find("llama.rope.freq_base");
+    ASSERT_NE(key, std::string::npos);
+    const size_t at = key + std::strlen("llama.rope.freq_base") + 4;  // u32 value type, then f32
+    float v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    ASSERT_EQ(v, 12345.0f);
+    const float inf = INFINITY;
+    std::memcpy(bytes.data() + at, &inf, 4);
+    WriteFile(path, bytes);
     ExpectError([&] { LoadGguf(path); }, {"m.gguf", "llama.rope.freq_base", "not finite"});
   }
 }
 
 TEST(Limits, LongValuesAreCutInMessages) {
-  Vocab v = SyntheticVocab(16);
-  v.pieces[5] = std::string(100000, 'x');
-  v.types[5] = TokenType::Byte;
-  const std::string msg = ExpectError([&] { MakeScoreBpeTokenizer(v); }, {"byte piece 5", "100000 bytes"});
+  Vocab v = SyntheticVocab(128);
+  v.pieces[100] = std::string(100000, 'x');
+  v.types[100] = TokenType::Byte;
+  const std::string msg = ExpectError([&] { MakeScoreBpeTokenizer(v); }, {"byte piece 100", "100000 bytes"});
   EXPECT_LT(msg.size(), 300u);
   EXPECT_EQ(Quoted("abc"), "'abc'");
 }
