@@ -213,10 +213,18 @@ class HfBpeTokenizer final : public Tokenizer {
         added_.push_back(t);
       }
     }
-    // Ids are dense, so more ids than pieces is an error found before allocating for them.
-    if (static_cast<size_t>(n) > vocab.size() + added_.size())
-      r.Bad("added_tokens", fmt::format("id {} leaves ids without a piece ({} pieces in all)", n - 1,
-                                        vocab.size() + added_.size()));
+    // Ids must be dense: a gap is found here, in the ids themselves, before allocating
+    // per id (an added token id of 2^30 would otherwise allocate 2^30 strings).
+    if (static_cast<size_t>(n) > vocab_.size() + added_.size()) {
+      std::vector<int> ids;  // [pieces] every id given
+      for (const auto& [p, id] : vocab_) ids.push_back(id);
+      for (const AddedToken& t : added_) ids.push_back(t.id);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      int gap = 0;
+      while (gap < static_cast<int>(ids.size()) && ids[gap] == gap) ++gap;
+      r.Bad("model.vocab", fmt::format("id {} has no piece (ids must be dense; the largest id is {})", gap, n - 1));
+    }
     pieces_.assign(n, "");
     std::vector<char> seen(n, 0);  // [n] id has a piece
     for (const auto& [p, id] : vocab_) {

@@ -67,7 +67,7 @@ TEST(Limits, AddedTokenIdFarBeyondTheVocabularyIsAnError) {
   const std::string dir = TempDir();
   WriteFile(dir + "/tokenizer.json",
             TokenizerJson(R"(,"added_tokens":[{"id":1073741824,"content":"<x>","special":true}])"));
-  ExpectError([&] { LoadHfTokenizer(dir + "/tokenizer.json"); }, {"tokenizer.json", "added_tokens", "id 1073741824 leaves ids without a piece"});
+  ExpectError([&] { LoadHfTokenizer(dir + "/tokenizer.json"); }, {"tokenizer.json", "id 4 has no piece", "largest id is 1073741824"});
 }
 
 TEST(Limits, TokenizerJsonWrongTypesNameTheFile) {
