@@ -1,4 +1,6 @@
 // Baseline: one prompt Forward, then one token per target Forward.
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "decoders/common.h"
@@ -31,6 +33,7 @@ class AutoregressiveDecoder : public Decoder {
     st.prompt_tokens = static_cast<int>(prompt.size());
     Rng rng(opt_.sampling.seed);
     KVCache cache(c, 0, 0, opt_.kv_type);
+    cache.Reserve(static_cast<int>(std::min<int64_t>(c.max_seq_len, int64_t(prompt.size()) + opt_.max_new_tokens)));
     std::vector<float> probs;  // [vocab]
     const auto start = Clock::now();
     auto first = start;
@@ -49,7 +52,7 @@ class AutoregressiveDecoder : public Decoder {
         tok = SampleFromProbs(probs, rng);
       }
       st.verify_s += Seconds(t0, Clock::now());
-      if (opt_.stop_at_eos && tok == c.eos_id) {
+      if (opt_.stop_at_eos && c.IsStop(tok)) {
         st.stopped_at_eos = true;
         break;
       }

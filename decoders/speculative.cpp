@@ -57,6 +57,9 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   Rng rng(opt_.sampling.seed);
   auto policy = MakeDraftPolicy(opt_);
   KVCache tcache(c, 0, context, opt_.kv_type);
+  // The positions this run can reach (a verify block may run K + 1 past the last token).
+  const int64_t reach = int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1;
+  tcache.Reserve(static_cast<int>(std::min<int64_t>(context, reach)));
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
   DraftBlock draft;              // tokens [k], probs [k][vocab] or none (one-hot)
   std::vector<int> verify_in;    // [k+1] = last accepted token, d1..dk
@@ -113,7 +116,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted; ++i) {
       const int tok = i < v.n_accepted ? draft.tokens[i] : v.next;
-      if (opt_.stop_at_eos && tok == c.eos_id) {
+      if (opt_.stop_at_eos && c.IsStop(tok)) {
         st.stopped_at_eos = done = true;
         break;
       }

@@ -31,7 +31,37 @@ struct GenerateArgs {
   int draft_layers = 0, k = 4, max_ngram = 3, min_ngram = 1;
   float draft_p_min = 0.8f;
   bool json = false, no_eos = false, draft_lookup = false;
+  // Options given on the command line that only a speculative decoder reads.
+  std::vector<CLI::Option*> spec_only;
+  CLI::Option* draft_p_min_opt = nullptr;
 };
+
+// Same ranges as the experiment file's keys (harness/experiment.cpp), so a value one
+// refuses the other refuses too.
+void CheckRange(double v, double lo, double hi, bool lo_open, const char* option) {
+  if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
+    Fail("{}: {} is out of range {}{}, {}]", option, v, lo_open ? "(" : "[", lo, hi);
+}
+
+void CheckArgs(const GenerateArgs& a) {
+  CheckRange(a.temp, 0, 100, false, "--temp");
+  CheckRange(a.top_p, 0, 1, true, "--top-p");
+  CheckRange(a.top_k, 0, 1 << 24, false, "--top-k");
+  CheckRange(a.draft_p_min, 0, 1, true, "--draft-p-min");
+  CheckRange(a.k, 1, 64, false, "--k");
+  if (ParseDecoderKind(a.decoder) == DecoderKind::Autoregressive)
+    for (const CLI::Option* o : a.spec_only)
+      if (o->count() > 0)
+        Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
+  if (a.draft_p_min_opt->count() > 0 && ParseKPolicy(a.k_policy) != KPolicy::Threshold)
+    Fail("--draft-p-min: applies only to --k-policy threshold (not {})", a.k_policy);
+}
+
+// Why a generation ended: a stop token, the requested length, or the context length.
+std::string StopReason(const GenerationStats& s, int max_new_tokens) {
+  if (s.stopped_at_eos) return "eos";
+  return s.generated_tokens >= max_new_tokens ? "max_new_tokens" : "context";
+}
 
 // Length of the longest prefix of s that does not end inside a UTF-8 sequence, so a
 // character split over two byte tokens is printed only once it is complete.
@@ -85,7 +115,7 @@ nlohmann::json StatsJson(const GenerationStats& s) {
 
 void PrintSummary(const GenerationStats& s, bool speculative) {
   fmt::print("\n\nprompt tokens            {}\n", s.prompt_tokens);
-  fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at EOS)" : "");
+  fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at a stop token)" : "");
   fmt::print("first-token latency      {:.3f} ms\n", s.first_token_latency_s * 1e3);
   fmt::print("mean next-token latency  {:.3f} ms\n", s.mean_next_token_latency_s * 1e3);
   fmt::print("tokens/s                 {:.1f}\n", s.tokens_per_s);
@@ -112,8 +142,11 @@ void PrintSummary(const GenerationStats& s, bool speculative) {
 }
 
 void RunGenerate(const GenerateArgs& a) {
+  CheckArgs(a);
   LoadedModel target = LoadModel(a.model, Globals().models_dir);
-  if (!a.quant.empty()) target = WithQuant(target, ParseQType(a.quant, "--quant"));
+  // "none" (the experiment files' name) keeps the weights as loaded.
+  const bool quantize = !a.quant.empty() && a.quant != "none";
+  if (quantize) target = WithQuant(target, ParseQType(a.quant, "--quant"));
   DecoderOptions o;
   o.kind = ParseDecoderKind(a.decoder);
   o.k = a.k;
@@ -135,11 +168,16 @@ void RunGenerate(const GenerateArgs& a) {
   auto dec = MakeDecoder(target, o, Globals().models_dir);
   const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, true);
   const bool spec = o.kind != DecoderKind::Autoregressive;
+  auto notice_context = [&](const GenerationResult& r) {
+    if (StopReason(r.stats, a.n) == "context")
+      fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
+                 target.model->config.max_seq_len, r.stats.generated_tokens, a.n);
+  };
 
   if (a.json) {
     GenerationResult r = dec->Generate(prompt);
     nlohmann::json j = {{"model", a.model},
-                        {"quant", a.quant.empty() ? "as-loaded" : a.quant},
+                        {"quant", quantize ? std::string(QTypeName(ParseQType(a.quant, "--quant"))) : "none"},
                         {"decoder", DecoderKindName(o.kind)},
                         {"kv_type", KvTypeName(o.kv_type)},
                         {"prompt", a.prompt},
@@ -147,6 +185,7 @@ void RunGenerate(const GenerateArgs& a) {
                         {"text", r.text},
                         {"tokens", r.tokens},
                         {"generated_tokens", r.stats.generated_tokens},
+                        {"stop_reason", StopReason(r.stats, a.n)},
                         {"sampling",
                          {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
                         {"stats", StatsJson(r.stats)}};
@@ -162,6 +201,7 @@ void RunGenerate(const GenerateArgs& a) {
                           {"draft_quant", o.draft_quant ? std::string(QTypeName(*o.draft_quant))
                                           : o.kind == DecoderKind::SelfSpec ? "q4_0" : ""}};
     fmt::print("{}\n", DumpJson(j, 2));
+    notice_context(r);
     return;
   }
   Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));
@@ -175,13 +215,14 @@ void RunGenerate(const GenerateArgs& a) {
   if (!echoed) streamer.Add(prompt);
   streamer.Flush();
   PrintSummary(r.stats, spec);
+  notice_context(r);
 }
 
 CommandRegistrar reg(30, [](CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
   cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
-  cmd->add_option("--quant", a->quant, "Quantize the target in memory (f32, q8_0, q4_0, ...)");
+  cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
   cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
   cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
@@ -190,16 +231,18 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Sampling seed");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
   cmd->add_option("--decoder", a->decoder, "ar | assisted | self-spec");
-  cmd->add_option("--draft", a->draft,
-                  "Assisted: separate draft model (another tokenizer: bridged through text, greedy only)");
-  cmd->add_flag("--draft-lookup", a->draft_lookup, "Assisted: prompt-lookup draft (n-gram copy, no model)");
-  cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)");
-  cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)");
-  cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)");
-  cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory (self-spec default q4_0)");
-  cmd->add_option("--k", a->k, "Draft length (initial K for the heuristic policy)");
-  cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive");
-  cmd->add_option("--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability");
+  a->spec_only = {
+      cmd->add_option("--draft", a->draft,
+                      "Assisted: separate draft model (another tokenizer: bridged through text, greedy only)"),
+      cmd->add_flag("--draft-lookup", a->draft_lookup, "Assisted: prompt-lookup draft (n-gram copy, no model)"),
+      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)"),
+      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)"),
+      cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)"),
+      cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory (self-spec default q4_0)"),
+      cmd->add_option("--k", a->k, "Draft length (initial K for the heuristic policy)"),
+      cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"),
+      a->draft_p_min_opt = cmd->add_option("--draft-p-min", a->draft_p_min,
+                                           "Threshold policy: stop drafting below this top probability")};
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
   cmd->callback([a] { RunGenerate(*a); });

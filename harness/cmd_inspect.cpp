@@ -29,7 +29,7 @@ void PrintQuantError(const Model& m, QType type) {
 
 void RunInspect(const InspectArgs& a) {
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
-  if (!a.quant.empty()) lm = WithQuant(lm, ParseQType(a.quant, "--quant"));
+  if (!a.quant.empty() && a.quant != "none") lm = WithQuant(lm, ParseQType(a.quant, "--quant"));
   const Model& m = *lm.model;
   const ModelConfig& c = m.config;
   fmt::print("model       {}\nformat      {}\npath        {}\n", lm.name, m.source.format, m.source.path);
@@ -52,8 +52,9 @@ void RunInspect(const InspectArgs& a) {
 CommandRegistrar reg(20, [](CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
-  cmd->add_option("model", args->model, "Model name (folder in the models dir) or path")->required();
-  cmd->add_option("--quant", args->quant, "Quantize in memory first (f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k)");
+  cmd->add_option("model,--model", args->model, "Model name (folder in the models dir) or path")->required();
+  cmd->add_option("--quant", args->quant,
+                  "Quantize in memory first (none, f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k)");
   cmd->add_option("--quant-error", args->quant_error,
                   "Per-tensor error (max/mean abs, RMSE, SNR) of quantizing to these types")
       ->delimiter(',');

@@ -12,11 +12,11 @@ namespace specsweep {
 namespace {
 
 struct QuantizeArgs {
-  std::string in, out, type = "q4_0";
+  std::string in, out, quant = "q4_0";
 };
 
 void RunQuantize(const QuantizeArgs& a) {
-  const QType type = ParseQType(a.type, "--type");
+  const QType type = ParseQType(a.quant, "--quant");
   ToGgmlType(type, "--type");  // fail before loading when GGUF cannot hold the type
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
@@ -44,9 +44,12 @@ void RunQuantize(const QuantizeArgs& a) {
 const CommandRegistrar kRegister(60, [](CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand("quantize", "Quantize a model's matrices and write it as GGUF");
-  cmd->add_option("in", args->in, "Input model (path or name in the models directory)")->required();
-  cmd->add_option("out", args->out, "Output .gguf file")->required();
-  cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k (embedding and norms stay as loaded)");
+  // --model/-o as in the other commands; the positional forms stay for existing scripts.
+  cmd->add_option("model,--model", args->in, "Input model (path or name in the models directory)")->required();
+  cmd->add_option("out,-o,--out", args->out, "Output .gguf file")->required();
+  cmd->add_option("--quant,--type", args->quant,
+                  "f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k or q6_k (embedding and norms stay as "
+                  "loaded; --type: old name)");
   cmd->callback([args] { RunQuantize(*args); });
 });
 

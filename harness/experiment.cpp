@@ -11,6 +11,7 @@
 
 #include "models/build_info.h"
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -231,18 +232,22 @@ Point PointFromParams(const json& p, std::string_view what) {
 // ---------------------------------------------------------------------------------
 // YAML -> JSON
 
-static json YamlToJson(const YAML::Node& n) {
+// `budget` counts the nodes produced: aliases share nodes, so a few lines of anchors
+// can stand for 10^9 of them ("billion laughs"); the conversion stops at kMaxYamlNodes.
+static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& path) {
+  if (--budget < 0)
+    Fail("{}: yaml: the document expands to more than {} nodes (aliases nested too deeply?)", path, kMaxYamlNodes);
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e));
+      for (const auto& e : n) a.push_back(YamlToJson(e, budget, path));
       return a;
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second, budget, path);
       return o;
     }
     case YAML::NodeType::Scalar: break;
@@ -272,7 +277,8 @@ json ReadYamlAsJson(const std::string& path) {
   if (!f) Fail("{}: cannot open", path);
   try {
     YAML::Node root = YAML::Load(f);
-    return YamlToJson(root);
+    int64_t budget = kMaxYamlNodes;
+    return YamlToJson(root, budget, path);
   } catch (const YAML::Exception& e) {
     Fail("{}:{}:{}: yaml: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -727,7 +733,7 @@ Experiment LoadExperiment(const std::string& path, const std::string& models_dir
     std::ifstream f(path);
     try {
       doc = json::parse(f);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       Fail("{}: json: {}", path, e.what());
     }
   } else if (ext == ".yaml" || ext == ".yml") {

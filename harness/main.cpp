@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/commands.h"
+#include "models/build_info.h"
 #include "models/error.h"
 #include "models/forward.h"
 
@@ -69,6 +70,26 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("specsweep {} ({})", *GitRev() ? GitRev() : "unknown revision",
+                                                CompilerId()));
+  // `specsweep help [COMMAND]`: the same text as --help.
+  std::string help_on;
+  auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
+  help->add_option("command", help_on, "Command to describe");
+  help->callback([&] {
+    // Not app.help(): that describes the selected subcommand, i.e. `help` itself.
+    if (help_on.empty()) {
+      fmt::print("{}", app.get_formatter()->make_help(&app, "specsweep", CLI::AppFormatMode::Normal));
+      return;
+    }
+    CLI::App* sub = nullptr;
+    try {
+      sub = app.get_subcommand(help_on);
+    } catch (const CLI::OptionNotFound&) {
+      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
+    }
+    fmt::print("{}", sub->help());
+  });
   app.fallthrough();  // global options may follow the subcommand name
   app.option_defaults()->always_capture_default();
   auto& g = Globals();

@@ -38,6 +38,11 @@ struct ModelConfig {
   float rope_low_freq_factor = 0, rope_high_freq_factor = 0;
   int rope_original_context = 0;  // original_max_position_embeddings
 
+  // llama2.c TinyStories checkpoints end a story with BOS (their training text separates
+  // stories with it), so for them BOS stops generation like EOS.
+  bool bos_stops = false;
+
+  bool IsStop(int token) const { return token == eos_id || (bos_stops && token == bos_id); }
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }
   int kv_dim() const { return head_dim() * n_kv_heads; }

@@ -16,7 +16,14 @@
 
 namespace specsweep {
 
-void SetNumThreads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
+int MaxThreads() { return std::min(1024, std::max(64, 4 * omp_get_num_procs())); }
+void SetNumThreads(int n) {
+  // libgomp crashes creating 100000 threads and takes 48 s for 20000: bound it.
+  if (n < 0 || n > MaxThreads())
+    Fail("threads: {} is out of range 0..{} (0: all cores; the limit is 4 x {} cores, at least 64)", n,
+         MaxThreads(), omp_get_num_procs());
+  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+}
 int NumThreads() { return omp_get_max_threads(); }
 
 namespace {
@@ -210,6 +217,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
          cache.capacity());
   if (cache.n_kv_heads() != n_kv || cache.head_dim() != hd || n_layers > c.n_layers)
     Fail("forward: cache: built for another model shape");
+  cache.Reserve(start_pos + n);
   for (int t : tokens)
     if (t < 0 || t >= c.vocab_size) Fail("forward: token: id {} outside vocabulary [0, {})", t, c.vocab_size);
 

@@ -17,7 +17,9 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
                                KVCache& cache, bool all_logits = true);
 
 // Sets the OpenMP thread count used by Forward and MatMul (<= 0: all cores).
+// n = 0: all cores; n outside [0, MaxThreads()] is an Error.
 void SetNumThreads(int n);
+int MaxThreads();
 int NumThreads();
 
 // How Forward sizes its thread team. kAuto: NumThreads() when a layer's work for the

@@ -3,12 +3,14 @@
 // copies tensor data out of the memory-mapped file into Model matrices.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <set>
 
 #include "models/error.h"
 #include "models/gguf.h"
+#include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
 #include "quant/matmul.h"
@@ -355,6 +357,7 @@ class Meta {
       Fail("{}: {}: required key is missing", file_, key);
     }
     if (!v->is_float()) Fail("{}: {}: expected a float, got {}", file_, key, GgufValueTypeName(v->type));
+    if (!std::isfinite(v->f) || std::abs(v->f) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", file_, key, v->f);
     return static_cast<float>(v->f);
   }
   const std::vector<GgufValue>* Array(const std::string& key, GgufValueType elem, bool required) const {
@@ -373,8 +376,8 @@ class Meta {
 Vocab ReadVocab(const Meta& meta, const std::string& file) {
   std::string model = meta.String("tokenizer.ggml.model");
   if (model != "llama" && model != "gpt2")
-    Fail("{}: tokenizer.ggml.model: '{}' is not supported (SentencePiece 'llama' or byte-level BPE 'gpt2')",
-         file, model);
+    Fail("{}: tokenizer.ggml.model: {} is not supported (SentencePiece 'llama' or byte-level BPE 'gpt2')",
+         file, Quoted(model));
   Vocab v;
   v.model = model;
   if (model == "gpt2") {
@@ -435,7 +438,7 @@ LoadedModel LoadGguf(const std::string& path) {
 
   const std::string arch = meta.String("general.architecture");
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    Fail("{}: general.architecture: '{}' is not supported (llama, qwen2, qwen3)", path, arch);
+    Fail("{}: general.architecture: {} is not supported (llama, qwen2, qwen3)", path, Quoted(arch));
   Vocab vocab = ReadVocab(meta, path);
 
   // Hyper-parameters under "<arch>." as ggml names them.
@@ -507,6 +510,7 @@ LoadedModel LoadGguf(const std::string& path) {
     std::vector<float> stored(n), out(n);  // [n]
     DequantizeRow(q, 0, stored.data());
     for (int i = 0; i < n; ++i) out[i] = stored[row_of(i)];
+    CheckFinite(out, path, name);
     return out;
   };
   auto identity = [](int r) { return r; };
@@ -542,6 +546,7 @@ LoadedModel LoadGguf(const std::string& path) {
     const uint8_t* src = data + ti->offset;
     for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), src + size_t(row_of(r)) * row_bytes, row_bytes);
     mf.Release(src, ti->bytes);
+    CheckFinite(q, path, name);
     return pack ? PackForKernels(q) : q;
   };
 
@@ -588,7 +593,13 @@ LoadedModel LoadGguf(const std::string& path) {
   LoadedModel lm;
   lm.name = path;
   lm.model = std::move(model);
-  lm.tokenizer = MakeTokenizer(meta, std::move(vocab), path);
+  try {
+    lm.tokenizer = MakeTokenizer(meta, std::move(vocab), path);
+  } catch (const Error& e) {  // name the file where the vocabulary checks do not know it
+    const std::string what = e.what();
+    if (what.rfind(path, 0) == 0) throw;
+    Fail("{}: tokenizer.ggml.tokens: {}", path, what);
+  }
   return lm;
 }
 

@@ -1,4 +1,6 @@
 // config.json of HF Llama/Mistral/Qwen2/Qwen3 checkpoints.
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 
@@ -48,20 +50,31 @@ ModelConfig HfConfigFromJson(const json& j, const std::string& path) {
     }
     const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
     if (!v.is_number_integer()) Fail("{}: {}: expected an integer", path, key);
-    return v.get<int>();
+    // Range-checked in 64 bits: get<int> would wrap 4294967424 to 128.
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX
+                               : v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
+      Fail("{}: {}: {} is out of range", path, key, v.dump());
+    return static_cast<int>(v.get<int64_t>());
   };
   auto get_float = [&](const char* key, float def) -> float {
     if (!present(j, key)) return def;
     if (!j[key].is_number()) Fail("{}: {}: expected a number", path, key);
-    return j[key].get<float>();
+    const double d = j[key].get<double>();
+    if (!std::isfinite(d) || std::abs(d) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", path, key, d);
+    return static_cast<float>(d);
   };
   auto get_bool = [&](const char* key) {
     if (!present(j, key)) return false;
     if (!j[key].is_boolean()) Fail("{}: {}: expected true or false", path, key);
     return j[key].get<bool>();
   };
+  auto get_str = [&](const char* key, const char* def) -> std::string {
+    if (!present(j, key)) return def;
+    if (!j[key].is_string()) Fail("{}: {}: expected a string", path, key);
+    return j[key].get<std::string>();
+  };
   ModelConfig c;
-  const std::string model_type = j.value("model_type", "");
+  const std::string model_type = get_str("model_type", "");
   std::optional<std::string> arch = ArchOf(model_type);
   if (model_type.empty() && j.contains("architectures") && j["architectures"].is_array())
     for (auto& a : j["architectures"])
@@ -70,7 +83,7 @@ ModelConfig HfConfigFromJson(const json& j, const std::string& path) {
     Fail("{}: model_type: '{}' is not a supported architecture (llama, mistral, qwen2, qwen3)", path,
          model_type.empty() ? "unknown" : model_type);
   c.arch = *arch;
-  if (j.value("hidden_act", std::string("silu")) != "silu")
+  if (get_str("hidden_act", "silu") != "silu")
     Fail("{}: hidden_act: '{}' is not supported (silu only)", path, j["hidden_act"].dump());
   if (get_bool("mlp_bias")) Fail("{}: mlp_bias: biases in the feed-forward block are not supported", path);
   // Qwen2 always has q/k/v biases (and ignores attention_bias); elsewhere attention_bias

@@ -1,5 +1,8 @@
 #include "models/kv_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "models/error.h"
 
 namespace specsweep {
@@ -20,9 +23,30 @@ KVCache::KVCache(const ModelConfig& c, int n_layers, int capacity, KvType type)
       type_(type) {
   if (n_layers_ > c.n_layers)
     Fail("kv cache: n_layers: {} exceeds the model's {} layers", n_layers_, c.n_layers);
-  const size_t bytes = static_cast<size_t>(n_layers_) * capacity_ * kv_dim() * KvElementBytes(type);
-  k_.assign(bytes, 0);  // zero bits: 0.0 in either type
-  v_.assign(bytes, 0);
+  if (capacity_ > c.max_seq_len)
+    Fail("kv cache: capacity: {} exceeds the model's context length {}", capacity_, c.max_seq_len);
+}
+
+void KVCache::Reserve(int positions) {
+  if (positions <= reserved_) return;
+  if (positions > capacity_)
+    Fail("kv cache: {} positions exceed the context length {}", positions, capacity_);
+  // Doubling (from 256) keeps the copies amortized; never beyond the context.
+  int grown = reserved_ > 0 ? reserved_ : 256;
+  while (grown < positions) grown = grown > capacity_ / 2 ? capacity_ : grown * 2;
+  grown = std::min(grown, capacity_);
+  const size_t row = static_cast<size_t>(head_dim_) * KvElementBytes(type_);  // bytes of one position
+  const size_t heads = static_cast<size_t>(n_layers_) * n_kv_heads_;
+  auto regrow = [&](Bytes& b) {
+    Bytes fresh(heads * grown * row, 0);  // zero bits: 0.0 in either type
+    for (size_t h = 0; h < heads && reserved_ > 0; ++h)
+      std::memcpy(fresh.data() + h * grown * row, b.data() + h * reserved_ * row,
+                  static_cast<size_t>(length_) * row);
+    b.swap(fresh);
+  };
+  regrow(k_);
+  regrow(v_);
+  reserved_ = grown;
 }
 
 void KVCache::Truncate(int pos) {

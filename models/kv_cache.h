@@ -1,6 +1,8 @@
 // Caller-owned attention cache plus the scratch buffers of a forward pass.
 // A cache built with fewer layers than the model runs only the first n_layers blocks
-// (early-exit draft sharing the target's weights).
+// (early-exit draft sharing the target's weights). Memory follows the positions used,
+// not the context length: a 128k-context model run for 1k tokens holds ~1k positions
+// (Reserve grows the storage, doubling, up to capacity()).
 #pragma once
 #include <cassert>
 #include <cstddef>
@@ -36,13 +38,21 @@ class KVCache {
                    KvType type = KvType::F32);
 
   int length() const { return length_; }      // positions held
-  int capacity() const { return capacity_; }
+  int capacity() const { return capacity_; }  // context limit: most positions it may hold
+  int reserved() const { return reserved_; }  // positions the storage has room for now
   int n_layers() const { return n_layers_; }
   int n_kv_heads() const { return n_kv_heads_; }
   int head_dim() const { return head_dim_; }
   int kv_dim() const { return n_kv_heads_ * head_dim_; }
   KvType type() const { return type_; }
-  size_t bytes() const { return k_.size() + v_.size(); }  // keys and values as held
+  size_t bytes() const { return k_.size() + v_.size(); }  // keys and values as allocated
+  // Keys and values of one position over all layers.
+  size_t bytes_per_position() const {
+    return size_t{2} * n_layers_ * kv_dim() * KvElementBytes(type_);
+  }
+  // Room for `positions` (<= capacity()) without moving storage later; Forward calls it
+  // for each batch, decoders may call it once with their expected length.
+  void Reserve(int positions);
   // Rolls back to the first `pos` positions (0 <= pos <= length()).
   void Truncate(int pos);
 
@@ -59,13 +69,15 @@ class KVCache {
   template <class E>
   E* Row(Bytes& b, int layer, int kv_head, int pos) {
     assert(sizeof(E) == KvElementBytes(type_));
-    const size_t i = ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ + pos) * head_dim_;
+    assert(pos < reserved_);
+    const size_t i = ((static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * reserved_ + pos) * head_dim_;
     return reinterpret_cast<E*>(b.data()) + i;
   }
   int n_layers_, capacity_, n_kv_heads_, head_dim_;
+  int reserved_ = 0;
   KvType type_;
   int length_ = 0;
-  Bytes k_, v_;  // [n_layers][n_kv_heads][capacity][head_dim] elements of type_
+  Bytes k_, v_;  // [n_layers][n_kv_heads][reserved][head_dim] elements of type_
 
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.

@@ -14,6 +14,7 @@
 
 #include "models/error.h"
 #include "models/hf_format.h"
+#include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
 #include "quant/matmul.h"
@@ -35,6 +36,10 @@ size_t DtypeSize(const std::string& dt) {
   if (dt == "F32") return 4;
   if (dt == "F16" || dt == "BF16") return 2;
   return 0;
+}
+
+QType StorageType(const std::string& dt) {
+  return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
 }
 
 std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& metadata) {
@@ -67,12 +72,18 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
     st.dtype = t["dtype"].is_string() ? t["dtype"].get<std::string>() : "?";
     const size_t es = DtypeSize(st.dtype);
     if (!es) Fail("{}: {}: dtype {} is not supported (F32, F16, BF16)", path, field, st.dtype);
+    if (!t["shape"].is_array() || t["shape"].size() > 4)
+      Fail("{}: {}: shape: expected an array of at most 4 dimensions", path, field);
+    // Element count bounded by the data block, checked per factor so it cannot wrap.
     uint64_t numel = 1;
     for (auto& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 32))
         Fail("{}: {}: shape: invalid dimension {}", path, field, d.dump());
-      st.shape.push_back(d.get<int64_t>());
-      numel *= static_cast<uint64_t>(d.get<int64_t>());
+      const uint64_t n = d.get<uint64_t>();
+      if (n > 0 && numel > (uint64_t{1} << 48) / n)
+        Fail("{}: {}: shape: [{}] is absurdly large", path, field, t["shape"].dump());
+      st.shape.push_back(static_cast<int64_t>(n));
+      numel *= n;
     }
     auto& off = t["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
@@ -85,6 +96,7 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
       Fail("{}: {}: data_offsets: {} bytes but shape and dtype need {}", path, field, e - b, numel * es);
     st.data = base + b;
     st.bytes = e - b;
+    CheckFinite(StorageType(st.dtype), st.data, numel, path, name);
     ranges.emplace_back(b, e);
     out.emplace(name, std::move(st));
   }
@@ -93,10 +105,6 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
     if (ranges[i].first < ranges[i - 1].second)
       Fail("{}: data_offsets: tensors overlap at byte {}", path, ranges[i].first);
   return out;
-}
-
-QType StorageType(const std::string& dt) {
-  return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
 }
 
 // The tensors of a folder: model.safetensors, or the shards model.safetensors.index.json

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_bpe.h"
 #include "models/tokenizer_util.h"
@@ -93,13 +94,15 @@ std::string StringPattern(const Reader& r, const json& j, const std::string& fie
   return s;
 }
 
-void ParseNormalizer(const Reader& r, const json& j, const std::string& field, std::vector<NormStep>& out) {
+void ParseNormalizer(const Reader& r, const json& j, const std::string& field, std::vector<NormStep>& out,
+                     int depth = 0) {
   if (j.is_null()) return;
+  if (depth > kMaxNesting) r.Bad(field, fmt::format("Sequence nested deeper than {}", kMaxNesting));
   std::string type = r.Str(j, "type", field);
   if (type == "Sequence") {
     const json& list = r.Array(j, "normalizers", field);
     for (size_t i = 0; i < list.size(); ++i)
-      ParseNormalizer(r, list[i], fmt::format("{}.normalizers[{}]", field, i), out);
+      ParseNormalizer(r, list[i], fmt::format("{}.normalizers[{}]", field, i), out, depth + 1);
   } else if (type == "Prepend") {
     out.push_back({NormStep::kPrepend, r.Str(j, "prepend", field), ""});
   } else if (type == "Replace") {
@@ -107,7 +110,7 @@ void ParseNormalizer(const Reader& r, const json& j, const std::string& field, s
   } else if (type == "NFC") {
     out.push_back({NormStep::kNfc, "", ""});
   } else {
-    r.Bad(field + ".type", fmt::format("unsupported normalizer '{}'", type));
+    r.Bad(field + ".type", fmt::format("unsupported normalizer {}", Quoted(type)));
   }
 }
 
@@ -121,13 +124,15 @@ SplitBehavior ParseBehavior(const Reader& r, const json& j, const std::string& f
   r.Bad(field + ".behavior", fmt::format("unknown split behavior '{}'", b));
 }
 
-void ParsePreTokenizer(const Reader& r, const json& j, const std::string& field, std::vector<PreStep>& out) {
+void ParsePreTokenizer(const Reader& r, const json& j, const std::string& field, std::vector<PreStep>& out,
+                       int depth = 0) {
   if (j.is_null()) return;
+  if (depth > kMaxNesting) r.Bad(field, fmt::format("Sequence nested deeper than {}", kMaxNesting));
   std::string type = r.Str(j, "type", field);
   if (type == "Sequence") {
     const json& list = r.Array(j, "pretokenizers", field);
     for (size_t i = 0; i < list.size(); ++i)
-      ParsePreTokenizer(r, list[i], fmt::format("{}.pretokenizers[{}]", field, i), out);
+      ParsePreTokenizer(r, list[i], fmt::format("{}.pretokenizers[{}]", field, i), out, depth + 1);
   } else if (type == "Split") {
     const json& p = r.At(j, "pattern", field);
     const bool regex = p.is_object() && p.contains("Regex") && p["Regex"].is_string();
@@ -157,11 +162,14 @@ void ParsePreTokenizer(const Reader& r, const json& j, const std::string& field,
   }
 }
 
-void ParseDecoder(const Reader& r, const json& j, const std::string& field, std::vector<DecodeStep>& out) {
+void ParseDecoder(const Reader& r, const json& j, const std::string& field, std::vector<DecodeStep>& out,
+                  int depth = 0) {
+  if (depth > kMaxNesting) r.Bad(field, fmt::format("Sequence nested deeper than {}", kMaxNesting));
   std::string type = r.Str(j, "type", field);
   if (type == "Sequence") {
     const json& list = r.Array(j, "decoders", field);
-    for (size_t i = 0; i < list.size(); ++i) ParseDecoder(r, list[i], fmt::format("{}.decoders[{}]", field, i), out);
+    for (size_t i = 0; i < list.size(); ++i)
+      ParseDecoder(r, list[i], fmt::format("{}.decoders[{}]", field, i), out, depth + 1);
   } else if (type == "Replace") {
     out.push_back({DecodeStep::kReplace, StringPattern(r, j, field), r.Str(j, "content", field)});
   } else if (type == "ByteFallback") {
@@ -178,7 +186,7 @@ void ParseDecoder(const Reader& r, const json& j, const std::string& field, std:
     s.stop = r.Int(j, "stop", field);
     out.push_back(s);
   } else {
-    r.Bad(field + ".type", fmt::format("unsupported decoder '{}'", type));
+    r.Bad(field + ".type", fmt::format("unsupported decoder {}", Quoted(type)));
   }
 }
 
@@ -358,7 +366,11 @@ BpeSpec ParseTokenizerJson(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Tokenizer> LoadHfTokenizer(const std::string& tokenizer_json_path) {
-  return MakeRankBpeTokenizer(ParseTokenizerJson(tokenizer_json_path));
+  try {
+    return MakeRankBpeTokenizer(ParseTokenizerJson(tokenizer_json_path));
+  } catch (const json::exception& e) {  // a shape the field checks missed: still name the file
+    Fail("{}: {}", tokenizer_json_path, e.what());
+  }
 }
 
 }  // namespace specsweep

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_util.h"
 
@@ -53,7 +54,7 @@ class ScoreBpeTokenizer final : public Tokenizer {
       switch (v_.types[id]) {
         case TokenType::Byte: {
           int b = ParseBytePiece(p);
-          if (b < 0) Fail("{}: pieces: byte piece {} is '{}', expected <0xNN>", origin, id, p);
+          if (b < 0) Fail("{}: pieces: byte piece {} is {}, expected <0xNN>", origin, id, Quoted(p));
           if (byte_id_[b] < 0) byte_id_[b] = id;
           decoded_[id] = std::string(1, static_cast<char>(b));
           break;
@@ -217,6 +218,11 @@ std::unique_ptr<Tokenizer> LoadLlama2cTokenizer(const std::string& path, int voc
     v.scores.push_back(score);
     pos += static_cast<size_t>(len);
   }
+  // A tokenizer for a larger vocabulary (tokenizer.bin of 32000 beside a 512-token
+  // checkpoint) would load its first pieces and decode garbage.
+  if (vocab_size > 0 && pos != d.size())
+    Fail("{}: vocab_size: the model has {} tokens but the file holds more pieces ({} bytes left after token {})",
+         path, vocab_size, d.size() - pos, vocab_size - 1);
   if (v.pieces.size() < 3) Fail("{}: vocab_size: {} pieces, need <unk>, <s>, </s> at 0..2", path, v.pieces.size());
   // llama2.c's export spells BOS/EOS "\n<s>\n" and "\n</s>\n"; use SPM's names.
   for (int id : {1, 2}) {

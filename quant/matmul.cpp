@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <cpuid.h>
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
@@ -26,18 +27,24 @@ static_assert(kRowChunk % packed::kGroupRows == 0, "packed kernels take whole ro
 // real models); the decision depends only on the matrix, never on n.
 constexpr size_t kParallelBytes = 64 * 1024;
 
+// F16C through cpuid (leaf 1, ecx bit 29): clang 14's __builtin_cpu_supports does not
+// know "f16c" (the fuzz and sanitizer builds use clang).
+bool CpuHasF16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 bool CpuHas(const char* isa) {
   std::string_view s(isa);
   __builtin_cpu_init();
   if (s == "scalar") return true;
   if (s == "avx2")
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
   if (s == "avx2vnni") return CpuHas("avx2") && __builtin_cpu_supports("avxvnni");
   if (s == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+           CpuHasF16c() && __builtin_cpu_supports("fma");
   return false;
 }
 

@@ -334,7 +334,7 @@ TEST(Forward, HalfKvCacheStaysCloseToFloatCache) {
   auto toks = SomeTokens(30, m.config.vocab_size);
   KVCache f32(m.config), f16(m.config, 0, 0, KvType::F16);
   EXPECT_EQ(f16.type(), KvType::F16);
-  EXPECT_EQ(2 * f16.bytes(), f32.bytes());
+  EXPECT_EQ(2 * f16.bytes_per_position(), f32.bytes_per_position());
   auto a = Forward(m, toks, 0, f32);
   std::vector<float> la(a.begin(), a.end());
   auto b = Forward(m, toks, 0, f16);
