@@ -98,11 +98,13 @@ std::vector<std::string> Values(const json& r, const std::vector<std::string>& f
   return v;
 }
 
-// Parameter fields taking more than one value among the records.
+// Parameter fields taking more than one value among the records (a row label or
+// column). The n-gram range of a lookup draft is part of its draft label already.
 std::vector<std::string> Varying(const std::vector<json>& recs, const std::vector<std::string>& exclude) {
   std::vector<std::string> out;
   for (auto& f : ParamFields()) {
     if (std::find(exclude.begin(), exclude.end(), f) != exclude.end()) continue;
+    if (f == "max_ngram" || f == "min_ngram") continue;
     std::set<std::string> vals;
     for (auto& r : recs) vals.insert(FieldText(r, f));
     if (vals.size() > 1) out.push_back(f);
@@ -227,13 +229,14 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
 // prompts, baseline speed and how speedup was computed.
 std::string Caption(const std::vector<json>& spec, const json& context) {
   auto ctx = [&](const char* f) { return context.is_object() ? FieldText(context, f) : std::string(); };
-  std::set<std::string> isa, threads, reps, prompts;
+  std::set<std::string> isa, threads, reps, prompts, category;
   std::vector<double> base_tps;
   for (auto& r : spec) {
     isa.insert(FieldText(r, "kernel_isa"));
     threads.insert(FieldText(r, "threads_used"));
     reps.insert(FieldText(r, "repetitions"));
     prompts.insert(FieldText(r, "prompts"));
+    category.insert(FieldText(r, "prompt_category"));
     base_tps.push_back(FieldNumber(r, "baseline_tokens_per_s"));
   }
   auto join = [](const std::set<std::string>& v) {
@@ -248,12 +251,12 @@ std::string Caption(const std::vector<json>& spec, const json& context) {
                     : base_tps.front() == base_tps.back()
                         ? FormatMetric("tokens_per_s", base_tps.front())
                         : FormatMetric("tokens_per_s", base_tps.front()) + "-" + FormatMetric("tokens_per_s", base_tps.back());
-  return fmt::format("{}{} kernels, {} threads, {} repetitions x {} prompts, autoregressive baseline {} tokens/s. "
+  return fmt::format("{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s. "
                      "Speedup: decode tokens/s of the point over its baseline's in the same round (points of a "
                      "group run in rotating order), mean over prompts x repetitions with a 95% bootstrap interval "
                      "(± half-width)",
                      ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps),
-                     join(prompts), tps);
+                     join(prompts), join(category), tps);
 }
 
 Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context) {
