@@ -364,14 +364,7 @@ TEST(Decoders, ThresholdPolicyShortensSteps) {
   EXPECT_GT(shorter, 0);  // a near-uniform random draft is rarely confident
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 TEST(Decoders, BadInputs) {
   LoadedModel t = Synthetic(TinyTestConfig(), 1, "synthetic");

@@ -31,14 +31,7 @@ struct OneThread : ::testing::Environment {
 };
 const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 // Every prompt of every prompt set: one prompt per line, except passages.txt whose
 // prompts are its blank-line-separated passages (the harness cuts them by tokens).

@@ -25,15 +25,7 @@ using testing::SharedModelsDir;
 using testing::TempDir;
 using testing::WriteFile;
 
-// Runs f and returns the Error message ("" if nothing was thrown).
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
 
 void ExpectSameMatrix(const QMatrix& a, const QMatrix& b, const std::string& name) {
   SCOPED_TRACE(name);

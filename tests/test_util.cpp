@@ -13,6 +13,7 @@
 #include <system_error>
 #include <vector>
 
+#include "models/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
 
@@ -98,6 +99,15 @@ CliResult RunCli(const std::vector<std::string>& args) {
   r.err = ReadFile(err);
   fs::remove_all(dir);
   return r;
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 void WriteTinyGguf(const std::string& path, unsigned seed) {

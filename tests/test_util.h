@@ -1,5 +1,6 @@
 // Helpers shared by the test executables.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ std::string TempDir();
 // A tiny random-weight model (TinyTestConfig, synthetic score-BPE vocabulary) written
 // as GGUF to `path`: a real model file for harness tests that need no shared data.
 void WriteTinyGguf(const std::string& path, unsigned seed);
+// Runs f and returns the message of the specsweep Error it throws ("" if none).
+std::string ErrorOf(const std::function<void()>& f);
 // Writes bytes to a file.
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);
