@@ -31,17 +31,7 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-template <typename F>
-void ExpectError(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    for (auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-  }
-}
+using testing::ExpectError;
 
 const std::vector<int> kTokens = {1, 5, 9, 17, 33, 65, 7, 100, 3, 64, 12, 90};
 

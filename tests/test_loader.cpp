@@ -116,18 +116,7 @@ std::vector<float> Logits(const Model& m) {
   return {l.begin(), l.end()};
 }
 
-// Expects an Error whose one-line message contains every fragment.
-template <typename F>
-void ExpectError(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    for (auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-  }
-}
+using testing::ExpectError;
 
 class LoaderTest : public ::testing::Test {
  protected:

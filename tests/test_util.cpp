@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "models/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
@@ -108,6 +110,17 @@ std::string ErrorOf(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+void ExpectError(const std::function<void()>& f, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    for (auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
+  }
 }
 
 void WriteTinyGguf(const std::string& path, unsigned seed) {

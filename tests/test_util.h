@@ -1,6 +1,7 @@
 // Helpers shared by the test executables.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ std::string TempDir();
 void WriteTinyGguf(const std::string& path, unsigned seed);
 // Runs f and returns the message of the specsweep Error it throws ("" if none).
 std::string ErrorOf(const std::function<void()>& f);
+// Expects f to throw an Error whose one-line message contains every fragment.
+void ExpectError(const std::function<void()>& f, std::initializer_list<std::string> fragments);
 // Writes bytes to a file.
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);
