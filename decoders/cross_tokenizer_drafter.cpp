@@ -32,7 +32,7 @@ class CrossTokenizerDrafter : public Drafter {
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
-    const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), true);
+    const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
     return TimeForwardCalls(*model_, layers_, kv_type_, ids, 2, reps, false);
   }
 

@@ -166,7 +166,7 @@ void RunGenerate(const GenerateArgs& a) {
   o.sampling.seed = a.seed;
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
   auto dec = MakeDecoder(target, o, Globals().models_dir);
-  const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, true);
+  const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default());
   const bool spec = o.kind != DecoderKind::Autoregressive;
   auto notice_context = [&](const GenerationResult& r) {
     if (StopReason(r.stats, a.n) == "context")

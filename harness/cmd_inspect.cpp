@@ -39,6 +39,9 @@ void RunInspect(const InspectArgs& a) {
              c.arch, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.vocab_size,
              c.max_seq_len, c.rope_theta, c.norm_eps, c.bos_id, c.eos_id, m.tied_embeddings);
   fmt::print("tokenizer   {} ({} tokens)\n", lm.tokenizer->kind(), lm.tokenizer->vocab_size());
+  if (m.source.vocab_rows)
+    fmt::print("            (the file's {} embedding rows past the tokenizer's {} ids are padding: dropped)\n",
+               m.source.vocab_rows, c.vocab_size);
   fmt::print("parameters  {}\nweight mem  {} bytes ({:.2f} MiB)\n", m.ParameterCount(), m.WeightBytes(),
              m.WeightBytes() / 1048576.0);
   fmt::print("\nstored tensors ({}):\n", m.source.tensors.size());

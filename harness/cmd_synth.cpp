@@ -53,9 +53,9 @@ int TokenizerJsonSize(const nlohmann::json& j, const std::string& path) {
 }
 
 // Puts the tokenizer files into an HF folder: tokenizer.json (+ tokenizer_config.json
-// beside it) or a SentencePiece tokenizer.model. A tokenizer.json with fewer ids than
-// the embedding gets added tokens "<|pad_N|>" up to the vocabulary size, as the
-// checkpoints that pad their embedding (Qwen2.5: 151936 rows) would need to load here.
+// beside it) or a SentencePiece tokenizer.model, copied as they are. A tokenizer with
+// fewer ids than the embedding is left so, as in the checkpoints that pad their
+// embedding (Qwen2.5: 151936 rows for 151665 ids): the loader drops the padding rows.
 void CopyTokenizer(const std::string& tok, const std::string& dir, int vocab) {
   const fs::path src = tok;
   if (src.extension() == ".model") {
@@ -72,12 +72,7 @@ void CopyTokenizer(const std::string& tok, const std::string& dir, int vocab) {
   }
   const int n = TokenizerJsonSize(j, tok);
   if (n > vocab) Fail("--tokenizer: {}: {} ids but the shape's vocabulary has {}", tok, n, vocab);
-  for (int id = n; id < vocab; ++id)
-    j["added_tokens"].push_back({{"id", id}, {"content", fmt::format("<|pad_{}|>", id)}, {"single_word", false},
-                                 {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
-  std::ofstream out(fs::path(dir) / "tokenizer.json");
-  out << j.dump();
-  if (!out) Fail("{}/tokenizer.json: write failed", dir);
+  fs::copy_file(src, fs::path(dir) / "tokenizer.json", fs::copy_options::overwrite_existing);
   const fs::path cfg = src.parent_path() / "tokenizer_config.json";
   if (fs::exists(cfg)) fs::copy_file(cfg, fs::path(dir) / "tokenizer_config.json", fs::copy_options::overwrite_existing);
 }
@@ -119,7 +114,7 @@ void RunSynth(const SynthArgs& a) {
     tok = MakeScoreBpeTokenizer(SyntheticVocab(config.vocab_size));
   } else if (!hf) {  // an HF folder gets the files themselves (CopyTokenizer)
     tok = LoadTokenizerFile(tok_path, config.vocab_size);
-    if (tok->vocab_size() != config.vocab_size)
+    if (tok->vocab_size() > config.vocab_size)  // fewer: WriteGguf pads, as llama.cpp does
       Fail("--tokenizer: {}: vocabulary has {} pieces but shape '{}' has vocab {}", tok_path, tok->vocab_size(),
            a.shape, config.vocab_size);
   }

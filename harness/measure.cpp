@@ -52,7 +52,7 @@ const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& mode
   std::vector<std::vector<int>> ids;
   if (input_length == 0) {
     for (auto& line : ReadPromptLines(e_.prompts.file, e_.prompts.count))
-      ids.push_back(m.tokenizer->Encode(line, /*add_bos=*/true));
+      ids.push_back(m.tokenizer->Encode(line, m.tokenizer->add_bos_default()));
   } else {
     if (passages_.empty()) {
       std::ifstream f(e_.prompts.passages);

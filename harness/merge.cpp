@@ -33,12 +33,13 @@ std::string ExperimentHash(const Results& r) {
 // Fields equal in every shard's context (machine, build, experiment), for the top level.
 json CommonContext(const std::vector<Results>& shards) {
   json common = json::object();
-  for (auto& [field, value] : shards[0].context.items()) {
+  for (auto& item : shards[0].context.items()) {
+    const std::string& field = item.key();  // not a structured binding: clang 14 cannot capture one
     if (field == "shard") continue;
     bool same = std::all_of(shards.begin(), shards.end(), [&](const Results& r) {
-      return r.context.contains(field) && r.context[field] == value;
+      return r.context.contains(field) && r.context[field] == item.value();
     });
-    if (same) common[field] = value;
+    if (same) common[field] = item.value();
   }
   return common;
 }

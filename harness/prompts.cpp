@@ -54,7 +54,7 @@ std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passag
     // Add whole passages until the encoding is long enough, then cut the token list.
     for (size_t j = 0; j < passages.size(); ++j) {
       text += (text.empty() ? "" : "\n") + passages[(i + j) % passages.size()];
-      ids = tok.Encode(text, /*add_bos=*/true);
+      ids = tok.Encode(text, tok.add_bos_default());
       if (int(ids.size()) >= n_tokens) break;
     }
     if (int(ids.size()) < n_tokens)

@@ -424,7 +424,17 @@ std::optional<bool> ReadAddBos(const Meta& meta, const std::string& file) {
   return v->u != 0;
 }
 
+// The tokenizer of the file. llama.cpp's converter fills embedding rows past the
+// tokenizer's ids (Qwen2.5 pads to a multiple of 128) with "[PAD<id>]" pieces; those are
+// not tokens, and are dropped here as the HF loader drops the rows (DropPaddingRows), so
+// an HF folder and a GGUF file of one model have the same vocabulary.
 std::unique_ptr<Tokenizer> MakeTokenizer(const Meta& meta, Vocab vocab, const std::string& file) {
+  while (!vocab.pieces.empty() && vocab.pieces.back() == fmt::format("[PAD{}]", vocab.pieces.size() - 1) &&
+         (vocab.types.back() == TokenType::Unused || vocab.types.back() == TokenType::UserDefined)) {
+    vocab.pieces.pop_back();
+    vocab.scores.pop_back();
+    vocab.types.pop_back();
+  }
   if (vocab.model == "gpt2") return MakeGgufBpeTokenizer(vocab, file, ReadAddBos(meta, file));
   return MakeScoreBpeTokenizer(std::move(vocab));
 }
@@ -592,7 +602,6 @@ LoadedModel LoadGguf(const std::string& path) {
 
   LoadedModel lm;
   lm.name = path;
-  lm.model = std::move(model);
   try {
     lm.tokenizer = MakeTokenizer(meta, std::move(vocab), path);
   } catch (const Error& e) {  // name the file where the vocabulary checks do not know it
@@ -600,6 +609,8 @@ LoadedModel LoadGguf(const std::string& path) {
     if (what.rfind(path, 0) == 0) throw;
     Fail("{}: tokenizer.ggml.tokens: {}", path, what);
   }
+  if (lm.tokenizer->vocab_size() < model->config.vocab_size) DropPaddingRows(*model, lm.tokenizer->vocab_size());
+  lm.model = std::move(model);
   return lm;
 }
 

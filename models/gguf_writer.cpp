@@ -104,11 +104,18 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
                                          const std::string& path) {
   const ModelConfig& c = model.config;
   c.Validate(path);
-  const Vocab vocab = tokenizer.ExportVocab();
+  Vocab vocab = tokenizer.ExportVocab();
+  if (vocab.pieces.size() > static_cast<size_t>(c.vocab_size))
+    Fail("{}: tokenizer.ggml.tokens: tokenizer has {} pieces but the model's vocab_size is {}", path,
+         vocab.pieces.size(), c.vocab_size);
+  // Embedding rows past the tokenizer's ids (Qwen2.5 pads to a multiple of 128) get
+  // unused "[PAD<id>]" pieces, as llama.cpp's converter writes them: GGUF has one table.
+  for (int id = static_cast<int>(vocab.pieces.size()); id < c.vocab_size; ++id) {
+    vocab.pieces.push_back(fmt::format("[PAD{}]", id));
+    vocab.scores.push_back(0.0f);
+    vocab.types.push_back(TokenType::Unused);
+  }
   const size_t nv = vocab.pieces.size();
-  if (nv != static_cast<size_t>(c.vocab_size))
-    Fail("{}: tokenizer.ggml.tokens: tokenizer has {} pieces but the model's vocab_size is {}", path, nv,
-         c.vocab_size);
   if (vocab.scores.size() != nv || vocab.types.size() != nv)
     Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv,
          vocab.scores.size(), vocab.types.size());

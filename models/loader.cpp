@@ -76,6 +76,13 @@ LoadedModel LoadHfDir(const fs::path& dir) {
   } else {
     Fail("{}: tokenizer: no tokenizer.json or tokenizer.model in the model directory", dir.string());
   }
+  // HF checkpoints may pad the embedding past the tokenizer's ids (Qwen2.5: 151936 rows
+  // for 151665 tokens, a multiple of 128 for GPU kernels). No text maps to those rows and
+  // no decode can print them, so they are dropped: the logits of every real token are
+  // unchanged, and checkpoints padded differently (Qwen2.5-0.5B 151936, -7B 152064)
+  // share one vocabulary. A tokenizer with more ids than rows is LoadModel's error.
+  const int tv = lm.tokenizer->vocab_size();
+  if (tv < model->config.vocab_size) DropPaddingRows(*model, tv);
   lm.model = std::move(model);
   return lm;
 }

@@ -44,6 +44,7 @@ struct ModelSource {
   std::string path;    // file or directory loaded
   std::vector<std::string> files;  // every file read (for hashes in results)
   std::vector<TensorRecord> tensors;
+  int vocab_rows = 0;  // embedding rows in the file when DropPaddingRows cut them; 0: none cut
 };
 
 struct Model {
@@ -86,6 +87,10 @@ Model QuantizeModel(const Model& m, QType type);
 // Every multiplied matrix (layers, classifier; not the gathered embedding) in the layout
 // the active kernel family runs fastest (quant/matmul.h PackForKernels).
 void PackForKernels(Model& m);
+
+// Keeps the first `vocab` rows of the embedding and classifier (the ids a tokenizer
+// has; the file's rows past them are padding) and sets config.vocab_size to it.
+void DropPaddingRows(Model& m, int vocab);
 
 // Names of the matrices of a model with their in-memory type and shape, one per line,
 // with padded tensors marked ("padded 172->192"). Used by `inspect`.

@@ -2,6 +2,10 @@
 #include <fmt/format.h>
 
 #include "models/model.h"
+
+#include <cstring>
+
+#include "quant/packed.h"
 #include "quant/matmul.h"
 
 namespace specsweep {
@@ -60,6 +64,19 @@ Model QuantizeModel(const Model& m, QType type) {
   q.output = Convert(m.output, type);
   PackForKernels(q);
   return q;
+}
+
+void DropPaddingRows(Model& m, int vocab) {
+  auto first_rows = [vocab](const QMatrix& q) {
+    const QMatrix rows = packed::Unpack(q);  // [q.rows][cols]
+    QMatrix out = MakeQMatrix(rows.type, vocab, rows.cols);  // [vocab][cols]
+    std::memcpy(out.data.data(), rows.data.data(), size_t(vocab) * rows.row_bytes);
+    return out;
+  };
+  m.source.vocab_rows = m.config.vocab_size;
+  m.tok_embeddings = first_rows(m.tok_embeddings);
+  m.output = PackForKernels(m.tied_embeddings ? m.tok_embeddings : first_rows(m.output));
+  m.config.vocab_size = vocab;
 }
 
 void PackForKernels(Model& m) {

@@ -8,6 +8,8 @@
 
 #include "models/error.h"
 #include "models/forward.h"
+#include "models/gguf.h"
+#include "models/hf_format.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"
@@ -281,6 +283,101 @@ TEST(RealLoader, SharedModelsLoadWithExpectedShapes) {
   EXPECT_FLOAT_EQ(b.model->config.norm_eps, 1e-6f);
   EXPECT_TRUE(b.model->tied_embeddings);
   EXPECT_EQ(b.tokenizer->vocab_size(), 2048);
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+using testing::TempDir;
+
+// HF checkpoints pad the embedding past the tokenizer (Qwen2.5): the padding rows are
+// dropped, every real token's logit is unchanged, and a draft with the unpadded
+// vocabulary pairs with the padded target. A tokenizer with more ids than rows is refused.
+TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
+  const std::string models = testing::SharedModelsDir();
+  if (models.empty() || !fs::exists(models + "/llama2-tokenizer/tokenizer.model"))
+    GTEST_SKIP() << "shared Llama-2 tokenizer not present";
+  const std::string dir = TempDir(), spm = models + "/llama2-tokenizer/tokenizer.model";
+  ModelConfig c = TinyTestConfig();
+  c.vocab_size = 32000 + 128;
+  for (bool tied : {false, true}) {
+    const std::string d = dir + (tied ? "/tied" : "/untied");
+    Model m = MakeSyntheticModel(c, tied ? 5 : 6);
+    if (tied) m.output = m.tok_embeddings, m.tied_embeddings = true;
+    WriteHfModel(m, d, {QType::F16, 1});
+    fs::copy_file(spm, d + "/tokenizer.model");
+    const Model padded = LoadHfSafetensors(d);
+    const LoadedModel lm = LoadModel(d);
+    ASSERT_EQ(lm.model->config.vocab_size, 32000);
+    EXPECT_EQ(lm.model->source.vocab_rows, 32000 + 128);
+    EXPECT_EQ(lm.model->tied_embeddings, tied);
+    const std::vector<int> toks = {1, 415, 31999, 29871};
+    KVCache a(padded.config), b(lm.model->config);
+    auto full = Forward(padded, toks, 0, a);
+    auto cut = Forward(*lm.model, toks, 0, b);
+    ASSERT_EQ(cut.size(), toks.size() * 32000);
+    for (size_t i = 0; i < toks.size(); ++i)
+      for (int v = 0; v < 32000; ++v) ASSERT_EQ(cut[i * 32000 + v], full[i * (32000 + 128) + v]) << i << " " << v;
+  }
+  // A draft written with the tokenizer's own size pairs with the padded target.
+  c.vocab_size = 32000;
+  auto tok = LoadSentencePieceTokenizer(spm);
+  WriteGguf(MakeSyntheticModel(c, 7), *tok, dir + "/draft.gguf");
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--model", dir + "/untied", "--prompt", "Once upon a time",
+                                     "-n", "10", "--temp", "0", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = testing::RunCli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["tokens"] : nlohmann::json();
+  };
+  const auto ar = gen({"--decoder", "ar"});
+  EXPECT_FALSE(ar.empty());
+  EXPECT_EQ(ar, gen({"--decoder", "assisted", "--draft", dir + "/draft.gguf", "--k", "3"}));
+  // More tokenizer ids than embedding rows: refused, naming both sizes.
+  c.vocab_size = 31000;
+  WriteHfModel(MakeSyntheticModel(c, 8), dir + "/short", {QType::F32, 1});
+  fs::copy_file(spm, dir + "/short/tokenizer.model");
+  testing::ExpectError([&] { LoadModel(dir + "/short"); }, {"tokenizer", "32000", "31000"});
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// A Qwen-style shape (embedding padded past the tokenizer) through synth in both
+// formats: the GGUF vocabulary gets "[PAD<id>]" pieces as llama.cpp writes them, both
+// loaders drop the padding, so both formats give the same tokens, and neither prepends a
+// BOS the tokenizer does not ask for (Qwen: add_bos_token false).
+TEST(VocabPadding, SynthQwenVocabularyInBothFormats) {
+  const std::string tok = testing::SharedModelsDir() + "/../fixtures/tokenizers/qwen3/tokenizer.json";
+  if (testing::SharedModelsDir().empty() || !fs::exists(tok)) GTEST_SKIP() << "shared Qwen3 tokenizer not present";
+  const std::string dir = testing::TempDir();
+  const std::string shape = "dim=32,layers=1,heads=2,kv_heads=1,ffn=64,vocab=151936,ctx=32";
+  for (const std::string fmt : {"gguf", "hf"}) {
+    auto r = testing::RunCli({"synth", "--shape", shape, "--tokenizer", tok, "--format", fmt, "--type", "f16",
+                              "--seed", "3", "-o", dir + "/q." + fmt});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const LoadedModel g = LoadModel(dir + "/q.gguf"), h = LoadModel(dir + "/q.hf");
+  EXPECT_EQ(g.model->config.vocab_size, 151669);
+  EXPECT_EQ(g.model->config.vocab_size, h.model->config.vocab_size);
+  EXPECT_EQ(g.model->source.vocab_rows, 151936);
+  EXPECT_TRUE(SameVocabulary(*g.tokenizer, *h.tokenizer));
+  auto gen = [&](const std::string& model) {
+    auto r = testing::RunCli({"generate", "--model", model, "--prompt", "Hello world", "-n", "6", "--temp", "0",
+                              "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto jg = gen(dir + "/q.gguf"), jh = gen(dir + "/q.hf");
+  EXPECT_EQ(jg["prompt_ids"], nlohmann::json({9707, 1879}));  // no BOS
+  EXPECT_EQ(jg["tokens"], jh["tokens"]);
 }
 
 }  // namespace
