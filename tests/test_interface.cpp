@@ -14,6 +14,8 @@
 #include "decoders/decoder.h"
 #include "decoders/draft_policy.h"
 #include "harness/experiment.h"
+#include "harness/merge.h"
+#include "harness/shard.h"
 #include "harness/results.h"
 #include "harness/table.h"
 #include "models/error.h"
@@ -250,6 +252,23 @@ TEST(OldResults, DecoderNamesAndAdaptiveKAreReadAsToday) {
   doc["context"]["schema_version"] = 1;
   WriteFile(path, doc.dump());
   EXPECT_NE(ErrorOf([&] { LoadResults(path); }).find("context.schema_version"), std::string::npos);
+}
+
+// merge reads old shards as today's records and says so in its context.
+TEST(OldResults, MergedOldShardsAreWrittenInTodaysTerms) {
+  json ctx = {{"schema_version", 2}, {"experiment", "exp"}, {"experiment_sha256", "abc"}};
+  ctx.update(ShardContext(ShardSpec{0, 1}, 1, 1));
+  const json old = {{"key", "model=m;tq=none;dec=self-spec;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;k=2;"
+                            "kp=constant;draft=q4_0"},
+                    {"name", "m/self-spec/q4_0/k=2/new=8"}, {"decoder", "self-spec"}, {"k", 2},
+                    {"k_policy", "constant"}, {"draft", "q4_0"}};
+  const std::string path = TempDir() + "/old.shard-0-of-1.json";
+  WriteFile(path, json{{"context", ctx}, {"benchmarks", {old}}}.dump());
+  MergedResults m = MergeShards({LoadResults(path)}, {});
+  EXPECT_EQ(m.doc["context"]["schema_version"], kResultsSchemaVersion);
+  ASSERT_EQ(m.doc["benchmarks"].size(), 1u);
+  EXPECT_EQ(m.doc["benchmarks"][0]["decoder"], "speculative");
+  EXPECT_NE(m.doc["benchmarks"][0]["key"].get<std::string>().find(";dec=speculative;"), std::string::npos);
 }
 
 // The committed CI baseline keeps matching the quick experiment's points.
