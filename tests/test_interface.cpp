@@ -15,6 +15,7 @@
 #include "decoders/draft_policy.h"
 #include "harness/experiment.h"
 #include "harness/merge.h"
+#include "harness/plot.h"
 #include "harness/shard.h"
 #include "harness/results.h"
 #include "harness/table.h"
@@ -329,6 +330,16 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   }
   EXPECT_EQ(md.find("k_policy"), std::string::npos) << md;  // the column says it
   EXPECT_LT(md.find("k<=4 adaptive"), md.find("k=8"));  // columns by K
+
+  // Plots: a per-position curve names its K as run; a series over K says what K is.
+  json a = rec(4, "adaptive", 1.2), h = rec(4, "heuristic", 1.0);
+  a["acceptance_at_pos"] = h["acceptance_at_pos"] = {0.9, 0.8};
+  std::vector<std::string> titles;
+  for (const Series& se : AcceptancePerPosition({a, h})) titles.push_back(se.title);
+  EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));
+  titles.clear();
+  for (const Series& se : SpeedupVsK({a, rec(8, "adaptive", 1.1), h})) titles.push_back(se.title);
+  EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound)", "heuristic (K = start)"}));
 }
 
 }  // namespace
