@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decoders/draft_spec.h"
 #include "models/kv_type.h"
 #include "models/loader.h"
 #include "quant/qtype.h"
@@ -23,22 +24,21 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
 };
 
-enum class DecoderKind { Autoregressive, Assisted, SelfSpec };
+// Autoregressive, or speculative with any draft (DecoderOptions::draft); "assisted" and
+// "self-spec" are names of speculative with a kind of draft (draft_spec.h).
+enum class DecoderKind { Autoregressive, Speculative };
 enum class KPolicy { Constant, Heuristic, Threshold, Adaptive };
 
 struct DecoderOptions {
   DecoderKind kind = DecoderKind::Autoregressive;
-  int k = 4;                            // draft length (initial K for adaptive policies)
+  // Draft length: every step (constant), the bound (threshold, adaptive), the start
+  // (heuristic, which grows past it). KLabel says which.
+  int k = 4;
   KPolicy k_policy = KPolicy::Constant;
   float draft_p_min = 0.8f;             // threshold policy: stop below this top prob
-  std::string draft_model;              // assisted: separate draft model ("" = the target)
-  int draft_layers = 0;                 // early-exit draft: first L blocks (0 = all)
-  std::optional<QType> draft_quant;     // draft weights quantized in memory
-  // Prompt-lookup draft (assisted, no model): copy what followed the most recent
-  // earlier occurrence of the last n tokens, n = max_ngram down to min_ngram.
-  bool draft_lookup = false;
-  int max_ngram = 3;
-  int min_ngram = 1;
+  // What drafts (speculative only). Prompt lookup copies what followed the most recent
+  // earlier occurrence of the last n tokens, n = max_ngram down to min_ngram (0: 3, 1).
+  DraftSpec draft;
   int max_new_tokens = 64;
   bool stop_at_eos = true;
   KvType kv_type = KvType::F32;         // attention cache of the target and the draft
@@ -104,15 +104,20 @@ class Decoder {
 
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
                                      const std::string& models_dir = "");
-// Assisted decoding with an already-loaded draft (options.draft_model is ignored;
-// draft_layers/draft_quant still apply to it). Same validation as above; a draft with
+// Speculative decoding with an already-loaded draft model (options.draft.model is
+// ignored; draft.layers/draft.quant still apply to it). Same validation as above; a draft with
 // another vocabulary needs both tokenizers.
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
                                      const LoadedModel& draft);
 
-DecoderKind ParseDecoderKind(std::string_view s);  // "ar", "assisted", "self-spec"
+// "ar" (or "autoregressive"), "speculative", or its aliases "assisted" and "self-spec"
+// (whose draft ApplyDecoderAlias settles).
+DecoderKind ParseDecoderKind(std::string_view s);
 KPolicy ParseKPolicy(std::string_view s);          // "constant", "heuristic", "threshold", "adaptive"
-std::string_view DecoderKindName(DecoderKind k);
+std::string_view DecoderKindName(DecoderKind k);   // "ar", "speculative"
 std::string_view KPolicyName(KPolicy p);
+// What K meant for a run, for tables and plots: "k=4" (constant), "k<=4 threshold",
+// "k<=4 adaptive" (bounds), "k0=4 heuristic" (the start).
+std::string KLabel(int k, KPolicy p);
 
 }  // namespace specsweep

@@ -48,7 +48,7 @@ class ThresholdPolicy : public DraftPolicy {
 }  // namespace
 
 DraftAction AdaptivePolicy::OnDraft(int n, float top_prob) {
-  return (top_prob < th_ && n >= kMinSteps) ? DraftAction::KeepAndStop : DraftAction::Keep;
+  return (top_prob < th_ && n >= std::min(kMinSteps, max_k_)) ? DraftAction::KeepAndStop : DraftAction::Keep;
 }
 
 void AdaptivePolicy::Update(int drafted, int accepted) {
@@ -56,7 +56,7 @@ void AdaptivePolicy::Update(int drafted, int accepted) {
   matchness_ = 0.5 * matchness_ + 0.5 * (static_cast<double>(accepted) / drafted);
   double th_new = th_;
   if (matchness_ < 0.9) th_new = th_ + 0.01;
-  else if (drafted != kMaxSteps) th_new = th_ - 0.01;
+  else if (drafted != max_k_) th_new = th_ - 0.01;
   th_ = 0.9 * th_ + 0.1 * th_new;
 }
 
@@ -71,7 +71,7 @@ std::unique_ptr<DraftPolicy> MakeDraftPolicy(const DecoderOptions& o) {
     case KPolicy::Constant: return MakeConstantPolicy(o.k);
     case KPolicy::Heuristic: return MakeHeuristicPolicy(o.k);
     case KPolicy::Threshold: return MakeThresholdPolicy(o.k, o.draft_p_min);
-    case KPolicy::Adaptive: return std::make_unique<AdaptivePolicy>();
+    case KPolicy::Adaptive: return std::make_unique<AdaptivePolicy>(o.k);
   }
   Fail("decoder: k_policy: unknown value {}", static_cast<int>(o.k_policy));
 }

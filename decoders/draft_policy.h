@@ -40,20 +40,22 @@ std::unique_ptr<DraftPolicy> MakeHeuristicPolicy(int k);
 // token whose draft top probability is below p_min.
 std::unique_ptr<DraftPolicy> MakeThresholdPolicy(int k, float p_min);
 
-// ipex-llm speculative.py / Draft&Verify (Zhang et al. 2023) adaptive stop threshold.
-//  Drafting: up to kMaxSteps tokens; a token is proposed, and drafting stops after it
-//  when its top probability < th and at least kMinSteps tokens were drafted.
+// ipex-llm speculative.py / Draft&Verify (Zhang et al. 2023) adaptive stop threshold,
+// bounded by the point's k (ipex-llm's max_step_draft, 8 there).
+//  Drafting: up to max_k tokens; a token is proposed, and drafting stops after it when
+//  its top probability < th and at least min(kMinSteps, max_k) tokens were drafted.
 //  After each step, with a = accepted / drafted (skipped when nothing was drafted):
 //    matchness  = 0.5 * matchness + 0.5 * a                (matchness starts at 0)
 //    th_new     = th + 0.01  if matchness < 0.9
-//               = th         else if drafted == kMaxSteps
+//               = th         else if drafted == max_k
 //               = th - 0.01  otherwise
 //    th         = 0.9 * th + 0.1 * th_new                  (th starts at 0.8)
 //  i.e. auto_parameters = [1, 0.5, 0.9, 1e-2, 0.9] of ipex-llm.
 class AdaptivePolicy : public DraftPolicy {
  public:
-  static constexpr int kMinSteps = 3, kMaxSteps = 8;
-  int NextK() const override { return kMaxSteps; }
+  static constexpr int kMinSteps = 3;
+  explicit AdaptivePolicy(int max_k) : max_k_(max_k) {}
+  int NextK() const override { return max_k_; }
   DraftAction OnDraft(int n, float top_prob) override;
   bool UsesTopProb() const override { return true; }
   void Update(int drafted, int accepted) override;
@@ -61,6 +63,7 @@ class AdaptivePolicy : public DraftPolicy {
   double matchness() const { return matchness_; }
 
  private:
+  int max_k_;
   double th_ = 0.8, matchness_ = 0.0;
 };
 

@@ -153,7 +153,7 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
   ValidateSampling(o.sampling, "decoder");
 }
 
-std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, DraftSpec draft,
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
                                                 const DecoderOptions& o, AcceptRule rule) {
   ValidateSpeculativeOptions(target, o);
   if (!draft.model) Fail("decoder: draft: no model");
@@ -163,7 +163,7 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, Draft
     Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}",
          draft.name, dc.vocab_size, target.name, tc.vocab_size);
   if (draft.layers < 0 || draft.layers > dc.n_layers)
-    Fail("decoder: draft_layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
+    Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
          draft.layers);
   return MakeSpeculativeDecoder(
       target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.kv_type, o.sampling), o, rule);

@@ -9,10 +9,10 @@
 
 namespace specsweep {
 
-// The draft of a speculative decoder: a model plus how many of its blocks to run.
-// Early exit = the target's own Model with layers < n_layers; self-spec = a quantized
-// copy; assisted = another model with the same vocabulary.
-struct DraftSpec {
+// A resolved model draft (MakeDecoder turns a DraftSpec into it): a model plus how many
+// of its blocks to run. Early exit = the target's own Model with layers < n_layers; a
+// quantized copy of the target; or another model with the same vocabulary.
+struct ModelDraft {
   std::shared_ptr<const Model> model;
   int layers = 0;        // 0: all
   std::string name;      // for messages and reports
@@ -31,7 +31,7 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::
                                                 AcceptRule rule = AcceptRule::Exact);
 // Same with a same-vocabulary draft model (ModelDrafter); also checks the vocabulary
 // match and the draft layers.
-std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, DraftSpec draft,
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
                                                 const DecoderOptions& o,
                                                 AcceptRule rule = AcceptRule::Exact);
 

@@ -55,7 +55,7 @@ void RunDecodeLoopBench(const LoadedModel& target, const std::vector<int>& promp
   for (int k : ks) {
     if (k < 1) Fail("--decode-k: {} must be at least 1", k);
     DecoderOptions so = o;
-    so.kind = DecoderKind::Assisted;  // draft = the target's own Model, its own cache
+    so.kind = DecoderKind::Speculative;  // draft = the target's own Model, its own cache
     so.k = k;
     loops.push_back({fmt::format("spec_same_weights/k:{}", k), k, MakeDecoder(target, so, target), {}, {}, 0});
   }
@@ -89,7 +89,8 @@ void RunDecodeLoopBench(const LoadedModel& target, const std::vector<int>& promp
     records.push_back({{"name", fmt::format("bench_forward/decode_loop/{}", l.label)},
                        {"run_type", "aggregate"},
                        {"aggregate_name", "median"},
-                       {"decoder", l.k ? "assisted_same_weights" : "ar"},
+                       {"decoder", l.k ? "speculative" : "ar"},
+                       {"draft", l.k ? "same_weights" : "-"},  // the target's own Model, its own cache
                        {"k", l.k},
                        {"tokens", tokens},
                        {"repetitions", reps},

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,12 +28,15 @@ struct GenerateArgs {
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
-  std::string decoder = "ar", draft, draft_quant, k_policy = "constant", kv_type = "f32";
-  int draft_layers = 0, k = 4, max_ngram = 3, min_ngram = 1;
+  std::string decoder = "ar", draft, draft_model, draft_quant, k_policy = "constant", kv_type = "f32";
+  int draft_layers = 0, k = 4, max_ngram = 0, min_ngram = 0;
   float draft_p_min = 0.8f;
   bool json = false, no_eos = false, draft_lookup = false;
   // Options given on the command line that only a speculative decoder reads.
   std::vector<CLI::Option*> spec_only;
+  // --draft (the whole draft spec) and its parts, which it excludes.
+  CLI::Option* draft_opt = nullptr;
+  std::vector<CLI::Option*> draft_parts;
   CLI::Option* draft_p_min_opt = nullptr;
 };
 
@@ -55,6 +59,37 @@ void CheckArgs(const GenerateArgs& a) {
         Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
   if (a.draft_p_min_opt->count() > 0 && ParseKPolicy(a.k_policy) != KPolicy::Threshold)
     Fail("--draft-p-min: applies only to --k-policy threshold (not {})", a.k_policy);
+}
+
+// The draft spec from --draft or from its parts, with the decoder alias applied.
+DraftSpec DraftFromArgs(const GenerateArgs& a) {
+  auto given = [](const CLI::Option* o) { return o->count() > 0; };
+  DraftSpec d;
+  if (given(a.draft_opt)) {
+    for (const CLI::Option* o : a.draft_parts)
+      if (given(o))
+        Fail("{}: not with --draft, which gives the whole draft (write it there, e.g. --draft layers=2+q4_0)",
+             o->get_name());
+    d = ParseDraftSpec(a.draft, "--draft");
+  } else {
+    d.model = a.draft_model;
+    d.layers = a.draft_layers;
+    if (!a.draft_quant.empty()) d.quant = ParseQType(a.draft_quant, "--draft-quant");
+    d.lookup = a.draft_lookup;
+    for (auto [o, v, field] : {std::tuple{a.draft_parts[4], a.max_ngram, &d.max_ngram},
+                               std::tuple{a.draft_parts[5], a.min_ngram, &d.min_ngram}}) {
+      if (!given(o)) continue;
+      if (!a.draft_lookup) Fail("{}: applies only to --draft-lookup", o->get_name());
+      CheckRange(v, 1, 64, false, o->get_name().c_str());
+      *field = v;
+    }
+    CheckDraftSpec(d, "--draft-lookup", "lookup");
+  }
+  ApplyDecoderAlias(a.decoder, d, [&](std::string_view part) {
+    if (given(a.draft_opt)) return fmt::format("--draft {} ({})", a.draft, part);
+    return part == "lookup" ? std::string("--draft-lookup") : fmt::format("--draft-{}", part);
+  });
+  return d;
 }
 
 // Why a generation ended: a stop token, the requested length, or the context length.
@@ -152,12 +187,7 @@ void RunGenerate(const GenerateArgs& a) {
   o.k = a.k;
   o.k_policy = ParseKPolicy(a.k_policy);
   o.draft_p_min = a.draft_p_min;
-  o.draft_model = a.draft;
-  o.draft_layers = a.draft_layers;
-  o.draft_lookup = a.draft_lookup;
-  o.max_ngram = a.max_ngram;
-  o.min_ngram = a.min_ngram;
-  if (!a.draft_quant.empty()) o.draft_quant = ParseQType(a.draft_quant, "--draft-quant");
+  if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
   o.sampling.temperature = a.temp;
@@ -189,17 +219,17 @@ void RunGenerate(const GenerateArgs& a) {
                         {"sampling",
                          {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
                         {"stats", StatsJson(r.stats)}};
+    // The results files' names (Point::ParamsJson) for the same things.
     if (spec)
       j["speculative"] = {{"k", a.k},
                           {"k_policy", a.k_policy},
+                          {"k_label", KLabel(o.k, o.k_policy)},
                           {"draft_p_min", a.draft_p_min},
-                          {"draft", a.draft},
-                          {"draft_layers", a.draft_layers},
-                          {"draft_lookup", a.draft_lookup},
-                          {"max_ngram", a.draft_lookup ? a.max_ngram : 0},
-                          {"min_ngram", a.draft_lookup ? a.min_ngram : 0},
-                          {"draft_quant", o.draft_quant ? std::string(QTypeName(*o.draft_quant))
-                                          : o.kind == DecoderKind::SelfSpec ? "q4_0" : ""}};
+                          {"draft", o.draft.Label()},
+                          {"draft_base", o.draft.BaseLabel()},
+                          {"draft_quant", o.draft.quant ? std::string(QTypeName(*o.draft.quant)) : "none"},
+                          {"max_ngram", o.draft.max_ngram},
+                          {"min_ngram", o.draft.min_ngram}};
     fmt::print("{}\n", DumpJson(j, 2));
     notice_context(r);
     return;
@@ -230,19 +260,27 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
   cmd->add_option("--seed", a->seed, "Sampling seed");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
-  cmd->add_option("--decoder", a->decoder, "ar | assisted | self-spec");
-  a->spec_only = {
-      cmd->add_option("--draft", a->draft,
-                      "Assisted: separate draft model (another tokenizer: bridged through text, greedy only)"),
-      cmd->add_flag("--draft-lookup", a->draft_lookup, "Assisted: prompt-lookup draft (n-gram copy, no model)"),
-      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)"),
-      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)"),
+  cmd->add_option("--decoder", a->decoder,
+                  "ar | speculative; aliases of speculative: assisted (a separate draft model), self-spec (the "
+                  "target quantized in memory, q4_0 unless --draft-quant)");
+  a->draft_opt = cmd->add_option("--draft", a->draft,
+                                 "The whole draft, as in experiment files: q4_0, layers=2+q8_0, model=NAME, "
+                                 "lookup+max_ngram=4 (or give its parts below)");
+  a->draft_parts = {
+      cmd->add_option("--draft-model", a->draft_model,
+                      "Separate draft model (another tokenizer: bridged through text, greedy only)"),
       cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)"),
-      cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory (self-spec default q4_0)"),
-      cmd->add_option("--k", a->k, "Draft length (initial K for the heuristic policy)"),
-      cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"),
-      a->draft_p_min_opt = cmd->add_option("--draft-p-min", a->draft_p_min,
-                                           "Threshold policy: stop drafting below this top probability")};
+      cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory"),
+      cmd->add_flag("--draft-lookup", a->draft_lookup, "Prompt-lookup draft (n-gram copy, no model)"),
+      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)"),
+      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)")};
+  a->spec_only = a->draft_parts;
+  a->spec_only.push_back(a->draft_opt);
+  a->spec_only.push_back(cmd->add_option("--k", a->k, "Draft length: every step (constant), the bound (threshold, "
+                                                       "adaptive), the start (heuristic)"));
+  a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
+  a->spec_only.push_back(a->draft_p_min_opt = cmd->add_option(
+                             "--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability"));
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
   cmd->callback([a] { RunGenerate(*a); });

@@ -30,9 +30,15 @@ void RunQuantize(const QuantizeArgs& a) {
   uint64_t total = 0;
   std::printf("%-28s %-6s %-16s %12s\n", "tensor", "type", "ne", "bytes");
   for (const auto& t : written) {
+    std::string note = t.note;
+    // QuantizeModel's matrices (not the gathered embedding) follow StoredQType.
+    if (note.empty() && t.ne.size() == 2 && t.name != "token_embd.weight" &&
+        StoredQType(type, static_cast<int>(t.ne[0])) != type)
+      note = fmt::format("{} with {} columns (not a multiple of {}): F16, as in memory", QTypeName(type), t.ne[0],
+                         BlockSize(type));
     std::printf("%-28s %-6s %-16s %12llu%s%s\n", t.name.c_str(), t.type.c_str(),
                 fmt::format("{}", fmt::join(t.ne, "x")).c_str(), static_cast<unsigned long long>(t.bytes),
-                t.note.empty() ? "" : "  ", t.note.c_str());
+                note.empty() ? "" : "  ", note.c_str());
     total += t.bytes;
   }
   auto s = [](auto d) { return std::chrono::duration<double>(d).count(); };

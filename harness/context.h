@@ -7,7 +7,8 @@
 
 namespace specsweep {
 
-inline constexpr int kResultsSchemaVersion = 2;
+// 3: one speculative decoder (2 named it assisted/self-spec; still read, UpgradeRecord).
+inline constexpr int kResultsSchemaVersion = 3;
 
 // Schema version, date, host, OS, git revision, compiler, CPU model and flags, cores,
 // threads, active kernel family, load average and the runtime settings below.

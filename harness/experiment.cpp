@@ -19,86 +19,6 @@ using nlohmann::json;
 namespace specsweep {
 
 // ---------------------------------------------------------------------------------
-// DraftChoice
-
-std::string DraftChoice::BaseLabel() const {
-  // The n-gram range is the lookup draft's architecture: tables tell variants apart.
-  if (lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", max_ngram, min_ngram);
-  std::string s;
-  if (!model.empty()) s = "model=" + model;
-  if (layers > 0) s += (s.empty() ? "" : "+") + fmt::format("layers={}", layers);
-  return s.empty() ? "self" : s;
-}
-
-std::string DraftChoice::Label() const {
-  std::string base = BaseLabel();
-  if (!quant) return base;
-  std::string q(QTypeName(*quant));
-  return base == "self" ? q : base + "+" + q;
-}
-
-static bool ParseInt(std::string_view s, int& out) {
-  if (s.empty() || s.size() > 9) return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
-  return true;
-}
-
-// Lookup excludes a model, layers and quantization; n-gram lengths need lookup. Fills
-// the defaults (3, 1) when lookup is given without them.
-static void CheckLookup(DraftChoice& d, std::string_view what, std::string_view text) {
-  if (!d.lookup) {
-    if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
-    return;
-  }
-  if (!d.model.empty() || d.layers || d.quant)
-    Fail("{}: '{}': a lookup draft has no model, layers or quant type", what, text);
-  if (!d.max_ngram) d.max_ngram = std::max(3, d.min_ngram);
-  if (!d.min_ngram) d.min_ngram = 1;
-  if (d.min_ngram > d.max_ngram)
-    Fail("{}: '{}': min_ngram {} is larger than max_ngram {}", what, text, d.min_ngram, d.max_ngram);
-}
-
-DraftChoice ParseDraftChoice(std::string_view text, std::string_view what) {
-  DraftChoice d;
-  if (text.empty()) Fail("{}: empty draft (expected self, a quant type, layers=N or model=NAME)", what);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t plus = text.find('+', start);
-    std::string_view part = text.substr(start, plus == std::string_view::npos ? text.npos : plus - start);
-    if (part == "self") {
-    } else if (part == "lookup") {
-      d.lookup = true;
-    } else if (part.starts_with("max_ngram=") || part.starts_with("min_ngram=")) {
-      int& n = part[1] == 'a' ? d.max_ngram : d.min_ngram;
-      if (!ParseInt(part.substr(10), n) || n < 1 || n > 64)
-        Fail("{}: '{}': n-gram length must be an integer in [1, 64]", what, part);
-    } else if (part.starts_with("layers=")) {
-      if (!ParseInt(part.substr(7), d.layers) || d.layers < 1)
-        Fail("{}: '{}': layers must be a positive integer", what, part);
-    } else if (part.starts_with("model=")) {
-      d.model = std::string(part.substr(6));
-      if (d.model.empty()) Fail("{}: '{}': empty model name", what, part);
-    } else {
-      try {
-        d.quant = ParseQType(part);
-      } catch (const Error&) {
-        Fail("{}: '{}' is not self, layers=N, model=NAME or a quant type (q8_0, q4_0, ...)", what,
-             part);
-      }
-    }
-    if (plus == std::string_view::npos) break;
-    start = plus + 1;
-  }
-  CheckLookup(d, what, text);
-  return d;
-}
-
-// ---------------------------------------------------------------------------------
 // Point
 
 static std::string QuantName(const std::optional<QType>& q) {
@@ -145,7 +65,7 @@ Point Point::Baseline() const {
   b.k = 0;
   b.k_policy = KPolicy::Constant;
   b.draft_p_min = 0.8f;
-  b.draft = DraftChoice{};
+  b.draft = DraftSpec{};
   return b;
 }
 
@@ -155,11 +75,7 @@ DecoderOptions Point::Options() const {
   o.k = speculative() ? k : 1;
   o.k_policy = k_policy;
   o.draft_p_min = draft_p_min;
-  o.draft_model = draft.model;
-  o.draft_layers = draft.layers;
-  o.draft_quant = draft.quant;
-  o.draft_lookup = draft.lookup;
-  if (draft.lookup) o.max_ngram = draft.max_ngram, o.min_ngram = draft.min_ngram;
+  o.draft = draft;
   o.max_new_tokens = max_new_tokens;
   // Fixed token counts make runs comparable: an early EOS would shorten some points.
   o.stop_at_eos = false;
@@ -219,7 +135,7 @@ Point PointFromParams(const json& p, std::string_view what) {
       pt.k = get("k").get<int>();
       pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
       if (pt.k_policy == KPolicy::Threshold) pt.draft_p_min = get("draft_p_min").get<float>();
-      pt.draft = ParseDraftChoice(get("draft").get<std::string>(), "draft");
+      pt.draft = ParseDraftSpec(get("draft").get<std::string>(), "draft");
     }
     return pt;
   } catch (const json::exception& e) {
@@ -360,7 +276,7 @@ struct Axes {
   std::vector<int> k{4};
   std::vector<KPolicy> k_policy{KPolicy::Constant};
   std::vector<float> draft_p_min{0.8f};
-  std::vector<DraftChoice> draft{DraftChoice{}};
+  std::vector<DraftSpec> draft{DraftSpec{}};
   std::vector<std::optional<QType>> draft_quant;  // empty: axis not given (draft decides)
   std::vector<int> input_length{0};
   std::vector<int> max_new_tokens{64};
@@ -453,9 +369,9 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
     } else if (key == "draft") {
       a.draft.clear();
       for (auto& [x, xp] : axis) {
-        DraftChoice d;
+        DraftSpec d;
         if (x.is_string()) {
-          d = ParseDraftChoice(c.Str(x, xp), c.file + ": " + xp);
+          d = ParseDraftSpec(c.Str(x, xp), c.file + ": " + xp);
         } else if (x.is_object()) {
           c.CheckKeys(x, xp, {"model", "layers", "quant", "lookup", "max_ngram", "min_ngram"});
           if (x.contains("model")) d.model = c.Str(x["model"], xp + ".model");
@@ -467,7 +383,7 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
           }
           if (x.contains("max_ngram")) d.max_ngram = int(c.Int(x["max_ngram"], xp + ".max_ngram", 1, 64));
           if (x.contains("min_ngram")) d.min_ngram = int(c.Int(x["min_ngram"], xp + ".min_ngram", 1, 64));
-          CheckLookup(d, c.file + ": " + xp, d.lookup ? "lookup" : "draft");
+          CheckDraftSpec(d, c.file + ": " + xp, d.lookup ? "lookup" : "draft");
         } else {
           c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}",
                                 TypeName(x)));
@@ -595,7 +511,8 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
       kind = ParseDecoderKind(kind_name);
     } catch (const Error&) {
       c.Bad(d.is_object() ? dp + ".decoder" : dp,
-            fmt::format("unknown decoder '{}' (expected ar, assisted, self-spec)", kind_name));
+            fmt::format("unknown decoder '{}' (expected ar, speculative, or its aliases assisted, self-spec)",
+                        kind_name));
     }
     if (d.is_object()) {
       if (kind == DecoderKind::Autoregressive)
@@ -609,23 +526,22 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
     // Non-speculative decoders collapse the draft axes to one value.
     std::vector<int> ks = is_spec ? a.k : std::vector<int>{0};
     std::vector<KPolicy> kps = is_spec ? a.k_policy : std::vector<KPolicy>{KPolicy::Constant};
-    std::vector<DraftChoice> drafts = is_spec ? a.draft : std::vector<DraftChoice>{DraftChoice{}};
+    std::vector<DraftSpec> drafts = is_spec ? a.draft : std::vector<DraftSpec>{DraftSpec{}};
     std::vector<std::optional<QType>> dqs = a.draft_quant;
     if (!is_spec || dqs.empty()) dqs = {std::nullopt};
-    for (size_t i = 0; i < drafts.size() && kind == DecoderKind::SelfSpec; ++i)
-      if (!drafts[i].model.empty() || drafts[i].lookup)
-        c.Bad(d.is_object() && d.contains("draft") ? dp + ".draft" : "sweep.draft",
-              fmt::format("'{}': self-spec drafts with the target's own weights (use assisted for a "
-                          "separate model or lookup)", drafts[i].Label()));
+    // Where the drafts of this entry were given, for errors.
+    const std::string draft_path = d.is_object() && d.contains("draft") ? dp + ".draft"
+                                   : doc.contains("sweep") && doc["sweep"].contains("draft") ? "sweep.draft"
+                                                                                            : dp;
     for (size_t i = 0; i < drafts.size() && is_spec && !a.draft_quant.empty(); ++i)
       if (drafts[i].quant)
-        c.Bad(d.is_object() && d.contains("draft") ? dp + ".draft" : "sweep.draft",
-              fmt::format("'{}' sets a quant type and draft_quant is swept too; use one of them",
-                          drafts[i].Label()));
+        c.Bad(draft_path, fmt::format("'{}' sets a quant type and draft_quant is swept too; use one of them",
+                                      drafts[i].Label()));
     // Concrete drafts: lookup drafts take the n-gram axes (pairs with min > max are
-    // skipped), model drafts the draft_quant axis; self-spec's default q4_0 is made
-    // explicit so the label names what is measured.
-    std::vector<DraftChoice> concrete;
+    // skipped), model drafts the draft_quant axis; an alias (assisted, self-spec) then
+    // settles its kind of draft (self-spec's default q4_0 made explicit so the label
+    // names what is measured).
+    std::vector<DraftSpec> concrete;
     for (auto& dr : drafts) {
       if (dr.lookup) {
         for (KPolicy kp : kps)
@@ -637,7 +553,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
         for (int mx : a.max_ngram.empty() ? std::vector<int>{dr.max_ngram} : a.max_ngram)
           for (int mn : a.min_ngram.empty() ? std::vector<int>{dr.min_ngram} : a.min_ngram) {
             if (mn > mx) continue;
-            DraftChoice d = dr;
+            DraftSpec d = dr;
             d.max_ngram = mx;
             d.min_ngram = mn;
             concrete.push_back(d);
@@ -648,12 +564,20 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
         continue;
       }
       for (auto& dq : dqs) {
-        DraftChoice d = dr;
+        DraftSpec d = dr;
         if (dq) d.quant = dq;
-        if (kind == DecoderKind::SelfSpec && !d.quant) d.quant = QType::Q4_0;
         concrete.push_back(d);
       }
     }
+    if (is_spec)
+      for (DraftSpec& dr : concrete) {
+        const std::string label = dr.Label();
+        ApplyDecoderAlias(kind_name, dr, [&](std::string_view part) {
+          return fmt::format("{}: {} '{}' ({})", c.file, draft_path, label, part);
+        });
+        if (dr.IsSelf())
+          c.Bad(draft_path, fmt::format("{} needs a draft (layers=N, a quant type, model=NAME or lookup)", kind_name));
+      }
     for (auto& model : e.models)
       for (auto& tq : a.target_quant)
         for (int in : a.input_length)

@@ -17,37 +17,17 @@
 
 namespace specsweep {
 
-// Where a speculative point's draft comes from: the target itself (a quantized copy
-// and/or its first `layers` blocks), a separate model (same or another tokenizer), or
-// prompt lookup (no model).
-struct DraftChoice {
-  std::string model;           // separate draft model ("" = the target)
-  int layers = 0;              // early exit after this many blocks (0 = all)
-  std::optional<QType> quant;  // draft weights quantized in memory
-  bool lookup = false;         // prompt lookup (n-gram copy); excludes the three above
-  int max_ngram = 0, min_ngram = 0;  // lookup only (0 otherwise; parsed default 3 and 1)
-
-  // Canonical text, also the accepted input syntax: "self", "q4_0", "layers=2",
-  // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0",
-  // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults).
-  std::string Label() const;
-  // Label without the quantization (the draft's architecture): "self", "layers=2", ...
-  std::string BaseLabel() const;
-};
-// Parses the text form above; throws Error("<what>: ...").
-DraftChoice ParseDraftChoice(std::string_view text, std::string_view what);
-
 // One measured configuration. Fields a decoder does not use are normalised (AR points
 // have k = 0 and no draft; greedy points have top_k 0, top_p 1, seed 0) so that equal
 // experiments give equal keys.
 struct Point {
   std::string model;                  // target name or path, as written in the file
   std::optional<QType> target_quant;  // target weights quantized in memory (none: as loaded)
-  DecoderKind decoder = DecoderKind::Autoregressive;
+  DecoderKind decoder = DecoderKind::Autoregressive;  // aliases resolved into `draft`
   int k = 0;
   KPolicy k_policy = KPolicy::Constant;
   float draft_p_min = 0.8f;           // only meaningful for the threshold policy
-  DraftChoice draft;
+  DraftSpec draft;                    // decoders/draft_spec.h
   int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
   int max_new_tokens = 64;
   SamplingParams sampling;

@@ -154,15 +154,14 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
 
 namespace {
 
-// Verify batches the group's points can ask for: K + 1, or the adaptive policy's cap;
-// the heuristic policy's K grows without a cap, so it gets twice its start (longer
-// batches are extrapolated by the aggregation).
+// Verify batches the group's points can ask for: K + 1 (K bounds the threshold and
+// adaptive policies too); the heuristic policy's K grows without a cap, so it gets
+// twice its start (longer batches are extrapolated by the aggregation).
 int VerifyBatchMax(const Group& g) {
   int n = 1;
   for (auto* p : g.points) {
     if (!p->speculative()) continue;
     int k = p->k;
-    if (p->k_policy == KPolicy::Adaptive) k = std::max(k, AdaptivePolicy::kMaxSteps);
     if (p->k_policy == KPolicy::Heuristic) k = std::max(k, 2 * p->k);
     n = std::max(n, k + 1);
   }

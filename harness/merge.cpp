@@ -105,6 +105,7 @@ MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<
   rep.merged_points = order.size();
 
   json context = CommonContext(shards);
+  context["schema_version"] = kResultsSchemaVersion;  // LoadResults read the records in today's terms
   context["merged"] = {{"shard_count", rep.shard_count},
                        {"shards_merged", seen_shards.size()},
                        {"points", rep.merged_points},

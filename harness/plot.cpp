@@ -56,6 +56,9 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
     bool bare = f == "model" || f == "decoder" || f == "draft_base" || f == "target_quant";
     if (f == "draft_quant") v = "draft " + v;
     if (f == "target_quant") v = "target " + v;
+    // x is K: say what K is under the policy (KLabel).
+    if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
+    if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;
     t += (t.empty() ? "" : " ") + (bare || f == "draft_quant" ? v : f + "=" + v);
   }
   return t.empty() ? "all" : t;
@@ -154,7 +157,7 @@ std::vector<Series> AcceptancePerPosition(const std::vector<json>& recs) {
   for (auto& t : order) {
     const json& r = *best[t];
     Series s;
-    s.title = t + " k=" + FieldText(r, "k");
+    s.title = t + " " + KLabelOf(r);
     if (r.contains("acceptance_at_pos") && r["acceptance_at_pos"].is_array()) {
       const json& a = r["acceptance_at_pos"];
       for (size_t i = 0; i < a.size(); ++i)
@@ -176,7 +179,7 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const json& r) {
     if (Suspect(r)) return Pt{};
-    std::string label = "K=" + FieldText(r, "k") + " " + FieldText(r, "draft");
+    std::string label = KLabelOf(r) + " " + FieldText(r, "draft");
     return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
               FieldNumber(r, "speedup_ci_high"), label};
   });

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -13,6 +14,74 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace specsweep {
+
+// ---------------------------------------------------------------------------------
+// Results of earlier versions
+
+namespace {
+
+// The draft length ipex-llm's adaptive policy ran to before k bounded it.
+constexpr int kOldAdaptiveMaxK = 8;
+
+// `text` split at `sep`, `f` applied to each part, joined again.
+template <typename F>
+std::string MapParts(const std::string& text, char sep, F f) {
+  std::string out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    f(part);
+    out += part;
+    if (end == std::string::npos) return out;
+    out += sep;
+    start = end + 1;
+  }
+}
+
+bool IsOldDecoderName(const std::string& d) { return d == "assisted" || d == "self-spec"; }
+
+// A Point::Key() of an old record in today's terms.
+std::string UpgradeKey(const std::string& key, bool adaptive) {
+  return MapParts(key, ';', [&](std::string& part) {
+    if (part == "dec=assisted" || part == "dec=self-spec") part = "dec=speculative";
+    if (adaptive && part.starts_with("k=")) part = fmt::format("k={}", kOldAdaptiveMaxK);
+  });
+}
+
+// A Point::Name() (model/decoder/draft/k=K/...) of an old record in today's terms.
+std::string UpgradeName(const std::string& name, const std::string& decoder, bool adaptive) {
+  bool after_decoder = false;
+  return MapParts(name, '/', [&](std::string& part) {
+    if (!after_decoder && part == decoder) part = "speculative", after_decoder = true;
+    else if (after_decoder && adaptive && part.starts_with("k=")) part = fmt::format("k={}", kOldAdaptiveMaxK);
+  });
+}
+
+}  // namespace
+
+bool UpgradeRecord(json& rec) {
+  json* params = rec.contains("params") && rec["params"].is_object() ? &rec["params"] : &rec;
+  if (!params->contains("decoder") || !(*params)["decoder"].is_string()) return false;
+  const std::string decoder = (*params)["decoder"].get<std::string>();
+  if (!IsOldDecoderName(decoder)) return false;
+  const bool adaptive = params->value("k_policy", json("")) == json("adaptive");
+  (*params)["decoder"] = "speculative";
+  if (adaptive) (*params)["k"] = kOldAdaptiveMaxK;
+  for (const char* f : {"key", "baseline_key"})
+    if (rec.contains(f) && rec[f].is_string()) rec[f] = UpgradeKey(rec[f].get<std::string>(), adaptive);
+  for (const char* f : {"name", "run_name"})
+    if (rec.contains(f) && rec[f].is_string()) rec[f] = UpgradeName(rec[f].get<std::string>(), decoder, adaptive);
+  if (rec.contains("identity") && rec["identity"].is_object() && rec["identity"].contains("group") &&
+      rec["identity"]["group"].is_array())
+    for (json& k : rec["identity"]["group"])
+      if (k.is_string() && k.get<std::string>().find(";dec=") != std::string::npos) {
+        const std::string key = k.get<std::string>();
+        // Only the group's adaptive points drafted to 8; the others keep their k.
+        k = UpgradeKey(key, key.find(";kp=adaptive") != std::string::npos);
+      }
+  return true;
+}
 
 // ---------------------------------------------------------------------------------
 // JSON conversions
@@ -88,8 +157,15 @@ json RawToJson(const RawRecord& r) {
               {"runs", runs}};
 }
 
-RawRecord RawFromJson(const json& j, const std::string& what) {
+RawRecord RawFromJson(const json& in, const std::string& what) {
   RawRecord r;
+  json upgraded;
+  const json* jp = &in;
+  if (in.is_object() && in.contains("params")) {
+    upgraded = in;
+    if (UpgradeRecord(upgraded)) jp = &upgraded;
+  }
+  const json& j = *jp;
   try {
     if (!j.is_object()) Fail("{}: expected a JSON object", what);
     r.key = j.at("key").get<std::string>();
@@ -218,16 +294,18 @@ Results LoadResults(const std::string& path) {
     Fail("{}: benchmarks: missing or not a list", path);
   if (doc.contains("context")) {
     res.context = doc["context"];
-    if (!res.context.is_object() || res.context.value("schema_version", json(0)) != json(kResultsSchemaVersion))
-      Fail("{}: context.schema_version: {} is not the supported version {}", path,
+    const json v = res.context.is_object() ? res.context.value("schema_version", json(0)) : json(0);
+    if (v != json(kResultsSchemaVersion) && v != json(kResultsSchemaVersion - 1))
+      Fail("{}: context.schema_version: {} is not a supported version ({} or {})", path,
            res.context.is_object() ? res.context.value("schema_version", json(nullptr)).dump() : "?",
-           kResultsSchemaVersion);
+           kResultsSchemaVersion - 1, kResultsSchemaVersion);
   }
   size_t i = 0;
   for (auto& b : doc["benchmarks"]) {
     if (!b.is_object() || !b.contains("key") || !b["key"].is_string())
       Fail("{}: benchmarks[{}].key: missing", path, i);
     res.records.push_back(b);
+    UpgradeRecord(res.records.back());
     ++i;
   }
   return res;
@@ -251,6 +329,17 @@ std::string FieldText(const json& rec, const std::string& field) {
 double FieldNumber(const json& rec, const std::string& field) {
   if (!rec.contains(field) || !rec[field].is_number()) return std::numeric_limits<double>::quiet_NaN();
   return rec[field].get<double>();
+}
+
+std::string KLabelOf(const json& rec) {
+  const std::string policy = FieldText(rec, "k_policy");
+  const double k = FieldNumber(rec, "k");
+  if (policy.empty() || policy == "-" || !std::isfinite(k)) return "";
+  try {
+    return KLabel(static_cast<int>(k), ParseKPolicy(policy));
+  } catch (const Error&) {
+    return fmt::format("k={} {}", k, policy);  // a policy this version does not know
+  }
 }
 
 const std::vector<std::string>& ParamFields() {

@@ -52,6 +52,12 @@ struct RawRecord {
   std::string Difference(const RawRecord& expected) const;
 };
 
+// Reads a record of schema 2 (a flat record, or a raw one with `params`) in today's
+// terms: the decoders "assisted" and "self-spec" are "speculative" (the draft label
+// already says which draft), and an adaptive point, which drafted up to 8 whatever k
+// said, gets k = 8; its key and name follow. Returns whether anything changed.
+bool UpgradeRecord(nlohmann::json& rec);
+
 nlohmann::json StatsToJson(const GenerationStats& s);
 GenerationStats StatsFromJson(const nlohmann::json& j, const std::string& what);
 nlohmann::json RawToJson(const RawRecord& r);
@@ -87,6 +93,9 @@ Results LoadResults(const std::string& path);
 std::string FieldText(const nlohmann::json& rec, const std::string& field);
 // A numeric record field (NaN when absent or not a number).
 double FieldNumber(const nlohmann::json& rec, const std::string& field);
+// What K meant for a speculative record (KLabel: "k=4", "k<=4 adaptive", ...); "" for
+// an autoregressive one.
+std::string KLabelOf(const nlohmann::json& rec);
 
 // Parameter fields of a record, in a fixed order (for pivots, series and labels).
 const std::vector<std::string>& ParamFields();

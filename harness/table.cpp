@@ -64,7 +64,17 @@ double QuantRank(const std::string& v) {
   }
 }
 
+// The K of a KLabel ("k<=4 adaptive" -> 4).
+double KLabelNumber(const std::string& v) {
+  const size_t digit = v.find_first_of("0123456789");
+  return digit == std::string::npos ? -1 : std::strtod(v.c_str() + digit, nullptr);
+}
+
 bool ValueLess(const std::string& field, const std::string& a, const std::string& b) {
+  if (field == "k_label") {
+    const double ka = KLabelNumber(a), kb = KLabelNumber(b);
+    if (ka != kb) return ka < kb;
+  }
   if (field.ends_with("quant")) {
     const double ra = QuantRank(a), rb = QuantRank(b);
     if (ra != rb) return ra < rb;
@@ -186,7 +196,8 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
   for (auto& m : spec.metrics) metric_names += (metric_names.empty() ? "" : " / ") + MetricHeader(m);
   for (auto& ck : col_keys) {
     std::string h;
-    for (size_t i = 0; i < ck.size(); ++i) h += (i ? " " : "") + spec.cols[i] + "=" + ck[i];
+    // A K label says what K was ("k<=4 adaptive"); other fields read field=value.
+    for (size_t i = 0; i < ck.size(); ++i) h += (i ? " " : "") + (spec.cols[i] == "k_label" ? "" : spec.cols[i] + "=") + ck[i];
     t.header.push_back(h.empty() ? metric_names : h);
   }
   bool averaged = false;
@@ -261,9 +272,11 @@ std::string Caption(const std::vector<json>& spec, const json& context) {
 
 Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context) {
   std::vector<json> spec = SpeculativeRecords(records, filters);
+  // Columns say what K was under each policy: "k=4", "k<=4 adaptive", "k0=4 heuristic".
+  for (json& r : spec) r["k_label"] = KLabelOf(r);
   PivotSpec p;
-  p.cols = {"k"};
-  p.rows = Varying(spec, {"k"});
+  p.cols = {"k_label"};
+  p.rows = Varying(spec, {"k", "k_policy"});
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
   p.metrics = {"speedup", "mean_accepted_length"};
@@ -366,8 +379,7 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
         continue;
       }
       line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*best, "mean_next_token_latency_s")));
-      std::string cfg = FieldText(*best, "draft") + " k=" + FieldText(*best, "k");
-      if (FieldText(*best, "k_policy") != "constant") cfg += " " + FieldText(*best, "k_policy");
+      const std::string cfg = FieldText(*best, "draft") + " " + KLabelOf(*best);
       line.push_back(cfg);
       std::string sp = FormatMetric("latency_speedup", FieldNumber(*best, "latency_speedup"));
       const double lo = FieldNumber(*best, "latency_speedup_ci_low"), hi = FieldNumber(*best, "latency_speedup_ci_high");

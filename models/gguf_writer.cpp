@@ -120,8 +120,9 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv,
          vocab.scores.size(), vocab.types.size());
 
-  // Tensors, in llama.cpp's convert order. Padded block-quantized matrices are
-  // re-encoded as F16 (kept alive in `converted`), since GGUF rows cannot be padded.
+  // Tensors, in llama.cpp's convert order. Padded block-quantized matrices (not made by
+  // QuantizeModel, which follows StoredQType) are re-encoded as F16 (kept alive in
+  // `converted`), since GGUF rows cannot be padded.
   std::deque<QMatrix> converted;
   std::vector<Pending> tensors;
   bool any_quantized = false;
@@ -144,9 +145,9 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
       converted.push_back(packed::Unpack(m));
       p.m = &converted.back();
     }
-    if (IsQuantized(m.type) && m.cols % BlockSize(m.type) != 0) {
+    if (const QType stored = StoredQType(m.type, m.cols); stored != m.type) {  // padded in memory
       ToGgmlType(m.type, path + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
-      converted.push_back(Convert(*p.m, QType::F16));
+      converted.push_back(Convert(*p.m, stored));
       p.m = &converted.back();
       p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
                            m.cols, BlockSize(m.type));

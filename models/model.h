@@ -79,9 +79,16 @@ void ForEachMatrix(M& m, F&& f) {
   f(std::string("output"), m.output);
 }
 
-// Which tensors QuantizeModel converts: all layer matrices and the classifier. The
-// embedding table is only gathered from, so it stays as loaded; norms stay F32.
-// Packs the result for the active kernels (PackForKernels).
+// The type a matrix of `cols` columns is stored as when quantized to `type`: `type`,
+// unless it is a block format whose block does not divide `cols` (260K's FFN width 172
+// and q4_0): then F16. GGUF rows cannot be padded, so this one rule serves both
+// QuantizeModel and WriteGguf: a model quantized in memory and the file `specsweep
+// quantize` writes of it hold the same types and give bit-identical logits.
+QType StoredQType(QType type, int cols);
+
+// Which tensors QuantizeModel converts: all layer matrices and the classifier, each to
+// StoredQType(type, cols). The embedding table is only gathered from, so it stays as
+// loaded; norms stay F32. Packs the result for the active kernels (PackForKernels).
 Model QuantizeModel(const Model& m, QType type);
 
 // Every multiplied matrix (layers, classifier; not the gathered embedding) in the layout

@@ -38,7 +38,12 @@ size_t Model::WeightBytes() const {
   return b + sizeof(float) * final_norm.size();
 }
 
+QType StoredQType(QType type, int cols) {
+  return IsQuantized(type) && cols % BlockSize(type) != 0 ? QType::F16 : type;
+}
+
 Model QuantizeModel(const Model& m, QType type) {
+  auto convert = [type](const QMatrix& w) { return Convert(w, StoredQType(type, w.cols)); };
   Model q;
   q.config = m.config;
   q.source = m.source;
@@ -52,16 +57,16 @@ Model QuantizeModel(const Model& m, QType type) {
     o.ffn_norm = L.ffn_norm;
     o.bq = L.bq, o.bk = L.bk, o.bv = L.bv;
     o.q_norm = L.q_norm, o.k_norm = L.k_norm;
-    o.wq = Convert(L.wq, type);
-    o.wk = Convert(L.wk, type);
-    o.wv = Convert(L.wv, type);
-    o.wo = Convert(L.wo, type);
-    o.w1 = Convert(L.w1, type);
-    o.w2 = Convert(L.w2, type);
-    o.w3 = Convert(L.w3, type);
+    o.wq = convert(L.wq);
+    o.wk = convert(L.wk);
+    o.wv = convert(L.wv);
+    o.wo = convert(L.wo);
+    o.w1 = convert(L.w1);
+    o.w2 = convert(L.w2);
+    o.w3 = convert(L.w3);
     q.layers.push_back(std::move(o));
   }
-  q.output = Convert(m.output, type);
+  q.output = convert(m.output);
   PackForKernels(q);
   return q;
 }

@@ -488,7 +488,7 @@ TEST(ArchPairs, HfTargetWithGgufDraft) {
     return r.exit_code == 0 ? json::parse(r.out)["tokens"] : json();
   };
   const json ar = run({"--decoder", "ar"});
-  const json spec = run({"--decoder", "assisted", "--draft", dir + "/draft.gguf", "--k", "3"});
+  const json spec = run({"--decoder", "assisted", "--draft-model", dir + "/draft.gguf", "--k", "3"});
   EXPECT_FALSE(ar.empty());
   EXPECT_EQ(ar, spec);  // greedy speculative output is the target's own
 }

@@ -111,11 +111,11 @@ TEST(Lookup, GreedyEqualsAutoregressiveSynthetic) {
     for (auto [hi, lo] : std::vector<std::pair<int, int>>{{1, 1}, {3, 1}, {4, 2}})
       for (KPolicy pol : {KPolicy::Constant, KPolicy::Heuristic}) {
         DecoderOptions o = ar;
-        o.kind = DecoderKind::Assisted;
-        o.draft_lookup = true;
+        o.kind = DecoderKind::Speculative;
+        o.draft.lookup = true;
         o.k = k;
-        o.max_ngram = hi;
-        o.min_ngram = lo;
+        o.draft.max_ngram = hi;
+        o.draft.min_ngram = lo;
         o.k_policy = pol;
         auto dec = MakeDecoder(t, o);
         for (size_t i = 0; i < prompts.size(); ++i) {
@@ -134,25 +134,24 @@ TEST(Lookup, GreedyEqualsAutoregressiveSynthetic) {
 TEST(Lookup, RefusedCombinations) {
   const LoadedModel t = Synthetic();
   DecoderOptions o;
-  o.kind = DecoderKind::Assisted;
-  o.draft_lookup = true;
+  o.kind = DecoderKind::Speculative;
+  o.draft.lookup = true;
   auto err = [&](auto f) {
     DecoderOptions x = o;
     f(x);
     return ErrorOf([&] { MakeDecoder(t, x); });
   };
   EXPECT_EQ(err([](auto&) {}), "");
-  EXPECT_NE(err([](auto& x) { x.draft_layers = 1; }).find("lookup drafts without a model"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.draft_quant = QType::Q4_0; }).find("lookup drafts without a model"),
+  EXPECT_NE(err([](auto& x) { x.draft.layers = 1; }).find("lookup drafts without a model"), std::string::npos);
+  EXPECT_NE(err([](auto& x) { x.draft.quant = QType::Q4_0; }).find("lookup drafts without a model"),
             std::string::npos);
   EXPECT_NE(err([](auto& x) { x.k_policy = KPolicy::Threshold; }).find("k_policy: threshold"), std::string::npos);
   EXPECT_NE(err([](auto& x) { x.k_policy = KPolicy::Adaptive; }).find("k_policy: adaptive"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.min_ngram = 0; }).find("min_ngram: must be in [1, 64], got 0"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.max_ngram = 2, x.min_ngram = 3; }).find("max_ngram: must be in [min_ngram = 3, 64], got 2"),
+  EXPECT_NE(err([](auto& x) { x.draft.min_ngram = 65; }).find("min_ngram: must be in [1, 64], got 65"), std::string::npos);
+  EXPECT_NE(err([](auto& x) { x.draft.max_ngram = 2, x.draft.min_ngram = 3; }).find("max_ngram: must be in [min_ngram = 3, 64], got 2"),
             std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.kind = DecoderKind::SelfSpec; }).find("self-spec"), std::string::npos);
   EXPECT_NE(ErrorOf([&] { MakeDecoder(t, o, t); }).find("a lookup draft has no model"), std::string::npos);
-  for (const std::string& e : {err([](auto& x) { x.min_ngram = 0; }), err([](auto& x) { x.draft_layers = 1; })})
+  for (const std::string& e : {err([](auto& x) { x.draft.min_ngram = 65; }), err([](auto& x) { x.draft.layers = 1; })})
     EXPECT_EQ(e.find('\n'), std::string::npos);
 }
 
@@ -195,12 +194,12 @@ TEST_P(RealDrafts, GreedyEqualsAutoregressiveOnEveryPrompt) {
                                 {false, 3, 0, 0, KPolicy::Threshold}};
   for (const Case& c : cases) {
     DecoderOptions o = ar;
-    o.kind = DecoderKind::Assisted;
+    o.kind = DecoderKind::Speculative;
     o.k = c.k;
     o.k_policy = c.policy;
     o.draft_p_min = 0.3f;
-    o.draft_lookup = c.lookup;
-    if (c.lookup) o.max_ngram = c.max_ngram, o.min_ngram = c.min_ngram;
+    o.draft.lookup = c.lookup;
+    if (c.lookup) o.draft.max_ngram = c.max_ngram, o.draft.min_ngram = c.min_ngram;
     auto dec = c.lookup ? MakeDecoder(target, o) : MakeDecoder(target, o, draft);
     int64_t drafted = 0, accepted = 0;
     double retok = 0;
@@ -237,7 +236,7 @@ TEST(CrossTokenizer, SamplingIsRefused) {
   target.name = "tinystories-656k";
   draft.name = "tinystories-260k";
   DecoderOptions o;
-  o.kind = DecoderKind::Assisted;
+  o.kind = DecoderKind::Speculative;
   o.sampling.temperature = 0.8f;
   const std::string e = ErrorOf([&] { MakeDecoder(target, o, draft); });
   EXPECT_NE(e.find("another tokenizer"), std::string::npos) << e;
@@ -282,9 +281,9 @@ TEST(DraftsCli, LookupAndCrossTokenizer) {
                              "24", "--no-eos", "--json"});
   ASSERT_EQ(ar.exit_code, 0) << ar.err;
   for (std::vector<std::string> extra : {std::vector<std::string>{"--draft-lookup", "--max-ngram", "4"},
-                                         std::vector<std::string>{"--draft", "tinystories-260k"}}) {
+                                         std::vector<std::string>{"--draft-model", "tinystories-260k"}}) {
     std::vector<std::string> args{"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt,
-                                  "-n", "24", "--no-eos", "--json", "--decoder", "assisted"};
+                                  "-n", "24", "--no-eos", "--json", "--decoder", "speculative"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunCli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -293,14 +292,14 @@ TEST(DraftsCli, LookupAndCrossTokenizer) {
     EXPECT_GT(b["stats"]["drafted"].get<int>(), 0) << extra[0];
   }
   auto r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt,
-                            "--decoder", "assisted", "--draft", "tinystories-260k", "--temp", "0.7"});
+                            "--decoder", "assisted", "--draft-model", "tinystories-260k", "--temp", "0.7"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("greedy"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt, "--decoder",
-                       "assisted", "--draft-lookup", "--min-ngram", "0"});
+                       "speculative", "--draft-lookup", "--min-ngram", "0"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("min_ngram"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--min-ngram: 0 is out of range"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -50,17 +50,17 @@ Experiment Load(const std::string& name, const std::string& body) {
 }
 
 TEST(ExperimentDrafts, LookupLabelsParseBack) {
-  DraftChoice d = ParseDraftChoice("lookup", "t");
+  DraftSpec d = ParseDraftSpec("lookup", "t");
   EXPECT_TRUE(d.lookup);
   EXPECT_EQ(d.Label(), "lookup+max_ngram=3+min_ngram=1");
   EXPECT_EQ(d.BaseLabel(), d.Label());  // the n-gram range tells variants apart in tables
-  EXPECT_EQ(ParseDraftChoice(d.Label(), "t").Label(), d.Label());
-  EXPECT_EQ(ParseDraftChoice("lookup+min_ngram=2", "t").Label(), "lookup+max_ngram=3+min_ngram=2");
-  EXPECT_EQ(ParseDraftChoice("lookup+min_ngram=5", "t").Label(), "lookup+max_ngram=5+min_ngram=5");
+  EXPECT_EQ(ParseDraftSpec(d.Label(), "t").Label(), d.Label());
+  EXPECT_EQ(ParseDraftSpec("lookup+min_ngram=2", "t").Label(), "lookup+max_ngram=3+min_ngram=2");
+  EXPECT_EQ(ParseDraftSpec("lookup+min_ngram=5", "t").Label(), "lookup+max_ngram=5+min_ngram=5");
   for (const char* bad : {"lookup+q4_0", "lookup+layers=1", "lookup+model=x", "max_ngram=2",
                           "lookup+max_ngram=0", "lookup+max_ngram=2+min_ngram=3"}) {
     try {
-      ParseDraftChoice(bad, "draft");
+      ParseDraftSpec(bad, "draft");
       ADD_FAILURE() << bad << ": no error";
     } catch (const Error& e) {
       EXPECT_TRUE(std::string(e.what()).starts_with("draft: '")) << e.what();
@@ -77,7 +77,7 @@ TEST(ExperimentDrafts, NgramAxesCrossDraftsAndCategory) {
   min_ngram: [1, 3]
   draft_quant: [q8_0]
 decoders:
-  - decoder: assisted
+  - decoder: speculative
     draft: [lookup, layers=1, {model: ")" + f.model2 + R"("}]
 )");
   EXPECT_EQ(e.prompts.category, "grounded");
@@ -93,8 +93,8 @@ decoders:
       EXPECT_FALSE(p.draft.quant);  // draft_quant is for model drafts
       EXPECT_LE(p.draft.min_ngram, p.draft.max_ngram);
       EXPECT_EQ(p.ParamsJson()["max_ngram"], p.draft.max_ngram);
-      EXPECT_TRUE(p.Options().draft_lookup);
-      EXPECT_EQ(p.Options().min_ngram, p.draft.min_ngram);
+      EXPECT_TRUE(p.Options().draft.lookup);
+      EXPECT_EQ(p.Options().draft.min_ngram, p.draft.min_ngram);
       lookups.insert(p.draft.Label());
     } else {
       EXPECT_EQ(p.draft.quant, QType::Q8_0);
@@ -136,13 +136,13 @@ void ExpectBad(const std::string& name, const std::string& body, const std::stri
 TEST(ExperimentDrafts, RefusedCombinationsNameFileAndKey) {
   ExpectBad("cat.yaml", Head(", category: fancy") + "decoders: [ar]\n", "prompts.category");
   ExpectBad("selfspec.yaml", Head() + "decoders: [{decoder: self-spec, draft: [lookup]}]\n", "decoders[0].draft");
-  ExpectBad("policy.yaml", Head() + "decoders: [{decoder: assisted, draft: [lookup], k_policy: [threshold]}]\n",
+  ExpectBad("policy.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup], k_policy: [threshold]}]\n",
             "decoders[0].k_policy");
-  ExpectBad("ngram.yaml", Head() + "decoders: [{decoder: assisted, draft: [lookup], max_ngram: [1], min_ngram: [2]}]\n",
+  ExpectBad("ngram.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup], max_ngram: [1], min_ngram: [2]}]\n",
             "min_ngram");
-  ExpectBad("ngram0.yaml", Head() + "sweep: {max_ngram: [0]}\ndecoders: [assisted]\n", "sweep.max_ngram[0]");
-  ExpectBad("mix.yaml", Head() + "decoders: [{decoder: assisted, draft: [lookup+q4_0]}]\n", "decoders[0].draft[0]");
-  ExpectBad("map.yaml", Head() + "decoders: [{decoder: assisted, draft: [{lookup: yes please}]}]\n",
+  ExpectBad("ngram0.yaml", Head() + "sweep: {max_ngram: [0]}\ndecoders: [speculative]\n", "sweep.max_ngram[0]");
+  ExpectBad("mix.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup+q4_0]}]\n", "decoders[0].draft[0]");
+  ExpectBad("map.yaml", Head() + "decoders: [{decoder: speculative, draft: [{lookup: yes please}]}]\n",
             "decoders[0].draft[0].lookup");
   ExpectBad("ar.yaml", Head() + "decoders: [{decoder: ar, max_ngram: [2]}]\n", "decoders[0].max_ngram");
 }

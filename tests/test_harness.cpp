@@ -68,7 +68,7 @@ sweep:
   k: [2, 3]
   max_new_tokens: 8
 decoders:
-  - decoder: assisted
+  - decoder: speculative
     draft: [layers=1, q8_0]
   - self-spec
 )");
@@ -76,7 +76,7 @@ decoders:
   EXPECT_EQ(e.name, "grid");
   EXPECT_EQ(e.repetitions, 2);
   EXPECT_EQ(e.prompts.count, 2);
-  // 1 AR baseline (added, not listed) + 2 K x 2 drafts assisted + 2 K self-spec.
+  // 1 AR baseline (added, not listed) + 2 K x 2 drafts + 2 K self-spec (speculative, q4_0).
   ASSERT_EQ(e.points.size(), 7u);
   EXPECT_EQ(e.points[0].decoder, DecoderKind::Autoregressive);
   EXPECT_EQ(e.points[0].k, 0);
@@ -88,10 +88,8 @@ decoders:
     if (pt.speculative()) {
       EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
     }
-    if (pt.decoder == DecoderKind::SelfSpec) {
-      ++self_spec;
-      EXPECT_EQ(pt.draft.Label(), "q4_0");  // the self-spec default, made explicit
-    }
+    if (pt.speculative()) EXPECT_EQ(pt.decoder, DecoderKind::Speculative);
+    if (pt.speculative() && pt.draft.Label() == "q4_0") ++self_spec;  // the self-spec default, made explicit
   }
   EXPECT_EQ(self_spec, 2);
   // The same experiment as JSON expands to the same keys.
@@ -148,14 +146,14 @@ decoders: [self-spec]
   EXPECT_EQ(PointFromParams(old, "t").kv_type, KvType::F32);
 }
 
-TEST(DraftChoice, ParsesAndLabels) {
-  EXPECT_EQ(ParseDraftChoice("q4_0", "t").Label(), "q4_0");
-  EXPECT_EQ(ParseDraftChoice("layers=2+q8_0", "t").Label(), "layers=2+q8_0");
-  EXPECT_EQ(ParseDraftChoice("layers=2+q8_0", "t").BaseLabel(), "layers=2");
-  EXPECT_EQ(ParseDraftChoice("model=x", "t").model, "x");
-  EXPECT_EQ(ParseDraftChoice("self", "t").Label(), "self");
-  EXPECT_THROW(ParseDraftChoice("layers=0", "t"), Error);
-  EXPECT_THROW(ParseDraftChoice("q5_9", "t"), Error);
+TEST(DraftSpec, ParsesAndLabels) {
+  EXPECT_EQ(ParseDraftSpec("q4_0", "t").Label(), "q4_0");
+  EXPECT_EQ(ParseDraftSpec("layers=2+q8_0", "t").Label(), "layers=2+q8_0");
+  EXPECT_EQ(ParseDraftSpec("layers=2+q8_0", "t").BaseLabel(), "layers=2");
+  EXPECT_EQ(ParseDraftSpec("model=x", "t").model, "x");
+  EXPECT_EQ(ParseDraftSpec("self", "t").Label(), "self");
+  EXPECT_THROW(ParseDraftSpec("layers=0", "t"), Error);
+  EXPECT_THROW(ParseDraftSpec("q5_9", "t"), Error);
 }
 
 // Each bad file must give one line naming the file and the key.
@@ -178,13 +176,13 @@ TEST(Experiment, BadFilesNameFileAndKey) {
   ExpectBad("syntax.yaml", head + "sweep: {k: [2, 3\ndecoders: [ar]\n", "yaml");
   ExpectBad("unknown.yaml", head + "sweep: {kk: [2]}\ndecoders: [ar]\n", "sweep.kk");
   ExpectBad("unknown_top.yaml", head + "decoderz: [ar]\n", "decoderz");
-  ExpectBad("type.yaml", head + "sweep: {k: [2, abc]}\ndecoders: [assisted]\n", "sweep.k[1]");
+  ExpectBad("type.yaml", head + "sweep: {k: [2, abc]}\ndecoders: [speculative]\n", "sweep.k[1]");
   ExpectBad("type2.yaml", head + "repetitions: many\ndecoders: [ar]\n", "repetitions");
-  ExpectBad("empty.yaml", head + "sweep: {k: []}\ndecoders: [assisted]\n", "sweep.k");
+  ExpectBad("empty.yaml", head + "sweep: {k: []}\ndecoders: [speculative]\n", "sweep.k");
   ExpectBad("range.yaml", head + "sweep: {max_new_tokens: [0]}\ndecoders: [ar]\n", "sweep.max_new_tokens[0]");
   ExpectBad("model.yaml", "name: bad\nmodels: [no-such-model-xyz]\ndecoders: [ar]\n", "models[0]");
   ExpectBad("decoder.yaml", head + "decoders: [ar, fast]\n", "decoders[1]");
-  ExpectBad("quant.yaml", head + "sweep: {draft_quant: [q3]}\ndecoders: [assisted]\n", "sweep.draft_quant[0]");
+  ExpectBad("quant.yaml", head + "sweep: {draft_quant: [q3]}\ndecoders: [speculative]\n", "sweep.draft_quant[0]");
   ExpectBad("ar_k.yaml", head + "decoders: [{decoder: ar, k: [2]}]\n", "decoders[0].k");
   ExpectBad("json.json", "{\"name\": \"x\", ", "json");
   ExpectBad("kv.yaml", head + "sweep: {kv_type: [f16, q8]}\ndecoders: [ar]\n", "sweep.kv_type[1]");
@@ -248,7 +246,7 @@ TEST(Results, AggregatesRepetitionsAndSpeedup) {
   base.prompt_tokens = {5, 5};
   spec.key = "S";
   spec.baseline_key = "B";
-  spec.params = json{{"decoder", "assisted"}, {"k", 2}, {"k_policy", "constant"}};
+  spec.params = json{{"decoder", "speculative"}, {"k", 2}, {"k_policy", "constant"}};
   spec.prompt_tokens = {5, 5};
   // Cost model: T(1) = 10 ms, T(2) = 11, T(3) = 12; draft 1 ms (2 ms for the catch-up).
   spec.costs.target_s = base.costs.target_s = {0.010, 0.011, 0.012};
@@ -334,7 +332,7 @@ json Rec(const std::string& key, const std::string& dec, double acc, double tau)
 }
 
 TEST(Check, PassesIdenticalFailsWorseAndMissing) {
-  std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "assisted", 0.8, 3.0), Rec("c", "self-spec", 0.5, 2.0)};
+  std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "speculative", 0.8, 3.0), Rec("c", "speculative", 0.5, 2.0)};
   for (auto& r : base) r["temperature"] = 0.7;  // sampled points: the tolerance applies
   EXPECT_TRUE(CheckRegressions(base, base, 0.0).ok());
   EXPECT_EQ(CheckRegressions(base, base, 0.0).compared, 2);
@@ -370,7 +368,7 @@ TEST(Check, PassesIdenticalFailsWorseAndMissing) {
 
 // A gate that cannot fail is refused.
 TEST(Check, RefusesGatesThatCannotFail) {
-  std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "assisted", 0.8, 3.0)};
+  std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "speculative", 0.8, 3.0)};
   EXPECT_THROW(CheckRegressions(base, {}, 0.02), Error);                        // empty baseline
   EXPECT_THROW(CheckRegressions(base, {Rec("a", "ar", 0, 1)}, 0.02), Error);   // AR only
   auto str = base;
@@ -378,7 +376,7 @@ TEST(Check, RefusesGatesThatCannotFail) {
   EXPECT_THROW(CheckRegressions(base, str, 0.02), Error);                       // not a number
   EXPECT_THROW(CheckRegressions(base, base, std::nan("")), Error);              // --tolerance nan
   EXPECT_THROW(CheckRegressions(base, base, -0.1), Error);
-  EXPECT_THROW(CheckRegressions({Rec("x", "assisted", 0.9, 3)}, base, 0.02), Error);  // no overlap
+  EXPECT_THROW(CheckRegressions({Rec("x", "speculative", 0.9, 3)}, base, 0.02), Error);  // no overlap
 }
 
 // --------------------------------------------------------------------------- prompts
@@ -417,7 +415,7 @@ sweep:
   k: [2, 3]
   max_new_tokens: 6
 decoders:
-  - decoder: assisted
+  - decoder: speculative
     draft: [layers=1]
   - self-spec
 )");
@@ -484,7 +482,8 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   std::string md = RenderTable(MainTable(resumed.records), TableFormat::Markdown);
   EXPECT_NE(md.find("k=2"), std::string::npos);
   EXPECT_NE(md.find("k=3"), std::string::npos);
-  EXPECT_NE(md.find("self-spec"), std::string::npos);
+  EXPECT_NE(md.find("speculative"), std::string::npos);
+  EXPECT_NE(md.find("q4_0"), std::string::npos);  // self-spec's draft
 }
 
 TEST(Cli, CheckExitCodesAndPlotWithoutGnuplot) {
@@ -522,7 +521,7 @@ TEST(Plot, SeriesFromRecords) {
   std::vector<json> recs;
   for (int k : {2, 4})
     for (const char* d : {"q4_0", "q8_0"}) {
-      json r = {{"key", fmt::format("{}{}", k, d)}, {"model", "m"}, {"decoder", "self-spec"}, {"k", k},
+      json r = {{"key", fmt::format("{}{}", k, d)}, {"model", "m"}, {"decoder", "speculative"}, {"k", k},
                 {"draft_base", "self"}, {"draft_quant", d}, {"speedup", k * 0.5}, {"acceptance_rate", 0.5},
                 {"predicted_speedup", 1.0}, {"acceptance_at_pos", std::vector<double>(k, 0.5)},
                 {"prompt_tokens", 5.0}, {"mean_next_token_latency_s", 0.001}};

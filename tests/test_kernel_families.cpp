@@ -83,7 +83,7 @@ TEST(KernelFamilies, SharedModelsLogitsBitIdentical) {
   if (dir.empty()) GTEST_SKIP() << "no shared models directory";
   for (const char* name : {"tinystories-656k", "tinystories-260k"}) {
     SCOPED_TRACE(name);
-    // 260K's FFN width 172 is not a multiple of 32: block formats pad it (models/quantize_model.cpp).
+    // 260K's FFN width 172 is not a multiple of 32: block formats store it F16 (StoredQType).
     ExpectFamiliesAgree([&] { return LoadModel(name, dir).model; });
   }
 }

@@ -35,7 +35,7 @@ TEST(Statistics, BootstrapIsSeededAndBracketsTheMean) {
 }
 
 json Spec(const std::string& quant, int k, double speedup) {
-  return json{{"key", quant + std::to_string(k)}, {"name", quant}, {"model", "m"}, {"decoder", "self-spec"},
+  return json{{"key", quant + std::to_string(k)}, {"name", quant}, {"model", "m"}, {"decoder", "speculative"},
               {"k", k}, {"k_policy", "constant"}, {"draft", quant}, {"draft_base", "self"}, {"draft_quant", quant},
               {"speedup", speedup}, {"speedup_ci_low", speedup - 0.1}, {"speedup_ci_high", speedup + 0.1},
               {"mean_accepted_length", 2.5}, {"acceptance_rate", 0.7}, {"suspect", false}, {"busy", false},

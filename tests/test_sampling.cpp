@@ -168,10 +168,10 @@ class EndToEnd : public ::testing::Test {
     p_ = ToDouble(p);
   }
   // Returns {chi-square, df} of the first token over `runs` seeds.
-  std::pair<double, int> Run(const DraftSpec& draft, AcceptRule rule, int runs) {
+  std::pair<double, int> Run(const ModelDraft& draft, AcceptRule rule, int runs) {
     std::vector<int> counts(p_.size());
     DecoderOptions o;
-    o.kind = DecoderKind::Assisted;
+    o.kind = DecoderKind::Speculative;
     o.k = 4;
     o.max_new_tokens = 5;  // the first step drafts K = 4 tokens
     o.stop_at_eos = false;
@@ -197,23 +197,23 @@ class EndToEnd : public ::testing::Test {
 TEST_F(EndToEnd, SpeculativeSamplingMatchesTargetDistribution) {
   // The target must not be nearly deterministic, or the test would prove nothing.
   EXPECT_LT(*std::max_element(p_.begin(), p_.end()), 0.9);
-  const DraftSpec other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
+  const ModelDraft other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
   auto [stat, df] = Run(other, AcceptRule::Exact, 4000);
   EXPECT_GE(df, 5);
   EXPECT_LT(stat, Critical(df)) << "df " << df;
-  const DraftSpec early{target_.model, 1, "early-exit-1"};
+  const ModelDraft early{target_.model, 1, "early-exit-1"};
   auto [stat2, df2] = Run(early, AcceptRule::Exact, 4000);
   EXPECT_LT(stat2, Critical(df2)) << "df " << df2;
 }
 
 TEST_F(EndToEnd, QuantizedDraftMatchesTargetDistribution) {
-  const DraftSpec q4{std::make_shared<const Model>(QuantizeModel(*target_.model, QType::Q4_0)), 0, "q4_0"};
+  const ModelDraft q4{std::make_shared<const Model>(QuantizeModel(*target_.model, QType::Q4_0)), 0, "q4_0"};
   auto [stat, df] = Run(q4, AcceptRule::Exact, 4000);
   EXPECT_LT(stat, Critical(df)) << "df " << df;
 }
 
 TEST_F(EndToEnd, BrokenAcceptanceRuleIsDetected) {
-  const DraftSpec other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
+  const ModelDraft other{std::make_shared<const Model>(Sharpened(2)), 0, "seed-2"};
   auto [stat, df] = Run(other, AcceptRule::AlwaysAccept, 4000);
   EXPECT_GT(stat, Critical(df)) << "df " << df;
 }
@@ -277,17 +277,17 @@ class LookupEndToEnd : public EndToEnd {
     const int vocab = target_.model->config.vocab_size;
     std::vector<int> counts(joint.size());
     DecoderOptions o;
-    o.kind = DecoderKind::Assisted;
-    o.draft_lookup = true;
-    o.max_ngram = 2;
-    o.min_ngram = 2;
+    o.kind = DecoderKind::Speculative;
+    o.draft.lookup = true;
+    o.draft.max_ngram = 2;
+    o.draft.min_ngram = 2;
     o.k = 2;
     o.max_new_tokens = 3;  // the first step drafts K = 2 tokens
     o.stop_at_eos = false;
     o.sampling.temperature = 1.0f;
     for (int s = 0; s < runs; ++s) {
       o.sampling.seed = 5000 + s;
-      auto dec = MakeSpeculativeDecoder(target_, MakeLookupDrafter(o.max_ngram, o.min_ngram), o, rule);
+      auto dec = MakeSpeculativeDecoder(target_, MakeLookupDrafter(o.draft.max_ngram, o.draft.min_ngram), o, rule);
       GenerationResult r = dec->Generate(prompt);
       EXPECT_EQ(r.stats.k_per_step.at(0), 2);
       if (r.stats.accepted_at_pos.size() > 1) *accepted_at_2 += r.stats.accepted_at_pos[1];

@@ -293,7 +293,7 @@ TEST(SameVocabulary, ComparesPiecesNotOnlySizes) {
   EXPECT_NE(why.find("tokens"), std::string::npos) << why;
 }
 
-// The assisted decoder compares a separate draft's token table, not only its size: a
+// The speculative decoder compares a separate draft's token table, not only its size: a
 // draft with another table of the same size is a cross-tokenizer draft (greedy only).
 TEST(SameVocabulary, AssistedDecoderTreatsAnotherTokenTableAsAnotherTokenizer) {
   Synth s = MakeSynth();
@@ -307,7 +307,7 @@ TEST(SameVocabulary, AssistedDecoderTreatsAnotherTokenTableAsAnotherTokenizer) {
   LoadedModel draft{"draft", std::make_shared<Model>(MakeSyntheticModel(c, 2)),
                     LoadHfTokenizer(WriteJson(renamed))};
   DecoderOptions o;
-  o.kind = DecoderKind::Assisted;
+  o.kind = DecoderKind::Speculative;
   o.sampling.temperature = 0.7f;
   ExpectError([&] { MakeDecoder(target, o, draft); }, {"draft 'draft'", "another tokenizer", "greedy"});
   draft.tokenizer = LoadHfTokenizer(WriteJson(s.root));

@@ -127,7 +127,7 @@ sweep:
   max_new_tokens: 24
 decoders:
   - ar
-  - decoder: assisted
+  - decoder: speculative
     draft: [layers=1]
   - decoder: self-spec
     draft_quant: [q8_0]

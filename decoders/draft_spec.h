@@ -1,0 +1,55 @@
+// The draft of the speculative decoder, under one name everywhere: `--draft` and its
+// parts (--draft-model, --draft-layers, --draft-quant, --draft-lookup, --max-ngram,
+// --min-ngram) on the command line, `draft:` in experiment files, the draft,
+// draft_base and draft_quant fields of results, and DecoderOptions::draft here.
+//
+// A draft is the target itself (its first `layers` blocks and/or a copy quantized in
+// memory), a separate model (same or another tokenizer; layers/quant apply to it), or
+// prompt lookup (no model). "assisted" and "self-spec" are not other decoders but names
+// of two kinds of draft (ApplyDecoderAlias).
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "quant/qtype.h"
+
+namespace specsweep {
+
+struct DraftSpec {
+  std::string model;           // separate draft model ("" = the target)
+  int layers = 0;              // early exit after this many blocks (0 = all)
+  std::optional<QType> quant;  // draft weights quantized in memory
+  bool lookup = false;         // prompt lookup (n-gram copy); excludes the three above
+  int max_ngram = 0, min_ngram = 0;  // lookup only (0 otherwise; CheckDraftSpec: 3 and 1)
+
+  // Canonical text, also the accepted input syntax: "self", "q4_0", "layers=2",
+  // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0",
+  // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults).
+  std::string Label() const;
+  // Label without the quantization (the draft's architecture): "self", "layers=2", ...
+  std::string BaseLabel() const;
+  // "self": the target unchanged, which cannot draft for itself.
+  bool IsSelf() const { return model.empty() && layers == 0 && !quant && !lookup; }
+};
+
+// Parses the text form above; throws Error("<what>: ...").
+DraftSpec ParseDraftSpec(std::string_view text, std::string_view what);
+// Lookup excludes a model, layers and quantization; n-gram lengths need lookup. Fills
+// the defaults (3, 1) when lookup is given without them. `text` names the draft in errors.
+void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text);
+
+// The decoder names a user may give: "ar", "speculative", and two aliases of
+// speculative that name a kind of draft:
+//   assisted   a separate draft model (--draft-model; its layers and quant may be set);
+//              no lookup
+//   self-spec  the target's own weights quantized in memory (q4_0 unless the draft's
+//              quant says otherwise); no separate model, no early exit, no lookup
+// Applies the alias `decoder` to `draft` (other names leave it as is). A draft part the
+// alias contradicts is an Error naming it through option(part), part one of "model",
+// "layers", "quant", "lookup" (e.g. "--draft-layers" or "decoders[1].draft[0]").
+void ApplyDecoderAlias(std::string_view decoder, DraftSpec& draft,
+                       const std::function<std::string(std::string_view part)>& option);
+
+}  // namespace specsweep
