@@ -336,7 +336,7 @@ TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
   };
   const auto ar = gen({"--decoder", "ar"});
   EXPECT_FALSE(ar.empty());
-  EXPECT_EQ(ar, gen({"--decoder", "assisted", "--draft", dir + "/draft.gguf", "--k", "3"}));
+  EXPECT_EQ(ar, gen({"--decoder", "assisted", "--draft-model", dir + "/draft.gguf", "--k", "3"}));
   // More tokenizer ids than embedding rows: refused, naming both sizes.
   c.vocab_size = 31000;
   WriteHfModel(MakeSyntheticModel(c, 8), dir + "/short", {QType::F32, 1});
