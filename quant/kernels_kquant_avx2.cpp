@@ -25,8 +25,20 @@ using namespace kquant_simd;
 struct Unpacked {
   __m256i q[8];  // unit u: values 32 u .. 32 u + 31, unsigned
   __m256i g, m;  // per 16-value group: scale, min (m: Q4_K/Q5_K)
+  __m256i sc[8];  // unit u: the int16 scale of each quant pair
   float d, dmin;
 };
+
+// vpshufb indices: unit u's scale byte (Q4_K/Q5_K: sub-block u) zero-extended to every
+// int16 lane.
+struct ScaleIndex {
+  alignas(32) int8_t ix[8][32];
+  constexpr ScaleIndex() : ix{} {
+    for (int u = 0; u < 8; ++u)
+      for (int l = 0; l < 32; ++l) ix[u][l] = static_cast<int8_t>(l % 2 ? -128 : u);
+  }
+};
+constexpr ScaleIndex kScaleIndex;
 
 template <QType T>
 inline void Unpack(const uint8_t* blk, Unpacked& u) {
@@ -35,15 +47,26 @@ inline void Unpack(const uint8_t* blk, Unpacked& u) {
     UnpackQ6(b, u.q);
     u.g = ScalesQ6(b);
     u.m = _mm256_setzero_si256();
+    // Broadcasts int16 lane pair (2u, 2u + 1) of G: group 2u to the low 128-bit half
+    // (values 0..15 of the unit), group 2u + 1 to the high half.
+    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                         3, 2, 3, 2, 3, 2, 3);
+    for (int k = 0; k < 8; ++k)
+      u.sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
     u.dmin = 0;
-    u.d = F16ToF32(b.d);
+    u.d = _cvtsh_ss(b.d);
   } else {
     const auto& b = *reinterpret_cast<const BlockQ4_K*>(blk);
     if constexpr (T == QType::Q4_K) UnpackQ4(b.qs, u.q);
     else UnpackQ5(*reinterpret_cast<const BlockQ5_K*>(blk), u.q);
-    ScalesMinsK4(b.scales, &u.g, &u.m);
-    u.d = F16ToF32(b.d);
-    u.dmin = F16ToF32(b.dmin);
+    const __m128i r = ScalesMinsBytesK4(b.scales);  // [scales 0..7 | mins 0..7]
+    u.g = _mm256_setzero_si256();                    // unused: no bias
+    u.m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r, r));
+    const __m256i r2 = _mm256_broadcastsi128_si256(r);
+    for (int k = 0; k < 8; ++k)
+      u.sc[k] = _mm256_shuffle_epi8(r2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleIndex.ix[k])));
+    u.d = _cvtsh_ss(b.d);
+    u.dmin = _cvtsh_ss(b.dmin);
   }
 }
 
@@ -55,11 +78,7 @@ template <QType T, int C>
 inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
   if constexpr (C > 0) nc = C;
   const int nsb = W.cols_padded / kQK;
-  const size_t bytes = BlockBytes(T);
-  // Broadcasts int16 lane pair (2u, 2u + 1) of a permuted G: group 2u to the low 128-bit
-  // half (values 0..15 of the unit), group 2u + 1 to the high half.
-  const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
-                                       3, 2, 3, 2, 3, 2, 3);
+  constexpr size_t bytes = T == QType::Q4_K ? sizeof(BlockQ4_K) : T == QType::Q5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ6_K);
   const uint8_t* row = W.Row(r);
   __m256 lanes[C > 0 ? C : kMaxCols];
   for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
@@ -68,15 +87,13 @@ inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A,
     window.Reach(blk + bytes - 1);
     Unpacked u;
     Unpack<T>(blk, u);
-    __m256i sc[8];
-    for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
     for (int c = 0; c < nc; ++c) {
       const int i = i0 + c;
       const int8_t* xq = A->KQ(i) + kQK * s;
       __m256i a = _mm256_setzero_si256();
       for (int k = 0; k < 8; ++k) {
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * k));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), sc[k]));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), u.sc[k]));
       }
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
       lanes[c] = LaneStep<T>(lanes[c], a, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
