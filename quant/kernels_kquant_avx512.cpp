@@ -1,4 +1,4 @@
-// AVX-512 (BW + VBMI + VNNI) K-quant kernels (Q4_K, Q5_K, Q6_K on row layout). Two
+// AVX-512 (BW + VNNI) K-quant kernels (Q4_K, Q5_K, Q6_K on row layout). Two
 // weight rows per pass: per super-block both rows are unpacked once into 4 vectors of
 // 64 unsigned quants each, then per activation row and 64 values one vpmaddubsw (u8 x s8
 // -> int16 pairs) and one vpdpwssd with the groups' scales (int16 x int16 -> int32,
@@ -20,7 +20,7 @@
 #include "quant/qmatrix.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "quant/kquant_simd.h"
 #include "quant/prefetch.h"

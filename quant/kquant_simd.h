@@ -15,7 +15,11 @@
 #include "quant/fp16.h"
 #include "quant/qtype.h"
 
-namespace specsweep::kquant_simd {
+// Internal linkage: each including file compiles these for its own target, and no
+// out-of-line copy may be shared between the families.
+namespace specsweep {
+namespace {
+namespace kquant_simd {
 
 // Q4_K/Q5_K: the 8 scales and 8 mins of the 6-bit packing (ScaleMinK4 in kquants.cpp),
 // as G and M with each sub-block's value in both of its 16-value groups. Byte shuffles
@@ -94,4 +98,6 @@ inline float LaneSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-}  // namespace specsweep::kquant_simd
+}  // namespace kquant_simd
+}  // namespace
+}  // namespace specsweep
