@@ -37,13 +37,14 @@ constexpr int SubLo(int v) { return 4 * (v / 2) + v % 2; }
 constexpr int SubHi(int v) { return 4 * (v / 2) + v % 2 + 2; }
 
 // Word indices for vpermw: scales of row t for vector v (Q4_K/Q5_K: from [row 0: 8
-// scales, 8 mins | row 1: ...]; Q6_K: from [row 0: 16 scales | row 1: ...]), mins per
-// 16-value group of both rows, and the f16 d / dmin of both rows' block headers.
+// scales, 8 mins | row 1: ...]; Q6_K: from [row 0: 16 scales | row 1: ...]) and mins per
+// 16-value group of both rows; float indices for vpermps: d and dmin of both rows from
+// their block headers converted to float.
 struct Index {
   alignas(64) int16_t s4[2][4][32];
   alignas(64) int16_t s6[2][4][32];
   alignas(64) int16_t m4[32];
-  alignas(32) int16_t d[16], dmin[16];
+  alignas(64) int32_t d[16], dmin[16];
   constexpr Index() : s4{}, s6{}, m4{}, d{}, dmin{} {
     for (int t = 0; t < 2; ++t)
       for (int v = 0; v < 4; ++v)
@@ -53,8 +54,8 @@ struct Index {
         }
     for (int l = 0; l < 32; ++l) m4[l] = static_cast<int16_t>(16 * (l / 16) + 8 + (l % 16) / 2);
     for (int l = 0; l < 16; ++l) {
-      d[l] = static_cast<int16_t>(8 * (l / 8));
-      dmin[l] = static_cast<int16_t>(8 * (l / 8) + 1);
+      d[l] = 8 * (l / 8);
+      dmin[l] = 8 * (l / 8) + 1;
     }
   }
 };
@@ -149,9 +150,9 @@ inline void UnpackPair(const uint8_t* b0, const uint8_t* b1, Pair& u) {
     for (int t = 0; t < 2; ++t)
       for (int v = 0; v < 4; ++v) u.sc[t][v] = _mm512_permutexvar_epi16(_mm512_load_si512(kIndex.s4[t][v]), sm);
     u.m = _mm512_permutexvar_epi16(_mm512_load_si512(kIndex.m4), sm);
-    u.d = _mm512_cvtph_ps(_mm256_permutexvar_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(kIndex.d)), h));
-    u.dmin =
-        _mm512_cvtph_ps(_mm256_permutexvar_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(kIndex.dmin)), h));
+    const __m512 f = _mm512_cvtph_ps(h);  // row 0's d, dmin in floats 0, 1; row 1's in 8, 9
+    u.d = _mm512_permutexvar_ps(_mm512_load_si512(kIndex.d), f);
+    u.dmin = _mm512_permutexvar_ps(_mm512_load_si512(kIndex.dmin), f);
   }
 }
 
