@@ -6,6 +6,10 @@
 // quant/kquants.h is one 512-bit step per row pair. Integer sums exact, float steps
 // those of the scalar reference: bit-identical.
 //
+// One thread, 2048x768 in L2, 2-vCPU Sapphire Rapids VM (ns per row and super-block,
+// n = 1 / n = 8): Q4_K 10.6 / 34 -> 7.0 / 25 against one row per pass with value-order
+// shuffles; Q5_K 12.2 / 37 -> 8.7 / 27; Q6_K 9.2 / 30 -> 8.0 / 24.
+//
 // Q4_K/Q5_K quants are used in storage order: 64 bytes of qs hold chunks 2p, 2p + 1,
 // whose low nibbles are values 128 p + 0..31 and + 64..95 and whose high nibbles are
 // + 32..63 and + 96..127. The activation rows are permuted once per call to match
@@ -130,12 +134,14 @@ inline void UnpackPair(const uint8_t* b0, const uint8_t* b1, Pair& u) {
     u.dmin = _mm512_setzero_ps();
   } else {
     for (int t = 0; t < 2; ++t) {
-      const auto& b = *reinterpret_cast<const BlockQ4_K*>(blk[t]);
-      UnpackNibbles(b.qs + (T == QType::Q5_K ? 32 : 0), u.q[t]);  // Q5_K: qh before qs
-      if constexpr (T == QType::Q5_K) {
+      if constexpr (T == QType::Q4_K) {
+        UnpackNibbles(reinterpret_cast<const BlockQ4_K*>(blk[t])->qs, u.q[t]);
+      } else {
+        const auto& b = *reinterpret_cast<const BlockQ5_K*>(blk[t]);
+        UnpackNibbles(b.qs, u.q[t]);
         // Bit j of qh[l] is bit 4 of value 32 j + l; vector v's halves are sub-blocks
         // SubLo(v), SubHi(v).
-        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[t] + 16)));
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
         const __m512i bit4 = _mm512_set1_epi8(0x10);
         for (int v = 0; v < 4; ++v) {
           const __m512i sel =
