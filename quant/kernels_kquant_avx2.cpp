@@ -1,108 +1,30 @@
-// AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K on row layout): per super-block the weights are
-// unpacked once into 8 vectors of 32 unsigned quants and reused for up to 16 activation
-// rows; per 32 values one maddubs (u8 x s8 -> pairs in int16, at most 2 * 63 * 127) and
-// one madd with the 16-value groups' scales (-> int32). The integer sums are exact, the
-// float steps are those of the scalar reference (quant/kquants.h): bit-identical.
+// AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K on row layout): quant/kquant_avx2_rows.h with
+// vpmaddwd + vpaddd for the scaled pair sums.
 #include <immintrin.h>
 
-#include <algorithm>
-
-#include "quant/blocks_k.h"
-#include "quant/fp16.h"
 #include "quant/kquants.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
-#include "quant/kquant_simd.h"
-#include "quant/prefetch.h"
+#include "quant/kquant_avx2_rows.h"
 
 namespace specsweep {
 namespace {
 
-using namespace kquant_simd;
-
-struct Unpacked {
-  __m256i q[8];  // unit u: values 32 u .. 32 u + 31, unsigned
-  __m256i g, m;  // per 16-value group: scale, min (m: Q4_K/Q5_K)
-  float d, dmin;
+struct MaddDot {
+  static __m256i Acc(__m256i acc, __m256i pairs, __m256i scales) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
+  }
 };
-
-template <QType T>
-inline void Unpack(const uint8_t* blk, Unpacked& u) {
-  if constexpr (T == QType::Q6_K) {
-    const auto& b = *reinterpret_cast<const BlockQ6_K*>(blk);
-    UnpackQ6(b, u.q);
-    u.g = ScalesQ6(b);
-    u.m = _mm256_setzero_si256();
-    u.dmin = 0;
-    u.d = F16ToF32(b.d);
-  } else {
-    const auto& b = *reinterpret_cast<const BlockQ4_K*>(blk);
-    if constexpr (T == QType::Q4_K) UnpackQ4(b.qs, u.q);
-    else UnpackQ5(*reinterpret_cast<const BlockQ5_K*>(blk), u.q);
-    ScalesMinsK4(b.scales, &u.g, &u.m);
-    u.d = F16ToF32(b.d);
-    u.dmin = F16ToF32(b.dmin);
-  }
-}
-
-constexpr int kMaxCols = 16;  // activation rows per pass over a weight row
-
-// Row r against activation rows i0 .. i0 + nc - 1; C = nc when known at compile time
-// (1: the decode step keeps its lanes in a register), 0 otherwise.
-template <QType T, int C>
-inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
-  if constexpr (C > 0) nc = C;
-  const int nsb = W.cols_padded / kQK;
-  const size_t bytes = BlockBytes(T);
-  // Broadcasts int16 lane pair (2u, 2u + 1) of a permuted G: group 2u to the low 128-bit
-  // half (values 0..15 of the unit), group 2u + 1 to the high half.
-  const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
-                                       3, 2, 3, 2, 3, 2, 3);
-  const uint8_t* row = W.Row(r);
-  __m256 lanes[C > 0 ? C : kMaxCols];
-  for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();
-  for (int s = 0; s < nsb; ++s) {
-    const uint8_t* blk = row + s * bytes;
-    window.Reach(blk + bytes - 1);
-    Unpacked u;
-    Unpack<T>(blk, u);
-    __m256i sc[8];
-    for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
-    for (int c = 0; c < nc; ++c) {
-      const int i = i0 + c;
-      const int8_t* xq = A->KQ(i) + kQK * s;
-      __m256i a = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * k));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], x), sc[k]));
-      }
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(A->KBSum(i) + 16 * s));
-      lanes[c] = LaneStep<T>(lanes[c], a, bs, u.g, u.m, u.d, u.dmin, A->KD(i)[s]);
-    }
-  }
-  for (int c = 0; c < nc; ++c) Y[size_t(i0 + c) * W.rows + r] = LaneSum(lanes[c]);
-}
-
-template <QType T>
-void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
-  WindowPrefetcher window(W.Row(r0));
-  for (int r = r0; r < r1; ++r)
-    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
-      const int nc = std::min(kMaxCols, n - i0);
-      if (nc == 1) RowPass<T, 1>(W, r, i0, nc, A, window, Y);
-      else RowPass<T, 0>(W, r, i0, nc, A, window, Y);
-    }
-}
 
 }  // namespace
 
 RowsKernelFn KQuantRowsAvx2(QType type) {
   switch (type) {
-    case QType::Q4_K: return KRowsAvx2<QType::Q4_K>;
-    case QType::Q5_K: return KRowsAvx2<QType::Q5_K>;
-    case QType::Q6_K: return KRowsAvx2<QType::Q6_K>;
+    case QType::Q4_K: return kquant_avx2::KRowsAvx2<MaddDot, QType::Q4_K>;
+    case QType::Q5_K: return kquant_avx2::KRowsAvx2<MaddDot, QType::Q5_K>;
+    case QType::Q6_K: return kquant_avx2::KRowsAvx2<MaddDot, QType::Q6_K>;
     default: return nullptr;
   }
 }

@@ -15,13 +15,18 @@
 #include "quant/fp16.h"
 #include "quant/qtype.h"
 
-namespace specsweep::kquant_simd {
+// Internal linkage: each including file compiles these for its own target, and no
+// out-of-line copy may be shared between the families.
+namespace specsweep {
+namespace {
+namespace kquant_simd {
 
 // Q4_K/Q5_K: the 8 scales and 8 mins of the 6-bit packing (ScaleMinK4 in kquants.cpp),
 // as G and M with each sub-block's value in both of its 16-value groups. Byte shuffles
 // gather [s0..3 | s8..11 | s4..7 | s8..11] (low bits) and s0..3, s4..7 under the bytes
 // whose top 2 bits they give; 16 bytes are read (the last 4 are quants, unused).
-inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
+// ScalesMinsBytesK4 gives the bytes [scales 0..7 | mins 0..7] they are made from.
+inline __m128i ScalesMinsBytesK4(const uint8_t* s) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
   const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
   const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7));
@@ -29,7 +34,10 @@ inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
   const __m128i hi4 = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
   const __m128i top = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0,
                                                                          0x30, 0x30, 0x30, 0x30));
-  const __m128i r = _mm_or_si128(_mm_or_si128(lo, hi4), top);  // [scales 0..7 | mins 0..7]
+  return _mm_or_si128(_mm_or_si128(lo, hi4), top);
+}
+inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
+  const __m128i r = ScalesMinsBytesK4(s);
   *g = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r, r));
   *m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r, r));
 }
@@ -90,4 +98,6 @@ inline float LaneSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-}  // namespace specsweep::kquant_simd
+}  // namespace kquant_simd
+}  // namespace
+}  // namespace specsweep

@@ -213,7 +213,8 @@ RowsKernelFn KQuantRows(const KernelFamily& family, QType type) {
   const std::string_view isa = family.name;
   RowsKernelFn f = nullptr;
   if (isa == "avx512") f = KQuantRowsAvx512(type);
-  else if (isa == "avx2" || isa == "avx2vnni") f = KQuantRowsAvx2(type);  // no VNNI variant
+  else if (isa == "avx2vnni") f = KQuantRowsAvx2Vnni(type);
+  else if (isa == "avx2") f = KQuantRowsAvx2(type);
   return f ? f : KQuantRowsScalar(type);
 }
 

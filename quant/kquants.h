@@ -49,10 +49,11 @@ void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int
 void QuantizeActsK(const float* x, int cols, int cols_padded, int8_t* q, float* d, int16_t* bsum);
 
 // The family's kernel for a row-layout K-quant matrix: the SIMD one where the family has
-// it (avx2, avx512: Q4_K, Q5_K, Q6_K), else the scalar reference.
+// it (avx2, avx2vnni, avx512: Q4_K, Q5_K, Q6_K), else the scalar reference.
 RowsKernelFn KQuantRows(const KernelFamily& family, QType type);
 RowsKernelFn KQuantRowsScalar(QType type);
 RowsKernelFn KQuantRowsAvx2(QType type);    // nullptr: none
+RowsKernelFn KQuantRowsAvx2Vnni(QType type);  // nullptr: none
 RowsKernelFn KQuantRowsAvx512(QType type);  // nullptr: none
 
 }  // namespace specsweep
