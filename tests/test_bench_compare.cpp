@@ -12,6 +12,7 @@
 
 #include "harness/bench_compare.h"
 #include "models/error.h"
+#include "tests/test_util.h"
 
 namespace specsweep {
 namespace {
@@ -57,8 +58,7 @@ TEST(BenchCompare, ChildEnvironmentAppliesSettings) {
 // The real binary against itself under two kernel families: both variants run every
 // round, each child reports the family it was given, and the ratios are written.
 TEST(BenchCompare, EndToEndOnTinyModel) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "specsweep-test-compare";
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::TempDir();  // per process: parallel runs do not share it
   const std::string model = (dir / "tiny.gguf").string(), json = (dir / "cmp.json").string();
   const std::string bin = SPECSWEEP_BIN;
   ASSERT_EQ(0, std::system((bin + " synth --shape tiny -o " + model + " > /dev/null").c_str()));
