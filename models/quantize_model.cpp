@@ -16,7 +16,8 @@ size_t VectorElements(const LayerWeights& L) {
 
 }  // namespace
 
-// A tied classifier is one parameter tensor even though it is held twice in memory.
+// A tied classifier is one parameter tensor. (Loaders hold it once, shared with the
+// embedding; WeightBytes still counts it under both names, as each is read.)
 size_t Model::ParameterCount() const {
   size_t n = 0;
   ForEachMatrix(*this, [&](const std::string& name, const QMatrix& w) {
