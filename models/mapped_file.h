@@ -1,7 +1,9 @@
 // Read-only memory map of a whole file. Loaders copy (re-lay out) most weights out of it
 // and Release the pages already copied, so that loading never holds the file and the
 // model at once; weights already in the kernels' layout are pointed to instead, and
-// then the map lives as long as the model (held by a shared_ptr).
+// then the map lives as long as the model (held by a shared_ptr). Such a model needs its
+// file left as it is: replacing it (our writers write a temporary file and rename it)
+// is safe, rewriting it in place is not (the pages would change, or fault past its end).
 #pragma once
 #include <cstddef>
 #include <cstdint>
