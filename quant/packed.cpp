@@ -10,9 +10,6 @@
 namespace specsweep::packed {
 namespace {
 
-// Element j of a ggml Q4_0 block as its stored nibble (value + 8).
-int Nibble(const BlockQ4_0& b, int j) { return j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4; }
-
 // Calls f(r, b) for every row r and 32-wide block b of m. Rows run in parallel: in
 // either layout two rows never share a byte.
 template <class F>
@@ -71,14 +68,25 @@ QMatrix Pack(const QMatrix& m) {
         if (m.type == QType::Q4_0) {
           const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(m.Row(r))[b];
           std::memcpy(out + ScaleOffset(p, r, b), &blk.d, sizeof blk.d);
-          // Byte i of chunk ch: element 8 ch + i (low nibble) and 8 ch + 4 + i (high).
-          for (int ch = 0; ch < 4; ++ch)
-            for (int i = 0; i < 4; ++i)
-              q[64 * ch + i] = static_cast<uint8_t>(Nibble(blk, 8 * ch + i) | Nibble(blk, 8 * ch + 4 + i) << 4);
+          // Byte i of chunk ch: element 8 ch + i (low nibble) and 8 ch + 4 + i (high). In
+          // ggml, element j < 16 is the low nibble of qs[j] and j >= 16 the high one of
+          // qs[j - 16], so chunks 0-1 take low nibbles and 2-3 high ones, byte by byte
+          // (a 4 GB Q4_0 model spends seconds here at one nibble per step).
+          for (int ch = 0; ch < 2; ++ch)
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t lo = blk.qs[8 * ch + i], hi = blk.qs[8 * ch + 4 + i];
+              q[64 * ch + i] = static_cast<uint8_t>((lo & 0x0F) | (hi << 4));
+              q[64 * (ch + 2) + i] = static_cast<uint8_t>((lo >> 4) | (hi & 0xF0));  // elements + 16
+            }
         } else {
           const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(m.Row(r))[b];
           std::memcpy(out + ScaleOffset(p, r, b), &blk.d, sizeof blk.d);
-          for (int j = 0; j < 32; ++j) q[QuantByte(m.type, j)] = static_cast<uint8_t>(blk.qs[j] + 128);
+          for (int ch = 0; ch < 8; ++ch) {  // 4 consecutive elements per chunk, + 128 as bytes
+            uint32_t v;
+            std::memcpy(&v, blk.qs + 4 * ch, sizeof v);
+            v ^= 0x80808080u;
+            std::memcpy(q + 64 * ch, &v, sizeof v);
+          }
         }
       }
   }
