@@ -1,8 +1,15 @@
 // `specsweep generate`: run one decoder on one prompt, stream the text, print latency,
 // throughput and (speculative decoders) the acceptance statistics.
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -92,6 +99,27 @@ DraftSpec DraftFromArgs(const GenerateArgs& a) {
   return d;
 }
 
+// Seconds since this process was started (exec): /proc/self/stat's start time (clock
+// ticks since boot, 10 ms resolution) against CLOCK_BOOTTIME. NaN where unavailable.
+double SecondsSinceProcessStart() {
+  std::ifstream f("/proc/self/stat");
+  const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  if (comm_end == std::string::npos) return NAN;
+  std::istringstream rest(stat.substr(comm_end + 1));
+  std::string field;
+  for (int k = 3; k <= 22 && rest >> field; ++k) {}  // field 22: starttime
+  timespec now{};
+  if (!rest || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return NAN;
+  return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
+}
+
+// Start-up as a user sees it: from process start to the model being ready (files
+// loaded, decoder built, prompt tokenized) and to the first generated token.
+nlohmann::json StartupJson(double ready_s, const GenerationStats& s) {
+  return {{"ready_s", ready_s}, {"first_token_s", ready_s + s.first_token_latency_s}};
+}
+
 // Why a generation ended: a stop token, the requested length, or the context length.
 std::string StopReason(const GenerationStats& s, int max_new_tokens) {
   if (s.stopped_at_eos) return "eos";
@@ -148,8 +176,10 @@ nlohmann::json StatsJson(const GenerationStats& s) {
   return j;
 }
 
-void PrintSummary(const GenerationStats& s, bool speculative) {
+void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
   fmt::print("\n\nprompt tokens            {}\n", s.prompt_tokens);
+  fmt::print("process start: ready    {:.3f} ms, first token {:.3f} ms\n", ready_s * 1e3,
+             (ready_s + s.first_token_latency_s) * 1e3);
   fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at a stop token)" : "");
   fmt::print("first-token latency      {:.3f} ms\n", s.first_token_latency_s * 1e3);
   fmt::print("mean next-token latency  {:.3f} ms\n", s.mean_next_token_latency_s * 1e3);
@@ -198,6 +228,7 @@ void RunGenerate(const GenerateArgs& a) {
   auto dec = MakeDecoder(target, o, Globals().models_dir);
   const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default());
   const bool spec = o.kind != DecoderKind::Autoregressive;
+  const double ready_s = SecondsSinceProcessStart();
   auto notice_context = [&](const GenerationResult& r) {
     if (StopReason(r.stats, a.n) == "context")
       fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
@@ -218,7 +249,8 @@ void RunGenerate(const GenerateArgs& a) {
                         {"stop_reason", StopReason(r.stats, a.n)},
                         {"sampling",
                          {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
-                        {"stats", StatsJson(r.stats)}};
+                        {"stats", StatsJson(r.stats)},
+                        {"startup", StartupJson(ready_s, r.stats)}};
     // The results files' names (Point::ParamsJson) for the same things.
     if (spec)
       j["speculative"] = {{"k", a.k},
@@ -244,7 +276,7 @@ void RunGenerate(const GenerateArgs& a) {
   });
   if (!echoed) streamer.Add(prompt);
   streamer.Flush();
-  PrintSummary(r.stats, spec);
+  PrintSummary(r.stats, spec, ready_s);
   notice_context(r);
 }
 

@@ -5,8 +5,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "models/error.h"
 #include "models/gguf.h"
@@ -442,7 +445,9 @@ std::unique_ptr<Tokenizer> MakeTokenizer(const Meta& meta, Vocab vocab, const st
 }  // namespace
 
 LoadedModel LoadGguf(const std::string& path) {
-  MappedFile mf(path);
+  // Shared: matrices already in the kernels' layout point into the map and keep it alive.
+  const auto file = std::make_shared<const MappedFile>(path);
+  const MappedFile& mf = *file;
   const GgufHeader h = ParseGgufHeader(mf.data(), mf.size(), path);
   const Meta meta(h, path);
 
@@ -544,61 +549,110 @@ LoadedModel LoadGguf(const std::string& path) {
     m.source.tensors.push_back(
         {ti.name, std::vector<int64_t>(ti.ne.begin(), ti.ne.end()), std::string(GgmlTypeName(ti.type)), ti.bytes});
   // ne = [cols, rows] -> QMatrix [rows][cols] in the file's type, our row r from the
-  // stored row row_of(r); the source pages are then dropped (the page cache keeps them)
-  // and the matrix packed for the kernels, so that loading never holds two copies.
-  auto matrix = [&](const std::string& name, int rows, int cols, auto row_of, bool pack = true) {
-    const GgufTensorInfo* ti = find(name, {uint64_t(cols), uint64_t(rows)}, true);
+  // stored row row_of(r). matrix() checks the tensor and queues the job; the jobs run
+  // below, in parallel.
+  struct MatrixJob {
+    const GgufTensorInfo* ti;
+    int rows, cols;
+    std::function<int(int)> row_of;  // empty: identity
+    bool pack;                       // multiplied (PackForKernels), not only gathered
+    QMatrix* out;
+  };
+  std::vector<MatrixJob> jobs;
+  auto matrix = [&](QMatrix* out, const std::string& name, int rows, int cols, std::function<int(int)> row_of,
+                    bool pack = true) {
+    jobs.push_back({find(name, {uint64_t(cols), uint64_t(rows)}, true), rows, cols, std::move(row_of), pack, out});
+  };
+  // A matrix whose stored rows are already in the kernels' layout (row layout kept by
+  // PackForKernels, rows in file order) points into the map: no copy, and its pages are
+  // the page cache's. Any other is made in its final layout straight from the map into
+  // an uninitialized buffer (each page written once), and the source pages are then
+  // dropped (the page cache keeps them), so that loading never holds two copies.
+  auto load = [&](const MatrixJob& j) {
+    const std::string& name = j.ti->name;
     GgmlGeometry g{};
-    Geometry(ti->type, &g);
-    QMatrix q = MakeQMatrix(g.qtype, rows, cols);
-    const size_t row_bytes = static_cast<size_t>(cols) / g.block * g.bytes;
-    if (q.row_bytes < row_bytes) Fail("{}: tensor '{}': internal row size mismatch", path, name);
-    const uint8_t* src = data + ti->offset;
-    for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), src + size_t(row_of(r)) * row_bytes, row_bytes);
-    mf.Release(src, ti->bytes);
-    CheckFinite(q, path, name);
-    return pack ? PackForKernels(q) : q;
+    Geometry(j.ti->type, &g);
+    const uint8_t* src = data + j.ti->offset;
+    const size_t row_bytes = static_cast<size_t>(j.cols) / g.block * g.bytes;
+    if (j.pack) mf.Populate(src, j.ti->bytes);  // read whole: map it in one call
+    QMatrix rows;
+    const bool viewable = !j.row_of && reinterpret_cast<uintptr_t>(src) % 32 == 0;
+    if (viewable) {
+      rows = MakeQMatrix(g.qtype, j.rows, j.cols, AlignedBuffer::View(src, j.ti->bytes, file));
+    } else {
+      rows = MakeQMatrix(g.qtype, j.rows, j.cols, AlignedBuffer::Uninitialized(j.ti->bytes));
+      for (int r = 0; r < j.rows; ++r)
+        std::memcpy(rows.Row(r), src + size_t(j.row_of ? j.row_of(r) : r) * row_bytes, row_bytes);
+    }
+    if (rows.row_bytes != row_bytes) Fail("{}: tensor '{}': internal row size mismatch", path, name);
+    CheckFinite(rows, path, name);
+    QMatrix q = j.pack ? PackForKernels(rows) : std::move(rows);
+    if (std::as_const(q.data).data() != src) mf.Release(src, j.ti->bytes);  // not a view: copied out
+    *j.out = std::move(q);
   };
 
   // llama files hold q/k rows interleaved (the converter permutes them); qwen2/qwen3
   // files keep HF's rotate_half order, which we permute here.
   const bool neox = arch != "llama";
-  auto qk_row = [&](int r) { return neox ? r / hd * hd + HfRopeRow(r % hd, hd) : r; };
-  m.tok_embeddings = matrix("token_embd.weight", c.vocab_size, c.dim, identity, false);
+  std::function<int(int)> qk_row, identity_row;  // empty: identity
+  if (neox) qk_row = [hd](int r) { return r / hd * hd + HfRopeRow(r % hd, hd); };
+  auto qk_vec = [&](int r) { return qk_row ? qk_row(r) : r; };
+  matrix(&m.tok_embeddings, "token_embd.weight", c.vocab_size, c.dim, identity_row, false);
+  m.layers.resize(c.n_layers);  // filled in place: the jobs hold pointers into it
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights L;
+    LayerWeights& L = m.layers[l];
     L.attn_norm = vec(p + "attn_norm.weight", c.dim, identity);
-    L.wq = matrix(p + "attn_q.weight", c.q_dim(), c.dim, qk_row);
-    L.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.dim, qk_row);
-    L.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.dim, identity);
+    matrix(&L.wq, p + "attn_q.weight", c.q_dim(), c.dim, qk_row);
+    matrix(&L.wk, p + "attn_k.weight", c.kv_dim(), c.dim, qk_row);
+    matrix(&L.wv, p + "attn_v.weight", c.kv_dim(), c.dim, identity_row);
     if (c.qkv_bias) {
-      L.bq = vec(p + "attn_q.bias", c.q_dim(), qk_row);
-      L.bk = vec(p + "attn_k.bias", c.kv_dim(), qk_row);
+      L.bq = vec(p + "attn_q.bias", c.q_dim(), qk_vec);
+      L.bk = vec(p + "attn_k.bias", c.kv_dim(), qk_vec);
       L.bv = vec(p + "attn_v.bias", c.kv_dim(), identity);
     }
     if (c.qk_norm) {
-      L.q_norm = vec(p + "attn_q_norm.weight", hd, qk_row);
-      L.k_norm = vec(p + "attn_k_norm.weight", hd, qk_row);
+      L.q_norm = vec(p + "attn_q_norm.weight", hd, qk_vec);
+      L.k_norm = vec(p + "attn_k_norm.weight", hd, qk_vec);
     }
-    L.wo = matrix(p + "attn_output.weight", c.dim, c.q_dim(), identity);
+    matrix(&L.wo, p + "attn_output.weight", c.dim, c.q_dim(), identity_row);
     L.ffn_norm = vec(p + "ffn_norm.weight", c.dim, identity);
-    L.w1 = matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim, identity);
-    L.w2 = matrix(p + "ffn_down.weight", c.dim, c.hidden_dim, identity);
-    L.w3 = matrix(p + "ffn_up.weight", c.hidden_dim, c.dim, identity);
-    m.layers.push_back(std::move(L));
+    matrix(&L.w1, p + "ffn_gate.weight", c.hidden_dim, c.dim, identity_row);
+    matrix(&L.w2, p + "ffn_down.weight", c.dim, c.hidden_dim, identity_row);
+    matrix(&L.w3, p + "ffn_up.weight", c.hidden_dim, c.dim, identity_row);
   }
   m.final_norm = vec("output_norm.weight", c.dim, identity);
-  if (find("output.weight", {uint64_t(c.dim), uint64_t(c.vocab_size)}, false)) {
-    m.output = matrix("output.weight", c.vocab_size, c.dim, identity);
-  } else {
-    m.output = PackForKernels(m.tok_embeddings);  // tied classifier
-    m.tied_embeddings = true;
-  }
+  m.tied_embeddings = !find("output.weight", {uint64_t(c.dim), uint64_t(c.vocab_size)}, false);
+  // A tied classifier is packed from the embedding's tensor; the embedding then shares
+  // the classifier's bytes (below).
+  if (m.tied_embeddings) jobs.front().pack = true, jobs.front().out = &m.output;
+  else matrix(&m.output, "output.weight", c.vocab_size, c.dim, identity_row);
   // A tensor the architecture does not use (a bias llama has no place for, a layer
   // beyond block_count, ...) would be silently dropped: refuse it.
   for (const auto& ti : h.tensors)
     if (!used.count(ti.name)) Fail("{}: tensor '{}': not used by the {} architecture", path, ti.name, arch);
+
+  // In file order (sequential reads when the file is not cached), one tensor per thread
+  // at a time. The first failing tensor in that order is reported, whatever the timing.
+  std::sort(jobs.begin(), jobs.end(), [](const MatrixJob& a, const MatrixJob& b) { return a.ti->offset < b.ti->offset; });
+  std::vector<std::exception_ptr> errors(jobs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    try {
+      load(jobs[k]);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (m.tied_embeddings) {
+    // One buffer for both: the lookup reads rows through DequantizeRow, which takes any
+    // layout (packed or column-chunked: a few microseconds per token), so the embedding
+    // need not keep the file's row layout and a second copy of [vocab][dim].
+    m.output.data.Freeze();
+    m.tok_embeddings = m.output;
+  }
 
   LoadedModel lm;
   lm.name = path;

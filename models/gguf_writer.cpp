@@ -235,9 +235,8 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   check_len("output_norm.weight", model.final_norm, c.dim);
   add_vector("output_norm.weight", model.final_norm);
   check_shape("output.weight", model.output, c.vocab_size, c.dim);
-  const QMatrix& e = model.tok_embeddings;
-  auto same_as_embedding = [&] {  // compared as ggml rows
-    const QMatrix o = packed::Unpack(model.output);
+  auto same_as_embedding = [&] {  // compared as ggml rows (a loaded tied embedding has the classifier's layout)
+    const QMatrix o = packed::Unpack(model.output), e = packed::Unpack(model.tok_embeddings);
     return o.type == e.type && o.bytes() == e.bytes() && std::memcmp(o.data.data(), e.data.data(), e.bytes()) == 0;
   };
   const bool tied = model.tied_embeddings && same_as_embedding();

@@ -43,6 +43,18 @@ void MappedFile::Release(const uint8_t* p, size_t n) const {
   if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
+void MappedFile::Populate(const uint8_t* p, size_t n) const {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;  // linux/mman.h, older libc headers lack it
+#endif
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + n;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  b = std::max(b, lo) / page * page;  // partial pages too: they are read
+  e = std::min(e, hi);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_READ);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -1,6 +1,9 @@
-// Read-only memory map of a whole file (weights are copied out at load time, so the
-// map lives only as long as the loader needs it; Release drops the pages already copied
-// so that loading never holds the file and the model at once).
+// Read-only memory map of a whole file. Loaders copy (re-lay out) most weights out of it
+// and Release the pages already copied, so that loading never holds the file and the
+// model at once; weights already in the kernels' layout are pointed to instead, and
+// then the map lives as long as the model (held by a shared_ptr). Such a model needs its
+// file left as it is: replacing it (our writers write a temporary file and rename it)
+// is safe, rewriting it in place is not (the pages would change, or fault past its end).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +23,9 @@ class MappedFile {
   // Drops the whole pages inside [p, p + n) from this process's memory (the page cache
   // keeps them; touching them again reads them back). A hint: errors are ignored.
   void Release(const uint8_t* p, size_t n) const;
+  // Maps the pages of [p, p + n) in one call (MADV_POPULATE_READ) instead of one fault
+  // per 64 KiB as they are read. A hint: errors (kernels before 5.14) are ignored.
+  void Populate(const uint8_t* p, size_t n) const;
 
  private:
   std::string path_;

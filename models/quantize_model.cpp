@@ -20,7 +20,8 @@ size_t VectorElements(const LayerWeights& L) {
 
 }  // namespace
 
-// A tied classifier is one parameter tensor even though it is held twice in memory.
+// A tied classifier is one parameter tensor. (Loaders hold it once, shared with the
+// embedding; WeightBytes still counts it under both names, as each is read.)
 size_t Model::ParameterCount() const {
   size_t n = 0;
   ForEachMatrix(*this, [&](const std::string& name, const QMatrix& w) {
@@ -79,8 +80,13 @@ void DropPaddingRows(Model& m, int vocab) {
     return out;
   };
   m.source.vocab_rows = m.config.vocab_size;
-  m.tok_embeddings = first_rows(m.tok_embeddings);
-  m.output = PackForKernels(m.tied_embeddings ? m.tok_embeddings : first_rows(m.output));
+  m.output = specsweep::PackForKernels(first_rows(m.output));
+  if (m.tied_embeddings) {  // one buffer for both, as the loaders hold a tied classifier
+    m.output.data.Freeze();
+    m.tok_embeddings = m.output;
+  } else {
+    m.tok_embeddings = first_rows(m.tok_embeddings);
+  }
   m.config.vocab_size = vocab;
 }
 

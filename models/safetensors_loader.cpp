@@ -204,8 +204,9 @@ Model LoadHfSafetensors(const std::string& dir) {
   // it for the kernels.
   auto matrix = [&](const StTensor& t, auto row_of, bool pack = true) {
     const int rows = static_cast<int>(t.shape[0]), cols = static_cast<int>(t.shape[1]);
-    QMatrix q = MakeQMatrix(StorageType(t.dtype), rows, cols);
     const size_t rb = cols * DtypeSize(t.dtype);
+    // Uninitialized: every byte is copied below (zeroing first would write each page twice).
+    QMatrix q = MakeQMatrix(StorageType(t.dtype), rows, cols, AlignedBuffer::Uninitialized(size_t(rows) * rb));
     for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), t.data + size_t(row_of(r)) * rb, rb);
     release(t);
     return pack ? PackForKernels(q) : q;
@@ -231,7 +232,12 @@ Model LoadHfSafetensors(const std::string& dir) {
   m.tok_embeddings = matrix(require(emb_name, {V, D}), identity, false);
   if (m.tied_embeddings) {
     used.insert(head_name);
+    // One buffer for both (frozen: copies share it); the lookup reads rows through
+    // DequantizeRow, which takes the classifier's layout as well.
+    m.tok_embeddings.data.Freeze();
     m.output = PackForKernels(m.tok_embeddings);
+    m.output.data.Freeze();
+    m.tok_embeddings = m.output;
   } else {
     m.output = matrix(require(head_name, {V, D}), identity);
   }

@@ -14,23 +14,41 @@
 
 namespace specsweep {
 
-// 64-byte aligned byte buffer (AVX-512 loads).
+// 64-byte aligned byte buffer (AVX-512 loads) with value semantics. Its bytes are either
+// owned and writable, or immutable: borrowed from a longer-lived owner (View: weights
+// pointed to in a memory-mapped file) or frozen (Freeze). Copies of immutable bytes share
+// them instead of copying (a tied classifier and embedding are one buffer); writing
+// through the non-const data() makes a private copy first, so sharing is never visible.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes);
+  explicit AlignedBuffer(size_t bytes);  // zeroed
+  // Contents undefined, for buffers the caller fills completely: no page is written
+  // twice (zeroing, then filling) and a large one is faulted in on huge pages.
+  static AlignedBuffer Uninitialized(size_t bytes);
+  // The `bytes` at p, immutable, kept alive by `owner` (p need not be 64-byte aligned:
+  // only row-layout matrices, whose kernels use unaligned loads, are viewed).
+  static AlignedBuffer View(const uint8_t* p, size_t bytes, std::shared_ptr<const void> owner);
   AlignedBuffer(const AlignedBuffer& o);
   AlignedBuffer& operator=(const AlignedBuffer& o);
-  AlignedBuffer(AlignedBuffer&&) noexcept = default;
-  AlignedBuffer& operator=(AlignedBuffer&&) noexcept = default;
-  uint8_t* data() { return ptr_.get(); }
-  const uint8_t* data() const { return ptr_.get(); }
+  AlignedBuffer(AlignedBuffer&& o) noexcept { *this = std::move(o); }
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+  uint8_t* data() {  // copies immutable bytes first (copy on write)
+    if (immutable_ && size_ > 0) Unshare();
+    return ptr_;
+  }
+  const uint8_t* data() const { return ptr_; }
   size_t size() const { return size_; }
+  // Makes the bytes immutable, so that copies share them.
+  void Freeze() { immutable_ = true; }
+  bool immutable() const { return immutable_; }
 
  private:
-  struct Free { void operator()(uint8_t* p) const; };
-  std::unique_ptr<uint8_t[], Free> ptr_;
+  void Unshare();
+  std::shared_ptr<const void> owner_;  // frees the bytes (or keeps a view's source alive)
+  uint8_t* ptr_ = nullptr;
   size_t size_ = 0;
+  bool immutable_ = false;
 };
 
 enum class Layout : uint8_t {
@@ -84,6 +102,9 @@ struct QMatrix {
 
 // Allocates a zeroed matrix of the given shape and type.
 QMatrix MakeQMatrix(QType type, int rows, int cols);
+// A row-layout matrix of the given shape and type holding `data` (rows * row_bytes bytes,
+// e.g. AlignedBuffer::Uninitialized or a View into a mapped file).
+QMatrix MakeQMatrix(QType type, int rows, int cols, AlignedBuffer data);
 // Quantizes F32 weights w[rows][cols] (ggml rounding semantics for Q8_0/Q4_0).
 QMatrix Quantize(const float* w, int rows, int cols, QType type);
 // Re-encodes a matrix into another type (through F32).
