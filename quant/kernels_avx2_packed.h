@@ -184,8 +184,9 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
 // Q4_0, beyond the caches), thread CPU time, medians of 11: plain AVX2 Q4_0 n = 8 took
 // 25.6-33.8 ms with a pass per half and 4 rows, 19.4-26.2 ms block outer; avx2vnni Q8_0
 // 29.9-31.9 -> 20.2-23.2 ms; n = 1 unchanged (~8.5 and ~15.5 ms). L1-resident (256x2048,
-// min of 1200 calls): plain Q4_0 n = 8 46.1 -> 41.3 us, ~8 cycles per 8 rows x 32 columns
-// x row, the three vector ports' limit for its ~24 instructions. Two vpdpbusd chains per
+// min of 1200 calls): plain Q4_0 n = 8 46.1 -> 41.3 us: at ~3 GHz some 8 cycles per block,
+// half and activation row, about what three vector ports give its ~24 vector instructions
+// (8 vpmaddubsw, 7 vpaddw, unpack share, 6 to scale and add). Two vpdpbusd chains per
 // column against one: Q4_0 n = 1..8 6.2-30.2 vs 7.3-33.9 us, Q8_0 7.8-29.9 vs 7.8-31.9.
 template <QType T, bool kVnni>
 void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
