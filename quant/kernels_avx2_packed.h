@@ -89,16 +89,22 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
         for (int j = 0; j < kn; ++j) off[b][j] = -kOffset * bs[b][k0 + j];
     for (int k = k0; k < k0 + kn; ++k, q += kQuantBytes) {
       if (stream) window.Reach(group + block_share * (k + 1));
-      // Columns [C0, C0 + C) of half h at block k; xk = 32 k (activation offset).
-      auto tile = [&]<int C0, int C>(int h, size_t xk) {
-        __m256i is[C], ih[C];  // integer block sums: VNNI two chains; plain one (int16 for Q4_0)
-        #pragma GCC unroll 4
-        for (int b = 0; b < C; ++b) {
-          is[b] = kVnni ? _mm256_set1_epi32(off[C0 + b][k - k0]) : _mm256_setzero_si256();
-          ih[b] = _mm256_setzero_si256();
-        }
+      // Columns [C0, C0 + C) of halves [h0, h0 + NH) at block k; xk = 32 k (activation
+      // offset). With NH = 2 the halves share each activation broadcast.
+      auto tile = [&]<int C0, int C, int NH>(int h0, size_t xk) {
+        __m256i is[NH][C], ih[NH][C];  // integer block sums: VNNI two chains; plain one (int16 for Q4_0)
+        #pragma GCC unroll 2
+        for (int hh = 0; hh < NH; ++hh)
+          #pragma GCC unroll 4
+          for (int b = 0; b < C; ++b) {
+            is[hh][b] = kVnni ? _mm256_set1_epi32(off[C0 + b][k - k0]) : _mm256_setzero_si256();
+            ih[hh][b] = _mm256_setzero_si256();
+          }
         #pragma GCC unroll 8
         for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
+         #pragma GCC unroll 2
+         for (int hh = 0; hh < NH; ++hh) {
+          const int h = h0 + hh;
           const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * ch + 32 * h));
           if constexpr (T == QType::Q4_0 && kVnni) {
             // The high nibbles stay in place (16 x value; one vpandn, no shift): that chain
@@ -107,9 +113,9 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
             #pragma GCC unroll 4
             for (int b = 0; b < C; ++b) {
               const int8_t* xp = x[C0 + b] + xk + 8 * ch;
-              is[b] = _mm256_dpbusd_avx_epi32(is[b], lo, Bcast4(xp));
-              ih[b] = _mm256_dpbusd_avx_epi32(ih[b], hi, Bcast4(xp + 4));
-              Pin(is[b]), Pin(ih[b]);
+              is[hh][b] = _mm256_dpbusd_avx_epi32(is[hh][b], lo, Bcast4(xp));
+              ih[hh][b] = _mm256_dpbusd_avx_epi32(ih[hh][b], hi, Bcast4(xp + 4));
+              Pin(is[hh][b]), Pin(ih[hh][b]);
             }
           } else if constexpr (T == QType::Q4_0) {
             const __m256i lo = _mm256_and_si256(v, nibble);                         // elements 8ch..8ch+3
@@ -119,13 +125,13 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
               const int8_t* xp = x[C0 + b] + xk + 8 * ch;
               const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, Bcast4(xp)),
                                                  _mm256_maddubs_epi16(hi, Bcast4(xp + 4)));
-              is[b] = ch == 0 ? p : _mm256_add_epi16(is[b], p);
-              Pin(is[b]);
+              is[hh][b] = ch == 0 ? p : _mm256_add_epi16(is[hh][b], p);
+              Pin(is[hh][b]);
             }
           } else if constexpr (kVnni) {
             #pragma GCC unroll 4
             for (int b = 0; b < C; ++b) {
-              __m256i& chain = ch % 2 ? ih[b] : is[b];
+              __m256i& chain = ch % 2 ? ih[hh][b] : is[hh][b];
               chain = _mm256_dpbusd_avx_epi32(chain, v, Bcast4(x[C0 + b] + xk + 4 * ch));
               Pin(chain);
             }
@@ -135,35 +141,45 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
             #pragma GCC unroll 4
             for (int b = 0; b < C; ++b) {
               const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(Bcast4(x[C0 + b] + xk + 4 * ch), w));
-              is[b] = _mm256_add_epi32(is[b], _mm256_madd_epi16(p, ones));
-              Pin(is[b]);
+              is[hh][b] = _mm256_add_epi32(is[hh][b], _mm256_madd_epi16(p, ones));
+              Pin(is[hh][b]);
             }
           }
+         }
         }
+        #pragma GCC unroll 2
+        for (int hh = 0; hh < NH; ++hh) {
+        const int h = h0 + hh;
         const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * k + 8 * h)));
         #pragma GCC unroll 4
         for (int b = 0; b < C; ++b) {
           __m256i sum;
           if constexpr (T == QType::Q4_0 && kVnni)
-            sum = _mm256_add_epi32(is[b], _mm256_srai_epi32(ih[b], 4));
+            sum = _mm256_add_epi32(is[hh][b], _mm256_srai_epi32(ih[hh][b], 4));
           else if constexpr (T == QType::Q4_0)
-            sum = _mm256_add_epi32(_mm256_madd_epi16(is[b], ones), _mm256_set1_epi32(off[C0 + b][k - k0]));
+            sum = _mm256_add_epi32(_mm256_madd_epi16(is[hh][b], ones), _mm256_set1_epi32(off[C0 + b][k - k0]));
           else if constexpr (kVnni)
-            sum = _mm256_add_epi32(is[b], ih[b]);
+            sum = _mm256_add_epi32(is[hh][b], ih[hh][b]);
           else
-            sum = is[b];
+            sum = is[hh][b];
           const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(dx[C0 + b][k]));
           acc[h][C0 + b] = _mm256_add_ps(acc[h][C0 + b], _mm256_mul_ps(s, _mm256_cvtepi32_ps(sum)));
         }
+        }
       };
-      #pragma GCC unroll 1
-      for (int h = 0; h < 2; ++h) {
-        // The two halves broadcast the same activation bytes: GCC would share them, hold
-        // 8 NC broadcasts at once and spill most; the opaque offset keeps them per half.
-        size_t xk = 32 * size_t(k);
-        asm volatile("" : "+r"(xk));
-        tile.template operator()<0, std::min(NC, 4)>(h, xk);
-        if constexpr (NC > 4) tile.template operator()<4, NC - 4>(h, xk);
+      if constexpr (NC <= 2) {
+        // Both halves per chunk, sharing the broadcasts (the n = 1 walk of earlier versions).
+        tile.template operator()<0, NC, 2>(0, 32 * size_t(k));
+      } else {
+        #pragma GCC unroll 1
+        for (int h = 0; h < 2; ++h) {
+          // The two halves broadcast the same activation bytes: GCC would share them, hold
+          // 8 NC broadcasts at once and spill most; the opaque offset keeps them per half.
+          size_t xk = 32 * size_t(k);
+          asm volatile("" : "+r"(xk));
+          tile.template operator()<0, std::min(NC, 4), 1>(h, xk);
+          if constexpr (NC > 4) tile.template operator()<4, NC - 4, 1>(h, xk);
+        }
       }
     }
   }
