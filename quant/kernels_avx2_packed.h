@@ -50,9 +50,9 @@ constexpr int kOffsetSeg = 64;
 // One pass over row group g for the NC (1..8) activation rows from i0, both 8-row halves,
 // weight block outer: each block's bytes are read from memory once (in address order,
 // prefetched as the AVX-512 kernel does) and feed all NC rows while in L1, so the compute
-// of n > 1 overlaps the weight stream as n = 1's does. Per block and half the NC columns
-// go in tiles of up to 4 (one unpacked chunk feeds 4 columns; 16 ymm registers on AVX2
-// CPUs). The float accumulators acc[half][column] carry across blocks (the compiler keeps
+// of n > 1 overlaps the weight stream as n = 1's does. NC <= 2 takes both halves per
+// chunk (shared broadcasts); more take per block and half the NC columns in tiles of up to
+// 4 (one unpacked chunk feeds 4 columns; 16 ymm registers on AVX2 CPUs). The float accumulators acc[half][column] carry across blocks (the compiler keeps
 // what fits in registers); each gets + (dw * dx) * isum once per block, in block order.
 template <QType T, bool kVnni, int NC>
 void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream, float* Y) {
