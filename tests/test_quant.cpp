@@ -397,7 +397,8 @@ void ExpectRowsDequantizeAlike(const QMatrix& W, const QMatrix& P) {
 }
 
 constexpr QType kPackableTypes[] = {QType::Q8_0, QType::Q4_0};
-constexpr Shape kPackShapes[] = {{1, 32}, {5, 172}, {16, 64}, {17, 96}, {33, 1100}, {48, 768}};
+// {20, 4200}: 132 blocks, past two of the AVX2 kernels' 64-block offset segments.
+constexpr Shape kPackShapes[] = {{1, 32}, {5, 172}, {16, 64}, {17, 96}, {33, 1100}, {48, 768}, {20, 4200}};
 
 TEST(Packed, RoundTripsAndDequantizesAsRows) {
   for (QType t : kPackableTypes) {
@@ -422,7 +423,8 @@ TEST(Packed, RoundTripsAndDequantizesAsRows) {
 
 // The packed kernels compute exactly what the scalar reference computes on the row
 // layout: bit-identical, for random raw blocks (every nibble/byte, extreme scales),
-// row counts off the 16-row groups, padded columns and every column-tile shape.
+// row counts off the 16-row groups, padded columns and every column-tile shape (the
+// AVX2 kernels take up to 8 activation rows per pass in tiles of 4: n = 1..9, 13, 16).
 TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
   const auto& ref = ScalarKernels();
   std::vector<const KernelFamily*> fams = {&ref};
@@ -436,7 +438,7 @@ TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
           const QMatrix W = raw ? RandomRawMatrix(t, s.rows, s.cols, 3 + s.rows) : Quantize(wf.data(), s.rows, s.cols, t);
           const QMatrix P = packed::Pack(W);
           for (Kind kind : {Kind::kUniform, Kind::kZeroBlocks, Kind::kHuge, Kind::kTiny}) {
-            for (int n : {1, 2, 3, 8, 9, 16}) {
+            for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16}) {
               const std::vector<float> x = Values(size_t(n) * s.cols, kind, 50 + n);
               const std::vector<float> y0 = RunRows(ref, W, x, n), y1 = RunRows(*k, P, x, n);
               ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
