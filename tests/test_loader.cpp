@@ -297,10 +297,9 @@ using testing::TempDir;
 // dropped, every real token's logit is unchanged, and a draft with the unpadded
 // vocabulary pairs with the padded target. A tokenizer with more ids than rows is refused.
 TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
-  const std::string models = testing::SharedModelsDir();
-  if (models.empty() || !fs::exists(models + "/llama2-tokenizer/tokenizer.model"))
-    GTEST_SKIP() << "shared Llama-2 tokenizer not present";
-  const std::string dir = TempDir(), spm = models + "/llama2-tokenizer/tokenizer.model";
+  const std::string spm = testing::SharedFile("models/llama2-tokenizer/tokenizer.model");
+  if (spm.empty()) GTEST_SKIP() << "shared Llama-2 tokenizer not present";
+  const std::string dir = TempDir();
   ModelConfig c = TinyTestConfig();
   c.vocab_size = 32000 + 128;
   for (bool tied : {false, true}) {
@@ -355,8 +354,8 @@ namespace {
 // loaders drop the padding, so both formats give the same tokens, and neither prepends a
 // BOS the tokenizer does not ask for (Qwen: add_bos_token false).
 TEST(VocabPadding, SynthQwenVocabularyInBothFormats) {
-  const std::string tok = testing::SharedModelsDir() + "/../fixtures/tokenizers/qwen3/tokenizer.json";
-  if (testing::SharedModelsDir().empty() || !fs::exists(tok)) GTEST_SKIP() << "shared Qwen3 tokenizer not present";
+  const std::string tok = testing::SharedFile("fixtures/tokenizers/qwen3/tokenizer.json");
+  if (tok.empty()) GTEST_SKIP() << "shared Qwen3 tokenizer not present";
   const std::string dir = testing::TempDir();
   const std::string shape = "dim=32,layers=1,heads=2,kv_heads=1,ffn=64,vocab=151936,ctx=32";
   for (const std::string fmt : {"gguf", "hf"}) {

@@ -23,6 +23,13 @@ namespace fs = std::filesystem;
 
 namespace specsweep::testing {
 
+std::string SharedFile(const std::string& path_below_shared) {
+  const std::string models = SharedModelsDir();
+  if (models.empty()) return "";
+  const std::filesystem::path p = std::filesystem::path(models).parent_path() / path_below_shared;
+  return std::filesystem::exists(p) ? p.string() : "";
+}
+
 std::string SharedModelsDir() {
   if (const char* env = std::getenv("SPECSWEEP_MODELS"); env && fs::is_directory(env)) return env;
   fs::path p = fs::path(SPECSWEEP_SOURCE_DIR) / ".." / "shared" / "models";
