@@ -34,13 +34,20 @@ bool CpuHasF16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 
+// AVX-VNNI through cpuid (leaf 7 subleaf 1, eax bit 4): clang 14 does not know
+// "avxvnni" either.
+bool CpuHasAvxVnni() {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+}
+
 bool CpuHas(const char* isa) {
   std::string_view s(isa);
   __builtin_cpu_init();
   if (s == "scalar") return true;
   if (s == "avx2")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
-  if (s == "avx2vnni") return CpuHas("avx2") && __builtin_cpu_supports("avxvnni");
+  if (s == "avx2vnni") return CpuHas("avx2") && CpuHasAvxVnni();
   if (s == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
