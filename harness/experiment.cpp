@@ -150,20 +150,24 @@ Point PointFromParams(const json& p, std::string_view what) {
 
 // `budget` counts the nodes produced: aliases share nodes, so a few lines of anchors
 // can stand for 10^9 of them ("billion laughs"); the conversion stops at kMaxYamlNodes.
-static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& path) {
+// `depth` bounds the recursion: an anchor used inside its own definition ("a: &a [*a]")
+// makes a cyclic graph, which would recurse until the stack overflows (a fuzz finding).
+static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& path, int depth = 0) {
   if (--budget < 0)
     Fail("{}: yaml: the document expands to more than {} nodes (aliases nested too deeply?)", path, kMaxYamlNodes);
+  if (depth > kMaxNesting)
+    Fail("{}: yaml: nesting deeper than {} levels (an alias used inside its own anchor?)", path, kMaxNesting);
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e, budget, path));
+      for (const auto& e : n) a.push_back(YamlToJson(e, budget, path, depth + 1));
       return a;
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second, budget, path);
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second, budget, path, depth + 1);
       return o;
     }
     case YAML::NodeType::Scalar: break;

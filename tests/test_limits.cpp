@@ -303,5 +303,13 @@ TEST(Limits, YamlAliasBombIsAnError) {
   ExpectError([&] { LoadExperiment(path); }, {"laughs.yaml", "expands to more than"});
 }
 
+// Fuzz finding (fuzz_experiment): an anchor used inside its own definition makes a
+// cyclic node graph; the conversion recursed until the stack overflowed.
+TEST(Limits, YamlAliasInsideItsOwnAnchorIsAnError) {
+  const std::string path = TempDir() + "/cycle.yaml";
+  WriteFile(path, "a1: &a1 [x, y]\na2: &a2 [*a1, *a2, *a1]\nname: *a2\n");
+  ExpectError([&] { LoadExperiment(path); }, {"cycle.yaml", "nesting deeper than"});
+}
+
 }  // namespace
 }  // namespace specsweep
