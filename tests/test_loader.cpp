@@ -285,14 +285,6 @@ TEST(RealLoader, SharedModelsLoadWithExpectedShapes) {
   EXPECT_EQ(b.tokenizer->vocab_size(), 2048);
 }
 
-}  // namespace
-}  // namespace specsweep
-
-namespace specsweep {
-namespace {
-
-using testing::TempDir;
-
 // HF checkpoints pad the embedding past the tokenizer (Qwen2.5): the padding rows are
 // dropped, every real token's logit is unchanged, and a draft with the unpadded
 // vocabulary pairs with the padded target. A tokenizer with more ids than rows is refused.
@@ -331,7 +323,7 @@ TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunCli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["tokens"] : nlohmann::json();
+    return r.exit_code == 0 ? json::parse(r.out)["tokens"] : json();
   };
   const auto ar = gen({"--decoder", "ar"});
   EXPECT_FALSE(ar.empty());
@@ -342,12 +334,6 @@ TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
   fs::copy_file(spm, dir + "/short/tokenizer.model");
   testing::ExpectError([&] { LoadModel(dir + "/short"); }, {"tokenizer", "32000", "31000"});
 }
-
-}  // namespace
-}  // namespace specsweep
-
-namespace specsweep {
-namespace {
 
 // A Qwen-style shape (embedding padded past the tokenizer) through synth in both
 // formats: the GGUF vocabulary gets "[PAD<id>]" pieces as llama.cpp writes them, both
@@ -372,10 +358,10 @@ TEST(VocabPadding, SynthQwenVocabularyInBothFormats) {
     auto r = testing::RunCli({"generate", "--model", model, "--prompt", "Hello world", "-n", "6", "--temp", "0",
                               "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+    return r.exit_code == 0 ? json::parse(r.out) : json();
   };
   const auto jg = gen(dir + "/q.gguf"), jh = gen(dir + "/q.hf");
-  EXPECT_EQ(jg["prompt_ids"], nlohmann::json({9707, 1879}));  // no BOS
+  EXPECT_EQ(jg["prompt_ids"], json({9707, 1879}));  // no BOS
   EXPECT_EQ(jg["tokens"], jh["tokens"]);
 }
 
