@@ -9,9 +9,9 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+SPECSWEEP_TARGET_PUSH("avx2,fma,f16c")
 
 #include "quant/kernel_driver.h"
 #include "quant/kernels_avx2_packed.h"
@@ -289,4 +289,4 @@ const KernelFamily& Avx2Kernels() {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

@@ -7,9 +7,9 @@
 #include <immintrin.h>
 
 #include "quant/kernels.h"
+#include "quant/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+SPECSWEEP_TARGET_PUSH("avx2,fma,f16c,avxvnni")
 
 #include "quant/kernels_avx2_packed.h"
 
@@ -28,4 +28,4 @@ const KernelFamily& Avx2VnniKernels() {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

@@ -11,13 +11,13 @@
 #include "quant/kernels.h"
 #include "quant/packed.h"
 #include "quant/prefetch.h"
+#include "quant/target_region.h"
 
 // GCC 12 reports its own _mm512_undefined_* placeholders inside insert/extract/shuffle
 // intrinsics as maybe-uninitialized; the lanes are fully written.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+SPECSWEEP_TARGET_PUSH("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "quant/kernel_driver.h"
 
@@ -547,4 +547,4 @@ const KernelFamily& Avx512Kernels() {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

@@ -3,9 +3,9 @@
 #include <immintrin.h>
 
 #include "quant/kquants.h"
+#include "quant/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+SPECSWEEP_TARGET_PUSH("avx2,fma,f16c")
 
 #include "quant/kquant_avx2_rows.h"
 
@@ -31,4 +31,4 @@ RowsKernelFn KQuantRowsAvx2(QType type) {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

@@ -4,9 +4,9 @@
 #include <immintrin.h>
 
 #include "quant/kquants.h"
+#include "quant/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+SPECSWEEP_TARGET_PUSH("avx2,fma,f16c,avxvnni")
 
 #include "quant/kquant_avx2_rows.h"
 
@@ -30,4 +30,4 @@ RowsKernelFn KQuantRowsAvx2Vnni(QType type) {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

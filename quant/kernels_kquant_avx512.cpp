@@ -22,9 +22,9 @@
 #include "quant/blocks_k.h"
 #include "quant/kquants.h"
 #include "quant/qmatrix.h"
+#include "quant/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+SPECSWEEP_TARGET_PUSH("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "quant/kquant_simd.h"
 #include "quant/prefetch.h"
@@ -268,4 +268,4 @@ RowsKernelFn KQuantRowsAvx512(QType type) {
 
 }  // namespace specsweep
 
-#pragma GCC pop_options
+SPECSWEEP_TARGET_POP()

@@ -1,6 +1,6 @@
 // The AVX2-level K-quant kernels (Q4_K, Q5_K, Q6_K on row layout), shared by the avx2
 // and avx2vnni families: included by kernels_kquant_avx2.cpp and
-// kernels_kquant_avx2vnni.cpp after their `#pragma GCC target`, inside an anonymous
+// kernels_kquant_avx2vnni.cpp after their SPECSWEEP_TARGET_PUSH, inside an anonymous
 // namespace; Dot::Acc(acc, pairs, scales) adds the int16 pairs times the scales to the
 // int32 lanes (vpmaddwd + vpaddd, or AVX-VNNI's vpdpwssd: the same exact sums).
 //

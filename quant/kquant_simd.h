@@ -1,5 +1,5 @@
 // AVX2-level pieces shared by the AVX2 and AVX-512 K-quant kernels; included by each
-// kernel file after its `#pragma GCC target`, so they compile for that family.
+// kernel file after its SPECSWEEP_TARGET_PUSH (quant/target_region.h), so they compile for that family.
 //
 // A super-block is unpacked into unsigned quants (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 =
 // q + 32) and two vectors of 16 int16, one lane per 16-value group: G = scales, M = mins

@@ -50,7 +50,7 @@ bool CpuHas(const char* isa) {
   if (s == "avx2vnni") return CpuHas("avx2") && CpuHasAvxVnni();
   if (s == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
            CpuHasF16c() && __builtin_cpu_supports("fma");
   return false;
 }
