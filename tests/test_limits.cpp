@@ -1,5 +1,6 @@
 // Absurd or corrupt inputs (issue #22, fuzzing findings): each is a one-line Error naming
 // the file and field, raised before anything large is allocated.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -116,6 +117,32 @@ TEST(Limits, Llama2cNonFiniteWeightNamesTheTensor) {
     std::memcpy(f.data() + wq + 4 * 5, &bad, 4);
     WriteFile(path, f);
     ExpectError([&] { LoadLlama2cCheckpoint(path); }, {"m.bin", "'wq'", "NaN or Inf"});
+  }
+}
+
+// The vectorized scan (256-byte chunks) and its scalar tail report the first bad element
+// wherever it falls: chunk edges, mid-chunk, the tail, and the first of two.
+TEST(Limits, FirstNonFiniteElementAtEveryPosition) {
+  const size_t n = 1000;
+  struct Case {
+    QType type;
+    size_t bytes;
+    uint32_t finite, bad;  // bit patterns: a finite value, a NaN/Inf
+  };
+  for (Case c : {Case{QType::F32, 4, 0x3F800000u, 0x7F800000u}, Case{QType::F32, 4, 0xBF000000u, 0xFFC00001u},
+                 Case{QType::F16, 2, 0x3C00u, 0x7C00u}, Case{QType::F16, 2, 0xFBFFu, 0xFE01u},
+                 Case{QType::BF16, 2, 0x3F80u, 0x7F80u}, Case{QType::BF16, 2, 0x7F7Fu, 0xFFC1u}}) {
+    std::string data(n * c.bytes, '\0');
+    for (size_t i = 0; i < n; ++i) std::memcpy(data.data() + i * c.bytes, &c.finite, c.bytes);
+    EXPECT_NO_THROW(CheckFinite(c.type, reinterpret_cast<const uint8_t*>(data.data()), n, "f", "t"));
+    for (size_t at : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{127}, size_t{128}, size_t{255},
+                      size_t{256}, size_t{511}, size_t{600}, size_t{895}, size_t{896}, size_t{999}}) {
+      std::string d = data;
+      std::memcpy(d.data() + at * c.bytes, &c.bad, c.bytes);
+      if (at + 3 < n) std::memcpy(d.data() + (at + 3) * c.bytes, &c.bad, c.bytes);  // a later one too
+      ExpectError([&] { CheckFinite(c.type, reinterpret_cast<const uint8_t*>(d.data()), n, "f", "t"); },
+                  {"'t'", fmt::format("element {} ", at), "NaN or Inf"});
+    }
   }
 }
 
