@@ -3,6 +3,8 @@
 # SECONDS (default 30). Seeds: files of ../shared (linked, never copied) and small valid
 # inputs generated here. Exit status 1 on any crash, leak or sanitizer report; the
 # reproducer is left in build-fuzz/artifacts/. Usage: fuzz/run.sh [SECONDS] [TARGET...]
+# SPECSWEEP_FUZZ_RUNS=N ends each target after N executions instead, if that comes first
+# (fuzz/run.sh 7200 with SPECSWEEP_FUZZ_RUNS=1000000: a million executions per target).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
@@ -124,12 +126,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 for t in "${targets[@]}"; do
   mkdir -p $B/corpus/$t
   log=$B/$t.log
-  timeout $((secs + 120)) $B/fuzz/$t -max_total_time="$secs" -max_len="${max_len[$t]:-8192}" -timeout=10 \
+  runs=()
+  [ -n "${SPECSWEEP_FUZZ_RUNS:-}" ] && runs=(-runs="$SPECSWEEP_FUZZ_RUNS")
+  start=$SECONDS
+  timeout $((secs + 120)) $B/fuzz/$t -max_total_time="$secs" "${runs[@]}" -max_len="${max_len[$t]:-8192}" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$B/artifacts/$t- $B/corpus/$t $S/$t >"$log" 2>&1
   rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   if [ $rc -eq 0 ]; then
-    echo "fuzz: $t: ok, ${execs:-?} executions in ${secs}s, corpus $(ls $B/corpus/$t | wc -l) files"
+    echo "fuzz: $t: ok, ${execs:-?} executions in $((SECONDS - start))s, corpus $(ls $B/corpus/$t | wc -l) files"
   else
     echo "fuzz: $t: FAILED (exit $rc), log $log:"
     grep -m5 -E 'ERROR|runtime error|SUMMARY|Test unit written' "$log"

@@ -14,6 +14,8 @@
 //   BM_Forward1B/<type>/<n>          one Forward on n tokens at context 64 of the TinyLlama-1.1B
 //                                    shape (synthetic weights; F16, Q8_0 or Q4_0): the decode
 //                                    and verification step at real size (see Model1B)
+//   BM_MatMuls1B/<type>/<n>          every matrix of that model once, nothing else: the
+//                                    part of Forward1B no overhead can shrink
 // Counters: bytes_per_second = weight bytes per call, items_per_second = multiply-adds.
 // Threads follow OMP_NUM_THREADS (all cores by default). Wall-clock time (UseRealTime).
 #include <benchmark/benchmark.h>
@@ -278,6 +280,40 @@ void BM_Forward1B(benchmark::State& st) {
   st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
 }
 BENCHMARK(BM_Forward1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
+
+// Every matrix of the 1.1B shape once, in forward order (7 per layer, then the
+// classifier): the forward's weight work without attention, norms, activation
+// quantization per layer or the barriers between them. MatMuls1B(8) / Forward1B(1)
+// bounds T(8)/T(1) from below for any forward built on these kernels.
+void BM_MatMuls1B(benchmark::State& st) {
+  if (const char* why = Skip1B()) {
+    st.SkipWithError(why);
+    return;
+  }
+  const QType t = k1BTypes[st.range(0)];
+  const int n = static_cast<int>(st.range(1));
+  const std::shared_ptr<const Model> m = Model1B(t);
+  std::vector<const QMatrix*> mats;
+  for (const LayerWeights& L : m->layers)
+    for (const QMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w3, &L.w2}) mats.push_back(w);
+  mats.push_back(&m->output);
+  double bytes = 0, macs = 0;
+  size_t widest = 0, tallest = 0;
+  for (const QMatrix* w : mats) {
+    bytes += double(w->bytes());
+    macs += double(w->rows) * w->cols;
+    widest = std::max<size_t>(widest, w->cols), tallest = std::max<size_t>(tallest, w->rows);
+  }
+  AlignedFloats x = RandomValues(size_t(n) * widest, 5);  // [n][<= widest]
+  AlignedFloats y(size_t(n) * tallest);                    // [n][<= tallest]
+  for (auto _ : st) {
+    for (const QMatrix* w : mats) MatMul(*w, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetCounters(st, bytes, n * macs);
+  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+}
+BENCHMARK(BM_MatMuls1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 }  // namespace specsweep

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
 #include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/packed.h"
+#include "quant/prefetch.h"
 #include "quant/target_region.h"
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c")

@@ -6,7 +6,13 @@
 // when cpuid has them.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "quant/kernels.h"
+#include "quant/packed.h"
+#include "quant/prefetch.h"
 #include "quant/target_region.h"
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c,avxvnni")

@@ -2,7 +2,15 @@
 // vpmaddwd + vpaddd for the scaled pair sums.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/blocks_k.h"
+#include "quant/fp16.h"
 #include "quant/kquants.h"
+#include "quant/prefetch.h"
+#include "quant/qtype.h"
 #include "quant/target_region.h"
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c")

@@ -3,7 +3,15 @@
 // + vpaddd; the same exact int32 sums). Only selected when cpuid has AVX-VNNI.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/blocks_k.h"
+#include "quant/fp16.h"
 #include "quant/kquants.h"
+#include "quant/prefetch.h"
+#include "quant/qtype.h"
 #include "quant/target_region.h"
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c,avxvnni")

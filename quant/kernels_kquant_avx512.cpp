@@ -18,12 +18,25 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "quant/blocks_k.h"
+#include "quant/fp16.h"
 #include "quant/kquants.h"
+#include "quant/prefetch.h"
 #include "quant/qmatrix.h"
+#include "quant/qtype.h"
 #include "quant/target_region.h"
 
+#if !defined(__clang__)
+// GCC 12 reports its own _mm512_undefined_* placeholders inside insert/extract/shuffle
+// intrinsics as maybe-uninitialized (the lanes are fully written), and where the baseline
+// lacks AVX-512, lambdas taking or returning __m512 draw -Wpsabi (an ABI note that cannot
+// matter: they never leave this file).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 SPECSWEEP_TARGET_PUSH("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "quant/kquant_simd.h"
