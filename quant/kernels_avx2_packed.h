@@ -196,8 +196,9 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
       };
       if constexpr (NC <= 2 || (T == QType::Q4_0 && !kVnni)) {
         // Both halves per chunk, sharing the broadcasts, in tiles of up to 4 columns. (Plain
-        // Q8_0 holds two planes per half and does better per half: 40 against 42 products/ns
-        // at n = 8, Zen 3, in cache, medians of 16 interleaved runs.)
+        // Q8_0 holds two vectors per half, w and |w|, and at n > 2 does better per half: 42
+        // against 40 products/ns at n = 8, Zen 3, in cache, medians of 16 interleaved runs;
+        // n = 1, 2 are the same either way, for both types.)
         tile.template operator()<0, std::min(NC, 4), 2>(0, 32 * size_t(k));
         if constexpr (NC > 4) tile.template operator()<4, NC - 4, 2>(0, 32 * size_t(k));
       } else {
