@@ -13,7 +13,7 @@ std::string DraftSpec::BaseLabel() const {
   if (lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", max_ngram, min_ngram);
   std::string s;
   if (!model.empty()) s = "model=" + model;
-  if (layers > 0) s += (s.empty() ? "" : "+") + fmt::format("layers={}", layers);
+  if (layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", layers);
   return s.empty() ? "self" : s;
 }
 

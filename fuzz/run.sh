@@ -22,7 +22,13 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DSPECSWEEP_FUZZ=ON \
   -DSPECSWEEP_BUILD_TESTS=OFF -DSPECSWEEP_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null || exit 1
-cmake --build $B -j"$(nproc)" --target specsweep "${targets[@]}" >/dev/null || exit 1
+# The GGUF seeds are written by `specsweep synth`: an existing build's binary when there is
+# one (SPECSWEEP_BIN, else build/specsweep), so only the fuzz targets compile under ASan.
+bin=${SPECSWEEP_BIN:-build/specsweep}
+[ -x "$bin" ] || bin=$B/specsweep
+build=("${targets[@]}")
+[ "$bin" = $B/specsweep ] && build+=(specsweep)
+cmake --build $B -j"$(nproc)" --target "${build[@]}" >/dev/null || exit 1
 
 # ---- seeds (regenerated each run; small so that mutation stays fast)
 S=$B/seeds
@@ -101,7 +107,7 @@ mkdir -p $S/fuzz_gguf
 tok=()
 [ -f $shared/models/tinystories-260k/tok512.bin ] && tok=(--tokenizer $shared/models/tinystories-260k/tok512.bin)
 for type in f16 q8_0 q4_0; do
-  $B/specsweep synth --shape dim=32,layers=1,heads=2,kv_heads=1,ffn=64,vocab=512,ctx=32 "${tok[@]}" \
+  "$bin" synth --shape dim=32,layers=1,heads=2,kv_heads=1,ffn=64,vocab=512,ctx=32 "${tok[@]}" \
     --type $type -o $S/fuzz_gguf/tiny-$type.gguf >/dev/null || exit 1
 done
 

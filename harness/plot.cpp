@@ -45,7 +45,7 @@ std::vector<std::string> VaryingFields(const std::vector<const json*>& recs, con
 // One plotted point: y with its interval and a label.
 struct Pt {
   double x = NAN, y = NAN, lo = NAN, hi = NAN;
-  std::string label;
+  std::string label{};  // an initializer, so Pt{x, y} is complete for -Wmissing-field-initializers
 };
 
 std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {

@@ -51,10 +51,10 @@ std::string RenderTable(const Table& t, TableFormat f) {
   std::string out;
   size_t n = t.header.size();
   if (f == TableFormat::Csv) {
-    for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + CsvQuote(t.header[i]);
+    for (size_t i = 0; i < n; ++i) out.append(i ? "," : "").append(CsvQuote(t.header[i]));
     out += "\n";
     for (auto& r : t.rows) {
-      for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + CsvQuote(i < r.size() ? r[i] : "");
+      for (size_t i = 0; i < n; ++i) out.append(i ? "," : "").append(CsvQuote(i < r.size() ? r[i] : ""));
       out += "\n";
     }
     return out;
@@ -92,7 +92,7 @@ std::string RenderTable(const Table& t, TableFormat f) {
     for (size_t i = 0; i < n; ++i) {
       std::string c = i < cells.size() ? cells[i] : "";
       std::string pad(w[i] - std::min(w[i], width(c)), ' ');
-      l += " " + (i < t.label_cols ? c + pad : pad + c) + " |";
+      l.append(" ").append(i < t.label_cols ? c + pad : pad + c).append(" |");
     }
     return l + "\n";
   };

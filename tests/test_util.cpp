@@ -99,8 +99,9 @@ CliResult RunCli(const std::vector<std::string>& args) {
   std::string dir = TempDir();
   std::string out = dir + "/out", err = dir + "/err";
   std::string cmd = Quote(SPECSWEEP_BIN);
-  for (auto& a : args) cmd += " " + Quote(a);
-  cmd += " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null";
+  // append(), not " " + s: GCC 12 gives a false -Wrestrict for const char* + std::string.
+  for (auto& a : args) cmd.append(" ").append(Quote(a));
+  cmd.append(" >").append(Quote(out)).append(" 2>").append(Quote(err)).append(" </dev/null");
   CliResult r;
   int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
