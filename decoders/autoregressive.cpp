@@ -6,7 +6,7 @@
 #include "decoders/common.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 
 namespace specsweep {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 
 namespace specsweep {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

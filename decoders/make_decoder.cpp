@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "decoders/speculative.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 
 namespace specsweep {

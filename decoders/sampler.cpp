@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

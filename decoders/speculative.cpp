@@ -14,7 +14,7 @@
 #include "decoders/drafter.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 
 namespace specsweep {

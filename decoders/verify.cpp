@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 namespace {

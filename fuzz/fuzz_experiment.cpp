@@ -1,7 +1,7 @@
 // Experiment files: the input as YAML, and as JSON when it looks like an object.
 #include "fuzz/fuzz_util.h"
-#include "harness/experiment.h"
-#include "models/error.h"
+#include "harness/sweep/experiment.h"
+#include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in = fuzz::AsView(data, size);

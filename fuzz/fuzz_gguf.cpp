@@ -1,7 +1,7 @@
 // GGUF: the header parser on the raw bytes, then (when the header parses) the full
 // loader (config, vocabulary, tensors) and one encode/decode round with its tokenizer.
 #include "fuzz/fuzz_util.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/loader.h"
 

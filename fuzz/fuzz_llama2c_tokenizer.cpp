@@ -1,7 +1,7 @@
 // llama2.c tokenizer (tok512.bin): read to the end of the file and as a 512-piece
 // vocabulary, then encode and decode a short text.
 #include "fuzz/fuzz_util.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "fuzz/fuzz_util.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

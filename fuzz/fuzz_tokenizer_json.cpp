@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "fuzz/fuzz_util.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/vec_ops.h"
 #include "quant/matmul.h"
 

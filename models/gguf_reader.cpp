@@ -11,7 +11,7 @@
 #include <set>
 #include <utility>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/limits.h"
 #include "models/loader.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "quant/packed.h"
 

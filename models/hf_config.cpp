@@ -4,7 +4,7 @@
 #include <fstream>
 #include <optional>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/hf_format.h"
 
 using json = nlohmann::json;

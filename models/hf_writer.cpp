@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/hf_format.h"
 #include "quant/packed.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

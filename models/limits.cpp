@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "quant/qtype.h"
 
 namespace specsweep {

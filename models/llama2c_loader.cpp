@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <climits>
 
-#include "models/build_info.h"
-#include "models/error.h"
+#include "base/build_info.h"
+#include "base/error.h"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

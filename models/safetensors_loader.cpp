@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/hf_format.h"
 #include "models/limits.h"
 #include "models/loader.h"

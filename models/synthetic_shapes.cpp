@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/synthetic.h"
 
 namespace specsweep {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer_util.h"
 
 namespace specsweep {

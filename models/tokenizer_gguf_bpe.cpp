@@ -4,7 +4,7 @@
 // rewrite of HF's (?i:...) group into [sS] classes matches the same text).
 #include <unordered_map>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_bpe.h"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/limits.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_bpe.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/limits.h"
 #include "models/tokenizer.h"
 #include "models/tokenizer_util.h"

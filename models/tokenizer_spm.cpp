@@ -4,7 +4,7 @@
 
 #include <sentencepiece_processor.h>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 
 namespace specsweep {

@@ -8,7 +8,7 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer_util.h"
 
 namespace specsweep {

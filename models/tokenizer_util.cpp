@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

@@ -1,5 +1,5 @@
 // Token-table comparison for target/draft pairs loaded from different formats.
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 
 namespace specsweep {

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "quant/blocks_k.h"
 #include "quant/fp16.h"
 #include "quant/kquants.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "quant/blocks_k.h"
 #include "quant/fp16.h"
 

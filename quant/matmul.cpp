@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "quant/chunk_queue.h"
 #include "quant/kernels.h"
 #include "quant/kquants.h"

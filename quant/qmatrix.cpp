@@ -10,7 +10,7 @@
 
 #include <sys/mman.h>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/kquants.h"

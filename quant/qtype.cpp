@@ -4,7 +4,7 @@
 #include <cctype>
 #include <string>
 
-#include "models/error.h"
+#include "base/error.h"
 
 namespace specsweep {
 

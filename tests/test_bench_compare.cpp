@@ -1,4 +1,4 @@
-// bench-forward --compare (harness/bench_compare.h): spec parsing, the children's
+// bench-forward --compare (harness/bench/bench_compare.h): spec parsing, the children's
 // environment, and one end-to-end run of the real binary on a tiny synthetic model.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/bench_compare.h"
-#include "models/error.h"
+#include "harness/bench/bench_compare.h"
+#include "base/error.h"
 #include "tests/test_util.h"
 
 namespace specsweep {

@@ -12,7 +12,7 @@
 
 #include "decoders/decoder.h"
 #include "decoders/draft_policy.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"

@@ -16,7 +16,7 @@
 #include "decoders/decoder.h"
 #include "decoders/drafter.h"
 #include "decoders/text_bridge.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"

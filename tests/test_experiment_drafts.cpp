@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "harness/experiment.h"
-#include "models/error.h"
+#include "harness/sweep/experiment.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"

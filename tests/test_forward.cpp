@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/vec_ops.h"
 #include "models/loader.h"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/gguf.h"
 #include "models/loader.h"

@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "harness/results.h"
-#include "harness/sha256.h"
+#include "harness/store/results.h"
+#include "harness/store/sha256.h"
 #include "models/forward.h"
 #include "models/gguf.h"
 #include "models/kv_cache.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/loader.h"
 #include "models/model.h"
 #include "models/synthetic.h"
@@ -25,7 +25,7 @@
 #include "quant/kquants.h"
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
-#include "quant/quant_error.h"
+#include "models/quant_error.h"
 #include "tests/test_util.h"
 
 namespace specsweep {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "harness/experiment.h"
-#include "models/error.h"
+#include "harness/sweep/experiment.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/gguf.h"
 #include "models/kv_cache.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/forward.h"
 #include "models/gguf.h"
 #include "models/hf_format.h"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
 #include "quant/bandwidth.h"
@@ -25,7 +25,7 @@
 #include "quant/matmul.h"
 #include "quant/packed.h"
 #include "quant/prefetch.h"
-#include "quant/quant_error.h"
+#include "models/quant_error.h"
 #include "tests/test_util.h"
 
 namespace specsweep {

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/plot.h"
-#include "harness/statistics.h"
-#include "harness/table.h"
+#include "harness/report/plot.h"
+#include "harness/report/statistics.h"
+#include "harness/report/table.h"
 #include "tests/test_util.h"
 
 using nlohmann::json;

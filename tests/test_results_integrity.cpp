@@ -9,12 +9,12 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/experiment.h"
-#include "harness/results.h"
-#include "harness/results_dir.h"
-#include "harness/runner.h"
-#include "harness/schedule.h"
-#include "models/error.h"
+#include "harness/sweep/experiment.h"
+#include "harness/store/results.h"
+#include "harness/store/results_dir.h"
+#include "harness/measure/runner.h"
+#include "harness/sweep/schedule.h"
+#include "base/error.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;

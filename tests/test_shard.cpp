@@ -8,13 +8,13 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/check.h"
-#include "harness/experiment.h"
-#include "harness/measure.h"
-#include "harness/merge.h"
-#include "harness/results.h"
-#include "harness/shard.h"
-#include "models/error.h"
+#include "harness/report/check.h"
+#include "harness/sweep/experiment.h"
+#include "harness/measure/measure.h"
+#include "harness/store/merge.h"
+#include "harness/store/results.h"
+#include "harness/sweep/shard.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
 #include "tests/test_util.h"

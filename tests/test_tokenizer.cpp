@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/tokenizer.h"
 #include "tests/test_util.h"
 

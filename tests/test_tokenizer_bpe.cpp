@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoders/decoder.h"
-#include "models/error.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/loader.h"
 #include "models/synthetic.h"

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/error.h"
+#include "base/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
 

@@ -1,0 +1,322 @@
+// `specsweep generate`: run one decoder on one prompt, stream the text, print latency,
+// throughput and (speculative decoders) the acceptance statistics.
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "decoders/decoder.h"
+#include "harness/store/results.h"
+#include "harness/report/statistics.h"
+#include "harness/cli/commands.h"
+#include "base/error.h"
+#include "models/loader.h"
+
+namespace specsweep {
+namespace {
+
+struct GenerateArgs {
+  std::string model, quant, prompt = "Once upon a time";
+  int n = 64;
+  float temp = 0.0f, top_p = 1.0f;
+  int top_k = 0;
+  uint64_t seed = 0;
+  std::string decoder = "ar", draft, draft_model, draft_quant, k_policy = "constant", kv_type = "f32";
+  int draft_layers = 0, k = 4, max_ngram = 0, min_ngram = 0;
+  float draft_p_min = 0.8f;
+  bool json = false, no_eos = false, draft_lookup = false;
+  // Options given on the command line that only a speculative decoder reads.
+  std::vector<CLI::Option*> spec_only;
+  // --draft (the whole draft spec) and its parts, which it excludes.
+  CLI::Option* draft_opt = nullptr;
+  std::vector<CLI::Option*> draft_parts;
+  CLI::Option* draft_p_min_opt = nullptr;
+};
+
+// Same ranges as the experiment file's keys (harness/sweep/experiment.cpp), so a value one
+// refuses the other refuses too.
+void CheckRange(double v, double lo, double hi, bool lo_open, const char* option) {
+  if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
+    Fail("{}: {} is out of range {}{}, {}]", option, v, lo_open ? "(" : "[", lo, hi);
+}
+
+void CheckArgs(const GenerateArgs& a) {
+  CheckRange(a.temp, 0, 100, false, "--temp");
+  CheckRange(a.top_p, 0, 1, true, "--top-p");
+  CheckRange(a.top_k, 0, 1 << 24, false, "--top-k");
+  CheckRange(a.draft_p_min, 0, 1, true, "--draft-p-min");
+  CheckRange(a.k, 1, 64, false, "--k");
+  if (ParseDecoderKind(a.decoder) == DecoderKind::Autoregressive)
+    for (const CLI::Option* o : a.spec_only)
+      if (o->count() > 0)
+        Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
+  if (a.draft_p_min_opt->count() > 0 && ParseKPolicy(a.k_policy) != KPolicy::Threshold)
+    Fail("--draft-p-min: applies only to --k-policy threshold (not {})", a.k_policy);
+}
+
+// The draft spec from --draft or from its parts, with the decoder alias applied.
+DraftSpec DraftFromArgs(const GenerateArgs& a) {
+  auto given = [](const CLI::Option* o) { return o->count() > 0; };
+  DraftSpec d;
+  if (given(a.draft_opt)) {
+    for (const CLI::Option* o : a.draft_parts)
+      if (given(o))
+        Fail("{}: not with --draft, which gives the whole draft (write it there, e.g. --draft layers=2+q4_0)",
+             o->get_name());
+    d = ParseDraftSpec(a.draft, "--draft");
+  } else {
+    d.model = a.draft_model;
+    d.layers = a.draft_layers;
+    if (!a.draft_quant.empty()) d.quant = ParseQType(a.draft_quant, "--draft-quant");
+    d.lookup = a.draft_lookup;
+    for (auto [o, v, field] : {std::tuple{a.draft_parts[4], a.max_ngram, &d.max_ngram},
+                               std::tuple{a.draft_parts[5], a.min_ngram, &d.min_ngram}}) {
+      if (!given(o)) continue;
+      if (!a.draft_lookup) Fail("{}: applies only to --draft-lookup", o->get_name());
+      CheckRange(v, 1, 64, false, o->get_name().c_str());
+      *field = v;
+    }
+    CheckDraftSpec(d, "--draft-lookup", "lookup");
+  }
+  ApplyDecoderAlias(a.decoder, d, [&](std::string_view part) {
+    if (given(a.draft_opt)) return fmt::format("--draft {} ({})", a.draft, part);
+    return part == "lookup" ? std::string("--draft-lookup") : fmt::format("--draft-{}", part);
+  });
+  return d;
+}
+
+// Seconds since this process was started (exec): /proc/self/stat's start time (clock
+// ticks since boot, 10 ms resolution) against CLOCK_BOOTTIME. NaN where unavailable.
+double SecondsSinceProcessStart() {
+  std::ifstream f("/proc/self/stat");
+  const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  if (comm_end == std::string::npos) return NAN;
+  std::istringstream rest(stat.substr(comm_end + 1));
+  std::string field;
+  for (int k = 3; k <= 22 && rest >> field; ++k) {}  // field 22: starttime
+  timespec now{};
+  if (!rest || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return NAN;
+  return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
+}
+
+// Start-up as a user sees it: from process start to the model being ready (files
+// loaded, decoder built, prompt tokenized) and to the first generated token.
+nlohmann::json StartupJson(double ready_s, const GenerationStats& s) {
+  return {{"ready_s", ready_s}, {"first_token_s", ready_s + s.first_token_latency_s}};
+}
+
+// Why a generation ended: a stop token, the requested length, or the context length.
+std::string StopReason(const GenerationStats& s, int max_new_tokens) {
+  if (s.stopped_at_eos) return "eos";
+  return s.generated_tokens >= max_new_tokens ? "max_new_tokens" : "context";
+}
+
+// Length of the longest prefix of s that does not end inside a UTF-8 sequence, so a
+// character split over two byte tokens is printed only once it is complete.
+size_t CompleteUtf8Prefix(const std::string& s) {
+  size_t i = s.size(), back = 0;
+  while (i > 0 && back < 4 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) --i, ++back;
+  if (i == 0) return s.size();
+  const unsigned char lead = static_cast<unsigned char>(s[i - 1]);
+  const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return need > back + 1 ? i - 1 : s.size();
+}
+
+// Prints the new suffix of Decode(whole sequence) at each callback.
+class Streamer {
+ public:
+  Streamer(const Tokenizer& tok, std::span<const int> prompt) : tok_(tok), seq_(prompt.begin(), prompt.end()) {}
+  void Add(std::span<const int> toks) {
+    seq_.insert(seq_.end(), toks.begin(), toks.end());
+    Print(false);
+  }
+  void Flush() { Print(true); }
+
+ private:
+  void Print(bool all) {
+    const std::string text = tok_.Decode(seq_);
+    // Decoding may rewrite earlier bytes (rare, e.g. a leading-space rule); then only
+    // the part after the common prefix can still be shown.
+    size_t common = 0;
+    while (common < printed_.size() && common < text.size() && printed_[common] == text[common]) ++common;
+    const size_t end = all ? text.size() : CompleteUtf8Prefix(text);
+    if (end > common && common == printed_.size()) {
+      std::fwrite(text.data() + common, 1, end - common, stdout);
+      std::fflush(stdout);
+      printed_ = text.substr(0, end);
+    }
+  }
+  const Tokenizer& tok_;
+  std::vector<int> seq_;  // [prompt + generated so far]
+  std::string printed_;
+};
+
+// The harness's record of a generation plus the derived figures a reader wants at once.
+nlohmann::json StatsJson(const GenerationStats& s) {
+  nlohmann::json j = StatsToJson(s);
+  j["stopped_at_eos"] = s.stopped_at_eos;
+  j["retokenize_s"] = s.retokenize_s;  // until StatsToJson carries it
+  j["acceptance_rate"] = s.acceptance_rate();
+  j["mean_accepted_length"] = s.mean_accepted_length();
+  return j;
+}
+
+void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
+  fmt::print("\n\nprompt tokens            {}\n", s.prompt_tokens);
+  fmt::print("process start: ready    {:.3f} ms, first token {:.3f} ms\n", ready_s * 1e3,
+             (ready_s + s.first_token_latency_s) * 1e3);
+  fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at a stop token)" : "");
+  fmt::print("first-token latency      {:.3f} ms\n", s.first_token_latency_s * 1e3);
+  fmt::print("mean next-token latency  {:.3f} ms\n", s.mean_next_token_latency_s * 1e3);
+  fmt::print("tokens/s                 {:.1f}\n", s.tokens_per_s);
+  fmt::print("time prefill/draft/verify/other  {:.3f}/{:.3f}/{:.3f}/{:.3f} ms (total {:.3f} ms)\n",
+             s.prefill_s * 1e3, s.draft_s * 1e3, s.verify_s * 1e3, s.other_s * 1e3, s.total_s * 1e3);
+  if (!speculative) return;
+  fmt::print("target calls             {}\n", s.target_calls);
+  fmt::print("draft calls              {}\n", s.draft_calls);
+  fmt::print("drafted / accepted       {} / {}\n", s.drafted, s.accepted);
+  fmt::print("acceptance rate          {:.4f}\n", s.acceptance_rate());
+  fmt::print("mean accepted length     {:.3f} tokens per target call\n", s.mean_accepted_length());
+  const double mean_k = s.k_per_step.empty() ? 0.0
+                        : std::accumulate(s.k_per_step.begin(), s.k_per_step.end(), 0.0) / s.k_per_step.size();
+  fmt::print("mean K per step          {:.3f}\n", mean_k);
+  std::vector<std::string> pos;
+  for (size_t i = 0; i < s.drafted_at_pos.size(); ++i)
+    pos.push_back(fmt::format("{}:{}/{}", i + 1, s.accepted_at_pos[i], s.drafted_at_pos[i]));
+  fmt::print("accepted/drafted by pos  {}\n", fmt::join(pos, " "));
+  if (s.draft_calls > 0 && s.target_calls > 0)
+    fmt::print("ms per draft call        {:.4f}\nms per target call       {:.4f}\n", s.draft_s * 1e3 / s.draft_calls,
+               s.verify_s * 1e3 / s.target_calls);
+  if (s.retokenize_s > 0 && s.target_calls > 0)
+    fmt::print("ms re-tokenizing / step  {:.4f} (part of draft time)\n", s.retokenize_s * 1e3 / s.target_calls);
+}
+
+void RunGenerate(const GenerateArgs& a) {
+  CheckArgs(a);
+  LoadedModel target = LoadModel(a.model, Globals().models_dir);
+  // "none" (the experiment files' name) keeps the weights as loaded.
+  const bool quantize = !a.quant.empty() && a.quant != "none";
+  if (quantize) target = WithQuant(target, ParseQType(a.quant, "--quant"));
+  DecoderOptions o;
+  o.kind = ParseDecoderKind(a.decoder);
+  o.k = a.k;
+  o.k_policy = ParseKPolicy(a.k_policy);
+  o.draft_p_min = a.draft_p_min;
+  if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
+  o.max_new_tokens = a.n;
+  o.stop_at_eos = !a.no_eos;
+  o.sampling.temperature = a.temp;
+  o.sampling.top_k = a.top_k;
+  o.sampling.top_p = a.top_p;
+  o.sampling.seed = a.seed;
+  o.kv_type = ParseKvType(a.kv_type, "--kv-type");
+  auto dec = MakeDecoder(target, o, Globals().models_dir);
+  const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default());
+  const bool spec = o.kind != DecoderKind::Autoregressive;
+  const double ready_s = SecondsSinceProcessStart();
+  auto notice_context = [&](const GenerationResult& r) {
+    if (StopReason(r.stats, a.n) == "context")
+      fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
+                 target.model->config.max_seq_len, r.stats.generated_tokens, a.n);
+  };
+
+  if (a.json) {
+    GenerationResult r = dec->Generate(prompt);
+    nlohmann::json j = {{"model", a.model},
+                        {"quant", quantize ? std::string(QTypeName(ParseQType(a.quant, "--quant"))) : "none"},
+                        {"decoder", DecoderKindName(o.kind)},
+                        {"kv_type", KvTypeName(o.kv_type)},
+                        {"prompt", a.prompt},
+                        {"prompt_ids", prompt},
+                        {"text", r.text},
+                        {"tokens", r.tokens},
+                        {"generated_tokens", r.stats.generated_tokens},
+                        {"stop_reason", StopReason(r.stats, a.n)},
+                        {"sampling",
+                         {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
+                        {"stats", StatsJson(r.stats)},
+                        {"startup", StartupJson(ready_s, r.stats)}};
+    // The results files' names (Point::ParamsJson) for the same things.
+    if (spec)
+      j["speculative"] = {{"k", a.k},
+                          {"k_policy", a.k_policy},
+                          {"k_label", KLabel(o.k, o.k_policy)},
+                          {"draft_p_min", a.draft_p_min},
+                          {"draft", o.draft.Label()},
+                          {"draft_base", o.draft.BaseLabel()},
+                          {"draft_quant", o.draft.quant ? std::string(QTypeName(*o.draft.quant)) : "none"},
+                          {"max_ngram", o.draft.max_ngram},
+                          {"min_ngram", o.draft.min_ngram}};
+    fmt::print("{}\n", DumpJson(j, 2));
+    notice_context(r);
+    return;
+  }
+  Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));
+  // The prompt text is echoed with the first new tokens, so an invalid prompt (e.g.
+  // longer than the context) fails before anything is printed.
+  bool echoed = false;
+  GenerationResult r = dec->Generate(prompt, [&](std::span<const int> t) {
+    if (!std::exchange(echoed, true)) streamer.Add(prompt);
+    streamer.Add(t);
+  });
+  if (!echoed) streamer.Add(prompt);
+  streamer.Flush();
+  PrintSummary(r.stats, spec, ready_s);
+  notice_context(r);
+}
+
+CommandRegistrar reg(30, [](CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
+  cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
+  cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
+  cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
+  cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
+  cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");
+  cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
+  cmd->add_option("--seed", a->seed, "Sampling seed");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
+  cmd->add_option("--decoder", a->decoder,
+                  "ar | speculative; aliases of speculative: assisted (a separate draft model), self-spec (the "
+                  "target quantized in memory, q4_0 unless --draft-quant)");
+  a->draft_opt = cmd->add_option("--draft", a->draft,
+                                 "The whole draft, as in experiment files: q4_0, layers=2+q8_0, model=NAME, "
+                                 "lookup+max_ngram=4 (or give its parts below)");
+  a->draft_parts = {
+      cmd->add_option("--draft-model", a->draft_model,
+                      "Separate draft model (another tokenizer: bridged through text, greedy only)"),
+      cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)"),
+      cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory"),
+      cmd->add_flag("--draft-lookup", a->draft_lookup, "Prompt-lookup draft (n-gram copy, no model)"),
+      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)"),
+      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)")};
+  a->spec_only = a->draft_parts;
+  a->spec_only.push_back(a->draft_opt);
+  a->spec_only.push_back(cmd->add_option("--k", a->k, "Draft length: every step (constant), the bound (threshold, "
+                                                       "adaptive), the start (heuristic)"));
+  a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
+  a->spec_only.push_back(a->draft_p_min_opt = cmd->add_option(
+                             "--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability"));
+  cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
+  cmd->callback([a] { RunGenerate(*a); });
+});
+
+}  // namespace
+}  // namespace specsweep

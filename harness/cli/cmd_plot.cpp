@@ -1,0 +1,46 @@
+// `specsweep plot RESULTS [-o DIR]`: writes .dat files and PNG + SVG images through the
+// gnuplot scripts in plots/.
+#include <cstdio>
+
+#include "harness/cli/commands.h"
+#include "harness/report/plot.h"
+#include "harness/store/results.h"
+#include "base/error.h"
+
+namespace specsweep {
+namespace {
+
+struct PlotArgs {
+  std::string results, out_dir = "plots-out", scripts, gnuplot;
+};
+
+void PlotCommand(const PlotArgs& a) {
+  Results res = LoadResults(a.results);
+  if (res.records.empty()) Fail("{}: no records", a.results);
+  PlotOptions o;
+  o.out_dir = a.out_dir;
+  o.scripts_dir = a.scripts;
+  o.gnuplot = a.gnuplot;
+  for (auto& p : MakePlots(res.records, o)) {
+    if (!p.skipped.empty()) {
+      std::printf("%-24s skipped: %s\n", p.name.c_str(), p.skipped.c_str());
+      continue;
+    }
+    std::printf("%-24s %s", p.name.c_str(), p.dat.c_str());
+    for (auto& img : p.images) std::printf(" %s", img.c_str());
+    std::printf("\n");
+  }
+}
+
+const CommandRegistrar kRegister(42, [](CLI::App& app) {
+  auto a = std::make_shared<PlotArgs>();
+  auto* cmd = app.add_subcommand("plot", "Plot sweep results with gnuplot (PNG and SVG)");
+  cmd->add_option("results", a->results, "Results file (.json or .jsonl)")->required();
+  cmd->add_option("-o,--out", a->out_dir, "Output directory for .dat, .png and .svg files");
+  cmd->add_option("--scripts", a->scripts, "Directory of the .gp scripts (default: plots/ of the source tree)");
+  cmd->add_option("--gnuplot", a->gnuplot, "gnuplot executable (default: from PATH)");
+  cmd->callback([a] { PlotCommand(*a); });
+});
+
+}  // namespace
+}  // namespace specsweep

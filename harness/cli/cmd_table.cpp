@@ -1,0 +1,71 @@
+// `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|all]
+//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]...`: paper-style tables.
+#include <cstdio>
+
+#include "harness/cli/commands.h"
+#include "harness/store/results.h"
+#include "harness/report/table.h"
+#include "base/error.h"
+
+namespace specsweep {
+namespace {
+
+struct TableArgs {
+  std::string results, format = "md", table = "main";
+  std::vector<std::string> rows, cols, metrics, where;
+};
+
+void TableCommand(const TableArgs& a) {
+  TableFormat f = ParseTableFormat(a.format);
+  Results res = LoadResults(a.results);
+  for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (res.records.empty()) Fail("{}: no records", a.results);
+  Filters filters;
+  for (auto& w : a.where) {
+    auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) Fail("table: --where: '{}' is not field=value", w);
+    filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+  }
+  std::vector<Table> tables;
+  if (!a.metrics.empty() || !a.rows.empty() || !a.cols.empty()) {
+    PivotSpec p;
+    p.rows = a.rows;
+    p.cols = a.cols;
+    p.metrics = a.metrics.empty() ? std::vector<std::string>{"speedup"} : a.metrics;
+    p.filters = filters;
+    tables.push_back(PivotTable(res.records, p));
+  } else if (a.table == "main") {
+    tables.push_back(f == TableFormat::Csv ? MainTableLong(res.records, filters)
+                                           : MainTable(res.records, filters, res.context));
+  } else if (a.table == "latency") {
+    tables.push_back(LatencyTable(res.records, filters));
+  } else if (a.table == "quant") {
+    tables.push_back(QuantTable(res.records, filters));
+  } else if (a.table == "all") {
+    tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters), QuantTable(res.records, filters)};
+  } else {
+    Fail("table: --table: unknown table '{}' (expected main, latency, quant, all)", a.table);
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (i) std::printf("\n");
+    std::fputs(RenderTable(tables[i], f).c_str(), stdout);
+  }
+}
+
+const CommandRegistrar kRegister(41, [](CLI::App& app) {
+  auto a = std::make_shared<TableArgs>();
+  auto* cmd = app.add_subcommand("table", "Print tables from sweep results (.json or .jsonl)");
+  cmd->add_option("results", a->results, "Results file")->required();
+  cmd->add_option("--format", a->format, "md, latex or csv");
+  cmd->add_option("--table", a->table, "Preset: main (speedup / accepted length per decoder x K), latency "
+                                       "(next-token latency vs AR), quant (acceptance vs draft quant), all");
+  cmd->add_option("--rows", a->rows, "Row fields (comma separated; default: every varying parameter)")
+      ->delimiter(',');
+  cmd->add_option("--cols", a->cols, "Column fields (comma separated)")->delimiter(',');
+  cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
+  cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");
+  cmd->callback([a] { TableCommand(*a); });
+});
+
+}  // namespace
+}  // namespace specsweep

@@ -1,0 +1,117 @@
+// specsweep CLI entry point: builds the subcommands registered by harness/cmd_*.cpp and
+// turns any library Error into one line on stderr and exit code 1.
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.h"
+#include "base/build_info.h"
+#include "base/error.h"
+#include "models/forward.h"
+
+namespace specsweep {
+
+GlobalOptions& Globals() {
+  static GlobalOptions g;
+  return g;
+}
+
+namespace {
+std::vector<std::pair<int, CommandFactory>>& Registry() {
+  static std::vector<std::pair<int, CommandFactory>> r;
+  return r;
+}
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(int order, CommandFactory factory) {
+  Registry().emplace_back(order, std::move(factory));
+}
+
+}  // namespace specsweep
+
+int main(int argc, char** argv) {
+  using namespace specsweep;
+  // libgomp's default wait policy spins up to ~300000 iterations (milliseconds) at every
+  // parallel-region barrier; on a shared 2-core machine a spinning worker that has lost
+  // its core stalls each MatMul by that much (measured: 50x slower decode under load).
+  // Fully passive waiting costs a futex wake-up per region instead (then ~100 regions per
+  // token): 134M Q4_0 decode 7.3 ms vs 5.6 ms with a short spin. So spin briefly
+  // (GOMP_SPINCOUNT=1000, tens of microseconds: the gap between two MatMuls), then sleep.
+  // libgomp reads its environment before main, hence the one re-exec; an explicit
+  // OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+  bool reexec = false;
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    setenv("GOMP_SPINCOUNT", "1000", 1);
+    reexec = true;
+  }
+  // Weights stream through the TLB, a page walk per 4 KB with small pages. Asked at
+  // startup (GLIBC_TUNABLES), glibc backs the heap with transparent huge pages where the
+  // kernel allows them (madvise mode): 134M, 2 threads, paired runs, T(1) Q4_0 3.00 ->
+  // 2.80 ms, F16 8.82 -> 8.14 ms. A tunables string that sets hugetlb wins.
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (!tunables || !std::strstr(tunables, "glibc.malloc.hugetlb")) {
+    const std::string t = tunables && *tunables ? std::string(tunables) + ":glibc.malloc.hugetlb=1"
+                                                : std::string("glibc.malloc.hugetlb=1");
+    setenv("GLIBC_TUNABLES", t.c_str(), 1);
+    reexec = true;
+  }
+  if (reexec) execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+  // Every block of 1 MiB or more its own mapping, returned to the system when freed.
+  // glibc's default raises this threshold to the size of the first big block freed, after
+  // which loading (one tensor copied, then packed, then the copy freed) fragments the heap:
+  // peak RSS loading a 2.2 GB F16 GGUF 3.61 GB with the default, 2.42 GB fixed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("specsweep {} ({})", *GitRev() ? GitRev() : "unknown revision",
+                                                CompilerId()));
+  // `specsweep help [COMMAND]`: the same text as --help.
+  std::string help_on;
+  auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
+  help->add_option("command", help_on, "Command to describe");
+  help->callback([&] {
+    // Not app.help(): that describes the selected subcommand, i.e. `help` itself.
+    if (help_on.empty()) {
+      fmt::print("{}", app.get_formatter()->make_help(&app, "specsweep", CLI::AppFormatMode::Normal));
+      return;
+    }
+    CLI::App* sub = nullptr;
+    try {
+      sub = app.get_subcommand(help_on);
+    } catch (const CLI::OptionNotFound&) {
+      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
+    }
+    fmt::print("{}", sub->help());
+  });
+  app.fallthrough();  // global options may follow the subcommand name
+  app.option_defaults()->always_capture_default();
+  auto& g = Globals();
+  app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
+  app.add_option("--threads", g.threads, "Threads for the forward pass (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.parse_complete_callback([&] { SetNumThreads(g.threads); });
+  auto& reg = Registry();
+  std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [order, factory] : reg) factory(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

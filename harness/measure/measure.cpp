@@ -1,0 +1,235 @@
+#include "harness/measure/measure.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "decoders/draft_policy.h"
+#include "harness/measure/context.h"
+#include "harness/sweep/prompts.h"
+#include "harness/store/sha256.h"
+#include "base/error.h"
+#include "models/forward.h"
+#include "quant/matmul.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+// ---------------------------------------------------------------------------------
+// Models and prompts
+
+const LoadedModel& ModelCache::Target(const std::string& name, const std::optional<QType>& quant) {
+  const std::string key = name + "@" + (quant ? std::string(QTypeName(*quant)) : "none");
+  auto it = targets_.find(key);
+  if (it != targets_.end()) return it->second;
+  LoadedModel m = Base(name);
+  if (quant) m.model = std::make_shared<const Model>(QuantizeModel(*m.model, *quant));
+  return targets_[key] = m;
+}
+
+const LoadedModel& ModelCache::Base(const std::string& name) {
+  auto it = base_.find(name);
+  if (it != base_.end()) return it->second;
+  LoadedModel m = LoadModel(name, e_.models_dir);
+  m.name = name;
+  return base_[name] = m;
+}
+
+const std::map<std::string, std::string>& ModelCache::FileHashes(const std::string& name) {
+  auto it = hashes_.find(name);
+  if (it != hashes_.end()) return it->second;
+  std::map<std::string, std::string> h;
+  for (auto& f : Base(name).model->source.files) h[f] = Sha256File(f);
+  return hashes_[name] = h;
+}
+
+const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& model, int input_length) {
+  auto key = std::make_pair(model, input_length);
+  auto it = prompts_.find(key);
+  if (it != prompts_.end()) return it->second;
+  const LoadedModel& m = Base(model);
+  std::vector<std::vector<int>> ids;
+  if (input_length == 0) {
+    for (auto& line : ReadPromptLines(e_.prompts.file, e_.prompts.count))
+      ids.push_back(m.tokenizer->Encode(line, m.tokenizer->add_bos_default()));
+  } else {
+    if (passages_.empty()) {
+      std::ifstream f(e_.prompts.passages);
+      if (!f) Fail("{}: cannot open passages file", e_.prompts.passages);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      passages_ = SplitPassages(ss.str());
+    }
+    ids = CutPassages(passages_, *m.tokenizer, input_length, e_.prompts.count, e_.prompts.passages);
+  }
+  return prompts_[key] = ids;
+}
+
+// ---------------------------------------------------------------------------------
+// Identity
+
+namespace {
+
+std::string FileSha(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec) ? Sha256File(path) : "";
+}
+
+std::string OutputHash(const std::vector<int>& tokens) {
+  std::string bytes(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int));
+  return Sha256Hex(bytes).substr(0, 16);
+}
+
+std::string PromptSha(const std::vector<std::vector<int>>& prompts) {
+  json j = prompts;
+  return Sha256Hex(j.dump());
+}
+
+}  // namespace
+
+std::string ExperimentSha256(const Experiment& e) {
+  json keys = json::array();
+  for (auto& p : e.points) keys.push_back(p.Key());
+  json doc{{"name", e.name},
+           {"points", keys},
+           {"repetitions", e.repetitions},
+           {"warmup", e.warmup},
+           {"prompts", json{{"count", e.prompts.count},
+                            {"file_sha256", FileSha(e.prompts.file)},
+                            {"passages_sha256", FileSha(e.prompts.passages)}}}};
+  return Sha256Hex(doc.dump());
+}
+
+std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& experiment_sha, const Group& g,
+                                     ModelCache& cache) {
+  std::vector<std::string> keys;
+  for (auto* p : g.points) keys.push_back(p->Key());
+  std::vector<RawRecord> out;
+  for (auto* p : g.points) {
+    RawRecord r;
+    r.key = p->Key();
+    r.baseline_key = p->speculative() ? p->Baseline().Key() : "";
+    r.name = p->Name();
+    r.params = p->ParamsJson();
+    r.repetitions = e.repetitions;
+    r.warmup = e.warmup;
+    const auto& prompts = cache.Prompts(p->model, p->input_length);
+    for (auto& ids : prompts) r.prompt_tokens.push_back(int(ids.size()));
+    r.identity.experiment_sha256 = experiment_sha;
+    r.identity.prompt_sha256 = PromptSha(prompts);
+    r.identity.model_sha256 = cache.FileHashes(p->model);
+    if (!p->draft.model.empty())
+      for (auto& [f, h] : cache.FileHashes(p->draft.model)) r.identity.model_sha256[f] = h;
+    r.identity.group = keys;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Measuring
+
+void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
+  for (auto* p : g.points) {
+    const LoadedModel& t = cache.Base(p->model);
+    const auto& prompts = cache.Prompts(p->model, p->input_length);
+    const int ctx = t.model->config.max_seq_len;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const int need = int(prompts[i].size()) + p->max_new_tokens + p->k + 1;
+      if (need > ctx)
+        Fail("{}: point {}: prompt {} ({} tokens) + max_new_tokens {} + k {} exceeds the context of {} tokens",
+             e.file, p->Name(), i, prompts[i].size(), p->max_new_tokens, p->k, ctx);
+    }
+    DecoderOptions opt = p->Options();
+    opt.max_new_tokens = 1;
+    opt.sampling = {};
+    try {
+      MakeDecoder(cache.Target(p->model, p->target_quant), opt, e.models_dir);
+    } catch (const Error& err) {
+      Fail("{}: point {}: {}", e.file, p->Name(), err.what());
+    }
+  }
+}
+
+namespace {
+
+// Verify batches the group's points can ask for: K + 1 (K bounds the threshold and
+// adaptive policies too); the heuristic policy's K grows without a cap, so it gets
+// twice its start (longer batches are extrapolated by the aggregation).
+int VerifyBatchMax(const Group& g) {
+  int n = 1;
+  for (auto* p : g.points) {
+    if (!p->speculative()) continue;
+    int k = p->k;
+    if (p->k_policy == KPolicy::Heuristic) k = std::max(k, 2 * p->k);
+    n = std::max(n, k + 1);
+  }
+  return std::min(n, 17);
+}
+
+// Element-wise median over prompts of per-prompt medians.
+std::vector<double> MedianOver(const std::vector<std::vector<double>>& v) {
+  if (v.empty()) return {};
+  std::vector<double> out;
+  for (size_t j = 0; j < v[0].size(); ++j) {
+    std::vector<double> col;
+    for (auto& row : v)
+      if (j < row.size()) col.push_back(row[j]);
+    std::sort(col.begin(), col.end());
+    out.push_back(col[col.size() / 2]);
+  }
+  return out;
+}
+
+constexpr int kCostReps = 5;  // calls per batch size and prompt
+
+}  // namespace
+
+void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
+                  std::vector<RawRecord>& records) {
+  const Point& base = g.baseline();
+  SetNumThreads(base.threads > 0 ? base.threads : default_threads);
+  const auto& prompts = cache.Prompts(base.model, base.input_length);
+  const int n = int(g.points.size());
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), p->Options(), e.models_dir));
+
+  const HostSample before = SampleHost();
+  for (int w = 0; w < e.warmup; ++w)
+    for (auto& d : decoders) d->Generate(prompts[0]);
+
+  // Cost model: the target's batches through the baseline, each draft through its point.
+  const int ctx = cache.Base(base.model).model->config.max_seq_len;
+  std::vector<std::vector<double>> target;
+  std::vector<std::vector<std::vector<double>>> draft(n);
+  for (auto& ids : prompts) {
+    const int n_max = std::min(VerifyBatchMax(g), ctx - int(ids.size()));
+    target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps).target_s);
+    for (int i = 1; i < n; ++i) draft[i].push_back(decoders[i]->MeasureCallCosts(ids, 0, kCostReps).draft_s);
+  }
+  const std::vector<double> target_s = MedianOver(target);
+
+  // Rounds: every point once per (repetition, prompt), in rotated order.
+  const int n_prompts = int(prompts.size());
+  for (int rep = 0; rep < e.repetitions; ++rep)
+    for (int i = 0; i < n_prompts; ++i) {
+      const int round = rep * n_prompts + i;
+      const std::vector<int> order = RoundOrder(n, round);
+      for (int slot = 0; slot < n; ++slot) {
+        const int j = order[slot];
+        GenerationResult res = decoders[j]->Generate(prompts[i]);
+        records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
+      }
+    }
+  const HostLoad host = HostLoadBetween(before, SampleHost());
+  for (int j = 0; j < n; ++j) {
+    records[j].threads_used = NumThreads();
+    records[j].kernel_isa = ActiveKernelIsa();
+    records[j].costs.target_s = target_s;
+    records[j].costs.draft_s = MedianOver(draft[j]);
+    records[j].host = host;
+  }
+}
+
+}  // namespace specsweep

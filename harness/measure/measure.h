@@ -1,0 +1,55 @@
+// Measurement of a sweep's groups: loads each model once, prepares the prompts, and
+// times a group's points in interleaved rounds together with the verify-cost model
+// (T_target(n) and the draft's call times, measured in the same process).
+#pragma once
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/sweep/experiment.h"
+#include "harness/store/results.h"
+#include "harness/sweep/schedule.h"
+#include "models/loader.h"
+
+namespace specsweep {
+
+// Loaded targets, prompt sets and model file hashes, shared by the points of a sweep.
+class ModelCache {
+ public:
+  explicit ModelCache(const Experiment& e) : e_(e) {}
+  const LoadedModel& Target(const std::string& name, const std::optional<QType>& quant);
+  const LoadedModel& Base(const std::string& name);
+  const std::vector<std::vector<int>>& Prompts(const std::string& model, int input_length);
+  // sha256 of each file the model was read from (hashed once).
+  const std::map<std::string, std::string>& FileHashes(const std::string& name);
+
+ private:
+  const Experiment& e_;
+  std::map<std::string, LoadedModel> base_, targets_;
+  std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> prompts_;
+  std::map<std::string, std::map<std::string, std::string>> hashes_;
+  std::vector<std::string> passages_;
+};
+
+// sha256 of the canonical parsed experiment: every point's key, repetitions, warmup
+// and the prompt and passage files' contents (comments and key order do not count).
+std::string ExperimentSha256(const Experiment& e);
+
+// The records the experiment asks for in `g` (key, parameters, identity, prompt
+// lengths), without measurements: what a resumed record must equal.
+std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& experiment_sha, const Group& g,
+                                     ModelCache& cache);
+
+// Everything that can be wrong with a group short of running it: context length,
+// decoder options, draft model. Error names the experiment file and the point.
+void Preflight(const Experiment& e, const Group& g, ModelCache& cache);
+
+// Measures a group: builds its decoders, runs the warm-up, the cost model on every
+// prompt, then repetitions x prompts rounds, each running every point once in rotated
+// order. `records` (from DescribeGroup) get their runs, costs and host load.
+void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
+                  std::vector<RawRecord>& records);
+
+}  // namespace specsweep

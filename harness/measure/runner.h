@@ -1,0 +1,44 @@
+// Runs an experiment as a one-way pipeline:
+//   experiment (parsed grid) -> schedule (groups, rounds) -> measure (interleaved
+//   rounds + cost model; each group's records appended to DIR/<name>.jsonl, fsynced,
+//   as soon as the group is done) -> aggregate (statistics) -> DIR/<name>.json
+// Resuming reuses a group only when its records describe exactly what the experiment
+// asks for now (RawRecord::Difference).
+#pragma once
+#include <cstdio>
+#include <string>
+
+#include "harness/sweep/experiment.h"
+
+namespace specsweep {
+
+enum class ResumeMode {
+  None,     // an existing .jsonl is an error (unless overwrite)
+  Same,     // reuse matching groups; any difference is an error naming it
+  Changed,  // reuse matching groups; set the others' records aside and re-measure them
+};
+ResumeMode ParseResumeMode(const std::string& s);  // "", "same", "changed"
+
+struct RunOptions {
+  std::string out_dir = "results";
+  ResumeMode resume = ResumeMode::None;
+  bool overwrite = false;    // discard an existing .jsonl
+  int default_threads = 0;   // used by points with threads = 0 (the --threads global)
+  std::FILE* progress = stderr;  // progress bar / lines (nullptr: silent)
+  std::string out_stem;      // output file names without extension ("": the experiment name)
+  // Identity of the whole experiment when `e` is a part of it (a shard); "": of `e`.
+  std::string experiment_sha256;
+  nlohmann::json context = nlohmann::json::object();  // extra fields for the context block
+};
+
+struct RunSummary {
+  int total = 0;      // points in the grid
+  int resumed = 0;    // reused from the .jsonl
+  int measured = 0;   // measured by this run
+  int set_aside = 0;  // records moved to .jsonl.replaced / .jsonl.corrupt
+  std::string jsonl_path, json_path;
+};
+
+RunSummary RunExperiment(const Experiment& e, const RunOptions& o);
+
+}  // namespace specsweep

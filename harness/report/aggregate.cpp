@@ -1,0 +1,359 @@
+#include "harness/report/aggregate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "harness/report/statistics.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+double PredictedSpeedup(double alpha, double k, double c) {
+  double denom = c * k + 1.0;
+  // (1 - a^(K+1)) / (1 - a) = 1 + a + ... + a^K, which is K + 1 at a = 1.
+  double tokens = std::abs(1.0 - alpha) < 1e-12 ? k + 1.0
+                                                 : (1.0 - std::pow(alpha, k + 1.0)) / (1.0 - alpha);
+  return tokens / denom;
+}
+
+double EstimateAlpha(const GenerationStats& s) {
+  // Position 0 is evaluated in every step that drafted one; position i only when
+  // position i-1 was accepted (and the step drafted that far).
+  double evaluated = 0, accepted = 0;
+  size_t n = std::min(s.drafted_at_pos.size(), s.accepted_at_pos.size());
+  for (size_t i = 0; i < n; ++i) {
+    double e = double(s.drafted_at_pos[i]);
+    if (i > 0) e = std::min(e, double(s.accepted_at_pos[i - 1]));
+    evaluated += e;
+    accepted += double(s.accepted_at_pos[i]);
+  }
+  return evaluated > 0 ? accepted / evaluated : 0.0;
+}
+
+namespace {
+
+// Sums the counters and times of several runs (positions arrays element-wise).
+GenerationStats Pool(const std::vector<const GenerationStats*>& runs) {
+  GenerationStats p;
+  for (auto* s : runs) {
+    p.prompt_tokens += s->prompt_tokens;
+    p.generated_tokens += s->generated_tokens;
+    p.target_calls += s->target_calls;
+    p.draft_calls += s->draft_calls;
+    p.drafted += s->drafted;
+    p.accepted += s->accepted;
+    if (p.drafted_at_pos.size() < s->drafted_at_pos.size()) p.drafted_at_pos.resize(s->drafted_at_pos.size());
+    if (p.accepted_at_pos.size() < s->accepted_at_pos.size()) p.accepted_at_pos.resize(s->accepted_at_pos.size());
+    for (size_t i = 0; i < s->drafted_at_pos.size(); ++i) p.drafted_at_pos[i] += s->drafted_at_pos[i];
+    for (size_t i = 0; i < s->accepted_at_pos.size(); ++i) p.accepted_at_pos[i] += s->accepted_at_pos[i];
+    p.k_per_step.insert(p.k_per_step.end(), s->k_per_step.begin(), s->k_per_step.end());
+    p.prefill_s += s->prefill_s;
+    p.draft_s += s->draft_s;
+    p.verify_s += s->verify_s;
+    p.other_s += s->other_s;
+    p.retokenize_s += s->retokenize_s;
+    p.total_s += s->total_s;
+  }
+  return p;
+}
+
+double MeanK(const GenerationStats& s) {
+  if (s.k_per_step.empty()) return 0.0;
+  double t = 0;
+  for (int k : s.k_per_step) t += k;
+  return t / double(s.k_per_step.size());
+}
+
+// Statistics reported for every point: value of one run, and value of a group of runs
+// (the prompts of one repetition). Ratios pool their counts over the group; the others
+// average over prompts.
+struct Metric {
+  const char* name;
+  double (*run)(const GenerationStats&);
+  bool pooled;  // group value = run() of the pooled stats
+};
+
+const std::vector<Metric>& Metrics() {
+  static const std::vector<Metric> m = {
+      {"prompt_tokens", [](const GenerationStats& s) { return double(s.prompt_tokens); }, false},
+      {"generated_tokens", [](const GenerationStats& s) { return double(s.generated_tokens); }, false},
+      {"target_calls", [](const GenerationStats& s) { return double(s.target_calls); }, false},
+      {"draft_calls", [](const GenerationStats& s) { return double(s.draft_calls); }, false},
+      {"drafted", [](const GenerationStats& s) { return double(s.drafted); }, false},
+      {"accepted", [](const GenerationStats& s) { return double(s.accepted); }, false},
+      {"prefill_s", [](const GenerationStats& s) { return s.prefill_s; }, false},
+      {"draft_s", [](const GenerationStats& s) { return s.draft_s; }, false},
+      {"verify_s", [](const GenerationStats& s) { return s.verify_s; }, false},
+      {"other_s", [](const GenerationStats& s) { return s.other_s; }, false},
+      {"retokenize_s", [](const GenerationStats& s) { return s.retokenize_s; }, false},
+      {"total_s", [](const GenerationStats& s) { return s.total_s; }, false},
+      {"first_token_latency_s", [](const GenerationStats& s) { return s.first_token_latency_s; }, false},
+      {"mean_next_token_latency_s", [](const GenerationStats& s) { return s.mean_next_token_latency_s; }, false},
+      {"tokens_per_s", [](const GenerationStats& s) { return s.tokens_per_s; }, false},
+      {"acceptance_rate", [](const GenerationStats& s) { return s.acceptance_rate(); }, true},
+      {"mean_accepted_length", [](const GenerationStats& s) { return s.mean_accepted_length(); }, true},
+      {"alpha", [](const GenerationStats& s) { return EstimateAlpha(s); }, true},
+      {"mean_k", [](const GenerationStats& s) { return MeanK(s); }, true},
+  };
+  return m;
+}
+
+// Per-prompt means over repetitions of `f`.
+std::vector<double> PerPrompt(const RawRecord& r, double (*f)(const GenerationStats&)) {
+  size_t n = r.prompt_tokens.size();
+  std::vector<double> sum(n, 0.0), cnt(n, 0.0);
+  for (auto& run : r.runs) {
+    sum[run.prompt] += f(run.stats);
+    cnt[run.prompt] += 1;
+  }
+  for (size_t i = 0; i < n; ++i) sum[i] = cnt[i] > 0 ? sum[i] / cnt[i] : std::nan("");
+  return sum;
+}
+
+double Tps(const GenerationStats& s) { return s.tokens_per_s; }
+double Latency(const GenerationStats& s) { return s.mean_next_token_latency_s; }
+
+json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Stable seed for a point's bootstrap (FNV-1a of its key): the same raw data always
+// gives the same interval.
+uint64_t SeedOf(const std::string& key) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// T_target(n) from the measured [n_max] costs; beyond n_max, extended linearly from the
+// last two (only adaptive K policies draft past the measured range).
+double TargetTime(const std::vector<double>& t, int n) {
+  const int m = int(t.size());
+  if (m == 0 || n < 1) return NAN;
+  if (n <= m) return t[n - 1];
+  const double slope = m >= 2 ? t[m - 1] - t[m - 2] : 0.0;
+  return t[m - 1] + slope * (n - m);
+}
+
+// f(point run) / f(baseline run of the same round), one per (prompt, repetition).
+struct RoundRatio {
+  int prompt;
+  double value;
+};
+std::vector<RoundRatio> RoundRatios(const RawRecord& r, const RawRecord& base, double (*f)(const GenerationStats&)) {
+  std::map<std::pair<int, int>, double> b;
+  for (auto& run : base.runs) b[{run.prompt, run.rep}] = f(run.stats);
+  std::vector<RoundRatio> out;
+  for (auto& run : r.runs) {
+    auto it = b.find({run.prompt, run.rep});
+    if (it != b.end() && it->second > 0) out.push_back({run.prompt, f(run.stats) / it->second});
+  }
+  return out;
+}
+
+std::vector<double> Values(const std::vector<RoundRatio>& v) {
+  std::vector<double> out;
+  for (auto& x : v) out.push_back(x.value);
+  return out;
+}
+
+// Per prompt, the mean of its ratios over the repetitions.
+std::vector<double> PerPromptMeans(const std::vector<RoundRatio>& v, size_t n_prompts) {
+  std::vector<double> sum(n_prompts, 0.0), cnt(n_prompts, 0.0);
+  for (auto& x : v) sum[x.prompt] += x.value, cnt[x.prompt] += 1;
+  for (size_t i = 0; i < n_prompts; ++i) sum[i] = cnt[i] > 0 ? sum[i] / cnt[i] : NAN;
+  return sum;
+}
+
+void PutInterval(json& out, const std::string& name, const Interval& ci) {
+  out[name] = NumOrNull(ci.mean);
+  out[name + "_ci_low"] = NumOrNull(ci.low);
+  out[name + "_ci_high"] = NumOrNull(ci.high);
+  out[name + "_n"] = ci.n;
+}
+
+// What the target calls of a speculative record's steps cost, in units of T_target(1):
+// sum over steps of T(k_step + 1) / T(1), and the mean T(k_step + 1) per step.
+struct VerifyCost {
+  double calls_in_t1 = NAN, mean_verify_s = NAN;
+};
+VerifyCost VerifyCostOf(const GenerationStats& pooled, const std::vector<double>& t) {
+  VerifyCost v;
+  if (t.empty() || pooled.k_per_step.empty()) return v;
+  double sum = 0;
+  for (int k : pooled.k_per_step) sum += TargetTime(t, k + 1);
+  v.calls_in_t1 = sum / t[0];
+  v.mean_verify_s = sum / double(pooled.k_per_step.size());
+  return v;
+}
+
+}  // namespace
+
+json Aggregate(const RawRecord& r, const RawRecord* baseline) {
+  json out = r.params;
+  out["name"] = r.name;
+  out["run_name"] = r.name;
+  out["run_type"] = "aggregate";
+  out["key"] = r.key;
+  out["baseline_key"] = r.baseline_key;
+  out["repetitions"] = r.repetitions;
+  out["warmup"] = r.warmup;
+  out["threads_used"] = r.threads_used;
+  out["kernel_isa"] = r.kernel_isa;
+  out["prompts"] = int(r.prompt_tokens.size());
+  out["iterations"] = int(r.runs.size());
+  out["host"] = r.host.ToJson();
+  out["busy"] = r.host.busy;
+  // Identity, so that check and merge match records by what they measured, not by name.
+  out["prompt_sha256"] = r.identity.prompt_sha256;
+  out["model_sha256"] = r.identity.model_sha256;
+  out["experiment_sha256"] = r.identity.experiment_sha256;
+
+  // Group runs by repetition; each group is the full prompt set.
+  std::map<int, std::vector<const GenerationStats*>> reps;
+  std::vector<const GenerationStats*> all;
+  for (auto& run : r.runs) {
+    reps[run.rep].push_back(&run.stats);
+    all.push_back(&run.stats);
+  }
+  for (auto& m : Metrics()) {
+    std::vector<double> per_rep;
+    for (auto& [rep, runs] : reps) {
+      if (m.pooled) {
+        per_rep.push_back(m.run(Pool(runs)));
+      } else {
+        double s = 0;
+        for (auto* st : runs) s += m.run(*st);
+        per_rep.push_back(runs.empty() ? 0.0 : s / double(runs.size()));
+      }
+    }
+    out[m.name] = NumOrNull(Mean(per_rep));
+    out[std::string(m.name) + "_median"] = NumOrNull(Median(per_rep));
+    out[std::string(m.name) + "_std"] = NumOrNull(StdDev(per_rep));
+  }
+  // Google Benchmark's time fields: mean wall time of one generation.
+  out["real_time"] = NumOrNull(out["total_s"].is_number() ? out["total_s"].get<double>() * 1e3 : NAN);
+  out["cpu_time"] = out["real_time"];
+  out["time_unit"] = "ms";
+
+  out["per_prompt_prompt_tokens"] = r.prompt_tokens;
+  out["per_prompt_tokens_per_s"] = PerPrompt(r, Tps);
+  out["per_prompt_mean_next_token_latency_s"] = PerPrompt(r, Latency);
+  out["per_prompt_acceptance_rate"] = PerPrompt(r, [](const GenerationStats& s) { return s.acceptance_rate(); });
+  out["per_prompt_mean_accepted_length"] =
+      PerPrompt(r, [](const GenerationStats& s) { return s.mean_accepted_length(); });
+  out["per_prompt_generated_tokens"] =
+      PerPrompt(r, [](const GenerationStats& s) { return double(s.generated_tokens); });
+
+  // Per draft position i: unconditional = accepted / drafted there; conditional = given
+  // that position i-1 was accepted (and position i drafted).
+  GenerationStats pooled = Pool(all);
+  std::vector<double> acc_at_pos, acc_cond;
+  for (size_t i = 0; i < pooled.drafted_at_pos.size(); ++i) {
+    const double d = double(pooled.drafted_at_pos[i]), a = double(pooled.accepted_at_pos[i]);
+    acc_at_pos.push_back(d > 0 ? a / d : 0.0);
+    const double reached = i == 0 ? d : std::min(d, double(pooled.accepted_at_pos[i - 1]));
+    acc_cond.push_back(reached > 0 ? a / reached : 0.0);
+  }
+  out["drafted_at_pos"] = pooled.drafted_at_pos;
+  out["accepted_at_pos"] = pooled.accepted_at_pos;
+  out["acceptance_at_pos"] = acc_at_pos;
+  out["acceptance_at_pos_conditional"] = acc_cond;
+  const double draft_per_call = pooled.draft_calls ? pooled.draft_s / pooled.draft_calls : NAN;
+  out["draft_time_per_call_s"] = NumOrNull(draft_per_call);
+
+  // Verify-cost model inputs, measured in the same process as the runs.
+  const std::vector<double>& t = r.costs.target_s;
+  const double t1 = t.empty() ? NAN : t[0];
+  const double td1 = r.costs.draft_s.size() >= 1 ? r.costs.draft_s[0] : NAN;
+  const double td2 = r.costs.draft_s.size() >= 2 ? r.costs.draft_s[1] : NAN;
+  out["target_time_s"] = NumOrNull(t1);
+  out["target_time_by_n_s"] = t;
+  out["draft_time_s"] = NumOrNull(td1);
+  out["draft_catch_up_time_s"] = NumOrNull(td2);
+
+  const bool spec = !r.baseline_key.empty();
+  if (!spec) return out;
+
+  const VerifyCost vc = VerifyCostOf(pooled, t);
+  const double steps = double(pooled.k_per_step.size());
+  out["verify_time_s"] = NumOrNull(vc.mean_verify_s);
+  // A step emits at most accepted + 1 tokens and costs at least its verify call, so no
+  // speedup can beat tokens / (sum over steps of T(k+1) / T(1)).
+  const double bound = double(pooled.generated_tokens) / vc.calls_in_t1;
+  out["speedup_bound"] = NumOrNull(bound);
+
+  // Cost model: E[tokens per step] x T(1) / (draft time per step + mean T(k+1)).
+  double e_tokens = 1.0;
+  for (size_t i = 0; i < pooled.accepted_at_pos.size(); ++i) e_tokens += double(pooled.accepted_at_pos[i]) / steps;
+  double draft_step = NAN;
+  if (std::isfinite(td1)) {
+    // Every draft call costs T_d(1), the first one of a step after a fully accepted step
+    // T_d(2) (it also feeds the last draft token); only known for constant K.
+    const bool constant_k = FieldText(r.params, "k_policy") == "constant";
+    const size_t kk = size_t(std::max(0, int(FieldNumber(r.params, "k"))));
+    const double p_full = constant_k && kk > 0 && kk <= pooled.accepted_at_pos.size()
+                              ? double(pooled.accepted_at_pos[kk - 1]) / steps
+                              : 0.0;
+    draft_step = double(pooled.draft_calls) / steps * td1 + p_full * (td2 - td1);
+  } else if (steps > 0) {
+    draft_step = pooled.draft_s / steps;  // a drafter without a model (measured in the loop)
+  }
+  const double cost_ratio = td1 / t1;
+  out["cost_ratio"] = NumOrNull(cost_ratio);
+  out["predicted_speedup"] = NumOrNull(e_tokens * t1 / (draft_step + vc.mean_verify_s));
+  out["predicted_speedup_leviathan"] =
+      NumOrNull(std::isfinite(cost_ratio) ? PredictedSpeedup(EstimateAlpha(pooled), MeanK(pooled), cost_ratio) : NAN);
+
+  if (!baseline || baseline->prompt_tokens != r.prompt_tokens) return out;
+  out["baseline_tokens_per_s"] = NumOrNull(Mean(PerPrompt(*baseline, Tps)));
+  // Speedup: tokens/s of the point over the baseline's in the same round, one ratio per
+  // (prompt, repetition); mean with a seeded bootstrap interval over those ratios.
+  const std::vector<RoundRatio> rounds = RoundRatios(r, *baseline, Tps);
+  const std::vector<double> ratios = Values(rounds);
+  const Interval ci = BootstrapMean(ratios, SeedOf(r.key));
+  PutInterval(out, "speedup", ci);
+  out["speedup_median"] = NumOrNull(Median(ratios));
+  out["speedup_std"] = NumOrNull(StdDev(ratios));
+  out["per_prompt_speedup"] = PerPromptMeans(rounds, r.prompt_tokens.size());
+  // Latency: the baseline's next-token latency over the point's, same rounds.
+  PutInterval(out, "latency_speedup", BootstrapMean(Values(RoundRatios(*baseline, r, Latency)), SeedOf(r.key) + 1));
+
+  const bool suspect = std::isfinite(ci.mean) && std::isfinite(bound) && ci.mean > bound * (1.0 + kSuspectMargin);
+  const bool wide = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+  out["suspect"] = suspect;
+  out["wide_ci"] = wide;
+  out["busy"] = r.host.busy || baseline->host.busy;
+
+  // Lossless check: identical outputs to the baseline for the same prompt and rep.
+  std::map<std::pair<int, int>, std::string> base_out;
+  for (auto& run : baseline->runs) base_out[{run.prompt, run.rep}] = run.output_hash;
+  int same = 0, total = 0;
+  for (auto& run : r.runs) {
+    auto it = base_out.find({run.prompt, run.rep});
+    if (it == base_out.end()) continue;
+    ++total;
+    same += it->second == run.output_hash;
+  }
+  out["outputs_match_baseline"] = NumOrNull(total ? double(same) / total : NAN);
+  return out;
+}
+
+std::vector<json> AggregateAll(const std::vector<RawRecord>& raws) {
+  std::map<std::string, const RawRecord*> by_key;
+  for (auto& r : raws) by_key[r.key] = &r;
+  std::vector<json> out;
+  for (auto& r : raws) {
+    const RawRecord* base = nullptr;
+    if (!r.baseline_key.empty()) {
+      auto it = by_key.find(r.baseline_key);
+      if (it != by_key.end()) base = it->second;
+    }
+    out.push_back(Aggregate(r, base));
+  }
+  return out;
+}
+
+}  // namespace specsweep

@@ -1,0 +1,36 @@
+// Aggregation of raw records into flat result records (the "benchmarks" of the final
+// .json): every GenerationStats statistic, acceptance per draft position, and for a
+// speculative point its speedup over the baseline measured in the same rounds, with a
+// bootstrap confidence interval, a physical upper bound and the verify-cost model.
+#pragma once
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/store/results.h"
+
+namespace specsweep {
+
+// Leviathan et al. (2023) expected speedup for per-token acceptance alpha, draft length
+// K and cost ratio c: (1 - alpha^(K+1)) / ((1 - alpha)(cK + 1)); alpha -> 1 is the limit.
+double PredictedSpeedup(double alpha, double k, double c);
+// Per-token acceptance probability under the i.i.d. model of Leviathan et al.:
+// accepted / evaluated draft tokens, a token being evaluated only when every earlier one
+// in its step was accepted. Exact for constant K; an upper bound on evaluated tokens (so
+// a lower bound on alpha) when K varies per step.
+double EstimateAlpha(const GenerationStats& s);
+
+// A point whose measured speedup exceeds its bound by more than this is `suspect`.
+inline constexpr double kSuspectMargin = 0.10;
+// A point whose interval's half-width exceeds this fraction of the mean is `wide_ci`.
+inline constexpr double kWideInterval = 0.15;
+
+// Flat aggregated record of a point: its parameters, every GenerationStats statistic as
+// mean over repetitions (plus _median/_std), per-prompt arrays, per-position acceptance,
+// and versus `baseline` (may be null): speedup with its interval, bound and flags, the
+// cost-model and Leviathan predictions, output agreement. Formulas: README "Metrics".
+nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);
+// Aggregates a list of raw records (baselines looked up among them by key).
+std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);
+
+}  // namespace specsweep

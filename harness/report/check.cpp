@@ -1,0 +1,85 @@
+#include "harness/report/check.h"
+
+#include <cmath>
+#include <map>
+
+#include "harness/store/results.h"
+#include "base/error.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+namespace {
+
+// The identity field on which two records with the same key differ ("" if none): the
+// same key measured on other prompts or other model files is another point.
+std::string IdentityMismatch(const json& base, const json& cur) {
+  for (const char* id : {"prompt_sha256", "model_sha256"})
+    if (base.contains(id) && (!cur.contains(id) || cur[id] != base[id])) return id;
+  return "";
+}
+
+}  // namespace
+
+CheckReport CheckRegressions(const std::vector<json>& current, const std::vector<json>& baseline,
+                             double sampled_tolerance, const std::string& what) {
+  if (!(sampled_tolerance >= 0.0 && sampled_tolerance < 1.0))
+    Fail("check: --tolerance: must be in [0, 1), got {}", sampled_tolerance);
+  std::map<std::string, const json*> by_key;
+  for (auto& r : current) by_key[FieldText(r, "key")] = &r;
+  CheckReport rep;
+  for (auto& b : baseline) {
+    // AR points carry no acceptance figures; their presence is implied by the speedups.
+    if (FieldText(b, "decoder") == "ar") continue;
+    ++rep.baseline_points;
+    const std::string name = FieldText(b, "name");
+    for (const char* m : {"acceptance_rate", "mean_accepted_length"})
+      if (!std::isfinite(FieldNumber(b, m)))
+        Fail("{}: point {}: {}: not a number, so nothing could be gated", what, name, m);
+    const bool greedy = FieldNumber(b, "temperature") == 0.0;
+    const double tol = greedy ? 0.0 : sampled_tolerance;
+    auto it = by_key.find(FieldText(b, "key"));
+    if (it == by_key.end()) {
+      rep.failures.push_back({name, "missing", NAN, NAN, tol});
+      continue;
+    }
+    if (std::string id = IdentityMismatch(b, *it->second); !id.empty()) {
+      rep.failures.push_back({name, "identity: " + id, NAN, NAN, tol});
+      continue;
+    }
+    ++rep.compared;
+    for (const char* m : {"acceptance_rate", "mean_accepted_length"}) {
+      const double base = FieldNumber(b, m), cur = FieldNumber(*it->second, m);
+      // The 1e-9 absorbs the JSON round trip of identical values.
+      if (!std::isfinite(cur) || cur < base * (1.0 - tol) - 1e-9) rep.failures.push_back({name, m, base, cur, tol});
+    }
+  }
+  if (rep.baseline_points == 0)
+    Fail("{}: no speculative points: a gate on acceptance needs at least one", what);
+  if (rep.compared == 0)
+    Fail("{}: none of its {} speculative points is in the results (different experiment or models?)", what,
+         rep.baseline_points);
+  return rep;
+}
+
+Table CheckReport::AsTable() const {
+  Table t;
+  t.title = fmt::format("Regressions: {} of {} compared points", failures.size(), compared);
+  t.header = {"point", "metric", "baseline", "current", "change", "tolerance"};
+  t.label_cols = 2;
+  for (auto& f : failures) {
+    if (f.metric == "missing" || f.metric.starts_with("identity")) {
+      t.rows.push_back({f.name, f.metric == "missing" ? "missing point" : f.metric + " differs", "", "", "", ""});
+      continue;
+    }
+    t.rows.push_back({f.name, f.metric, fmt::format("{:.4f}", f.baseline), fmt::format("{:.4f}", f.current),
+                      std::isfinite(f.current) && f.baseline != 0
+                          ? fmt::format("{:+.2f}%", 100.0 * (f.current - f.baseline) / f.baseline)
+                          : "-",
+                      fmt::format("{:g}", f.tolerance)});
+  }
+  return t;
+}
+
+}  // namespace specsweep

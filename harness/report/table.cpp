@@ -1,0 +1,397 @@
+#include "harness/report/table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "harness/report/aggregate.h"
+#include "harness/store/results.h"
+#include "harness/report/statistics.h"
+#include "base/error.h"
+#include "quant/qtype.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+std::string FormatMetric(const std::string& metric, double v) {
+  if (!std::isfinite(v)) return "-";
+  if (metric.starts_with("tokens_per_s") || metric == "baseline_tokens_per_s") return fmt::format("{:.1f}", v);
+  if (metric.starts_with("speedup") || metric == "predicted_speedup" || metric == "latency_speedup")
+    return fmt::format("{:.2f}x", v);
+  if (metric.ends_with("_s") || metric.ends_with("_s_median") || metric.ends_with("_s_std"))
+    return fmt::format("{:.3f}", v * 1e3);  // shown in ms
+  if (metric.starts_with("acceptance") || metric.starts_with("alpha") || metric == "outputs_match_baseline" ||
+      metric.starts_with("cost_ratio"))
+    return fmt::format("{:.3f}", v);
+  if (metric.starts_with("mean_accepted_length") || metric.starts_with("mean_k")) return fmt::format("{:.2f}", v);
+  if (metric.starts_with("tokens_per_s")) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+static std::string MetricHeader(const std::string& m) {
+  if (m.find("tokens_per_s") != std::string::npos) return m + " (tok/s)";
+  if (m.ends_with("_s") || m.ends_with("_s_median") || m.ends_with("_s_std")) return m + " (ms)";
+  return m;
+}
+
+// ---------------------------------------------------------------------------------
+// Pivot
+
+namespace {
+
+// Numbers sort numerically, everything else as text; "-" sorts first.
+bool NaturalLess(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  double da = std::strtod(a.c_str(), &ea), db = std::strtod(b.c_str(), &eb);
+  bool na = !a.empty() && *ea == 0, nb = !b.empty() && *eb == 0;
+  if (na && nb) return da < db;
+  if (na != nb) return na;
+  return a < b;
+}
+
+// Quantization levels order by bits per weight, widest first ("none" and "-" first).
+double QuantRank(const std::string& v) {
+  if (v.empty() || v == "-" || v == "none") return -1e9;
+  try {
+    const QType q = ParseQType(v);
+    return -8.0 * double(BlockBytes(q)) / double(BlockSize(q));
+  } catch (const Error&) {
+    return 0;  // not a quant name: after the known ones, by name
+  }
+}
+
+// The K of a KLabel ("k<=4 adaptive" -> 4).
+double KLabelNumber(const std::string& v) {
+  const size_t digit = v.find_first_of("0123456789");
+  return digit == std::string::npos ? -1 : std::strtod(v.c_str() + digit, nullptr);
+}
+
+bool ValueLess(const std::string& field, const std::string& a, const std::string& b) {
+  if (field == "k_label") {
+    const double ka = KLabelNumber(a), kb = KLabelNumber(b);
+    if (ka != kb) return ka < kb;
+  }
+  if (field.ends_with("quant")) {
+    const double ra = QuantRank(a), rb = QuantRank(b);
+    if (ra != rb) return ra < rb;
+  }
+  return NaturalLess(a, b);
+}
+
+bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::string>& a,
+               const std::vector<std::string>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const std::string& f = i < fields.size() ? fields[i] : "";
+    if (ValueLess(f, a[i], b[i])) return true;
+    if (ValueLess(f, b[i], a[i])) return false;
+  }
+  return a.size() < b.size();
+}
+
+std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) {
+  std::vector<json> out;
+  for (auto& r : recs) {
+    bool ok = true;
+    for (auto& [f, v] : filters) ok = ok && FieldText(r, f) == v;
+    if (ok) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
+  std::vector<std::string> v;
+  for (auto& f : fields) v.push_back(FieldText(r, f));
+  return v;
+}
+
+// Parameter fields taking more than one value among the records (a row label or
+// column). The n-gram range of a lookup draft is part of its draft label already.
+std::vector<std::string> Varying(const std::vector<json>& recs, const std::vector<std::string>& exclude) {
+  std::vector<std::string> out;
+  for (auto& f : ParamFields()) {
+    if (std::find(exclude.begin(), exclude.end(), f) != exclude.end()) continue;
+    if (f == "max_ngram" || f == "min_ngram") continue;
+    std::set<std::string> vals;
+    for (auto& r : recs) vals.insert(FieldText(r, f));
+    if (vals.size() > 1) out.push_back(f);
+  }
+  return out;
+}
+
+bool IsSpeculative(const json& r) { return FieldText(r, "decoder") != "ar"; }
+
+// The speculative records that pass the filters; Error when there are none.
+std::vector<json> SpeculativeRecords(const std::vector<json>& records, const Filters& filters) {
+  std::vector<json> spec;
+  for (auto& r : Filter(records, filters))
+    if (IsSpeculative(r)) spec.push_back(r);
+  if (spec.empty()) Fail("table: no speculative points in the results (nothing to compare with AR)");
+  return spec;
+}
+
+// Marks seen in a table's cells, explained in its notes.
+struct CellFlags {
+  bool suspect = false, busy = false, wide = false;
+};
+
+// "1.52x ±0.08" (mean and half-width of the 95% interval), † when the machine was busy,
+// ‡ when the interval is wider than ±15%; "suspect" (no number) when the speedup is
+// above what the step counts and verify costs allow.
+std::string SpeedupCell(const json& r, CellFlags& flags) {
+  if (FieldText(r, "suspect") == "true") {
+    flags.suspect = true;
+    return "suspect";
+  }
+  const double mean = FieldNumber(r, "speedup"), lo = FieldNumber(r, "speedup_ci_low"),
+               hi = FieldNumber(r, "speedup_ci_high");
+  std::string c = FormatMetric("speedup", mean);
+  if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+  if (FieldText(r, "busy") == "true") c += "†", flags.busy = true;
+  if (FieldText(r, "wide_ci") == "true") c += "‡", flags.wide = true;
+  return c;
+}
+
+void AddFlagNotes(const CellFlags& f, Table& t) {
+  if (f.suspect)
+    t.notes.push_back(fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
+                                  "more than {:.0f}%: the timing cannot support it, so no number is shown",
+                                  100 * kSuspectMargin));
+  if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
+  if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
+}
+
+}  // namespace
+
+Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
+  std::vector<json> recs = Filter(all, spec.filters);
+  if (spec.metrics.empty()) Fail("table: --metric: no metric given");
+  for (auto* list : {&spec.rows, &spec.cols, &spec.metrics})
+    for (auto& f : *list) {
+      bool found = false;
+      for (auto& r : all) found = found || r.contains(f);
+      if (!found && !all.empty()) Fail("table: {}: no record has this field", f);
+    }
+  std::vector<std::string> rows = spec.rows;
+  if (rows.empty()) rows = Varying(recs, spec.cols);
+  if (rows.empty()) rows = {"model"};
+
+  std::vector<std::vector<std::string>> row_keys, col_keys;
+  for (auto& r : recs) {
+    auto rk = Values(r, rows), ck = Values(r, spec.cols);
+    if (std::find(row_keys.begin(), row_keys.end(), rk) == row_keys.end()) row_keys.push_back(rk);
+    if (std::find(col_keys.begin(), col_keys.end(), ck) == col_keys.end()) col_keys.push_back(ck);
+  }
+  std::sort(row_keys.begin(), row_keys.end(), [&](auto& a, auto& b) { return TupleLess(rows, a, b); });
+  std::sort(col_keys.begin(), col_keys.end(), [&](auto& a, auto& b) { return TupleLess(spec.cols, a, b); });
+
+  Table t;
+  t.title = spec.title;
+  t.label_cols = rows.size();
+  t.header = rows;
+  std::string metric_names;
+  for (auto& m : spec.metrics) metric_names += (metric_names.empty() ? "" : " / ") + MetricHeader(m);
+  for (auto& ck : col_keys) {
+    std::string h;
+    // A K label says what K was ("k<=4 adaptive"); other fields read field=value.
+    for (size_t i = 0; i < ck.size(); ++i) h += (i ? " " : "") + (spec.cols[i] == "k_label" ? "" : spec.cols[i] + "=") + ck[i];
+    t.header.push_back(h.empty() ? metric_names : h);
+  }
+  bool averaged = false;
+  CellFlags flags;
+  for (auto& rk : row_keys) {
+    std::vector<std::string> line = rk;
+    for (auto& ck : col_keys) {
+      std::vector<const json*> cell;
+      for (auto& r : recs)
+        if (Values(r, rows) == rk && Values(r, spec.cols) == ck) cell.push_back(&r);
+      if (cell.empty()) {
+        line.push_back("");
+        continue;
+      }
+      std::string text;
+      for (auto& m : spec.metrics) {
+        std::vector<double> v;
+        for (auto* r : cell) v.push_back(FieldNumber(*r, m));
+        std::string one = cell.size() == 1 && m == "speedup" ? SpeedupCell(*cell[0], flags) : FormatMetric(m, Mean(v));
+        if (cell.size() > 1 && m == "speedup")
+          for (auto* r : cell)
+            if (FieldText(*r, "suspect") == "true") one = "suspect";  // never averaged into a result
+        text += (text.empty() ? "" : " / ") + one;
+      }
+      if (cell.size() > 1) {
+        text += "*";
+        averaged = true;
+      }
+      line.push_back(text);
+    }
+    t.rows.push_back(line);
+  }
+  if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
+  if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
+  AddFlagNotes(flags, t);
+  return t;
+}
+
+// What a reader needs to judge the numbers: machine, kernels, threads, repetitions,
+// prompts, baseline speed and how speedup was computed.
+std::string Caption(const std::vector<json>& spec, const json& context) {
+  auto ctx = [&](const char* f) { return context.is_object() ? FieldText(context, f) : std::string(); };
+  std::set<std::string> isa, threads, reps, prompts, category;
+  std::vector<double> base_tps;
+  for (auto& r : spec) {
+    isa.insert(FieldText(r, "kernel_isa"));
+    threads.insert(FieldText(r, "threads_used"));
+    reps.insert(FieldText(r, "repetitions"));
+    prompts.insert(FieldText(r, "prompts"));
+    category.insert(FieldText(r, "prompt_category"));
+    base_tps.push_back(FieldNumber(r, "baseline_tokens_per_s"));
+  }
+  auto join = [](const std::set<std::string>& v) {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : "/") + (x.empty() ? "?" : x);
+    return s;
+  };
+  std::sort(base_tps.begin(), base_tps.end());
+  base_tps.erase(std::remove_if(base_tps.begin(), base_tps.end(), [](double x) { return !std::isfinite(x); }),
+                 base_tps.end());
+  std::string tps = base_tps.empty() ? "-"
+                    : base_tps.front() == base_tps.back()
+                        ? FormatMetric("tokens_per_s", base_tps.front())
+                        : FormatMetric("tokens_per_s", base_tps.front()) + "-" + FormatMetric("tokens_per_s", base_tps.back());
+  return fmt::format("{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s. "
+                     "Speedup: decode tokens/s of the point over its baseline's in the same round (points of a "
+                     "group run in rotating order), mean over prompts x repetitions with a 95% bootstrap interval "
+                     "(± half-width)",
+                     ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps),
+                     join(prompts), join(category), tps);
+}
+
+Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context) {
+  std::vector<json> spec = SpeculativeRecords(records, filters);
+  // Columns say what K was under each policy: "k=4", "k<=4 adaptive", "k0=4 heuristic".
+  for (json& r : spec) r["k_label"] = KLabelOf(r);
+  PivotSpec p;
+  p.cols = {"k_label"};
+  p.rows = Varying(spec, {"k", "k_policy"});
+  if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
+  if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
+  p.metrics = {"speedup", "mean_accepted_length"};
+  p.title = "Speedup over autoregressive decoding / mean accepted length (tokens per target call)";
+  Table t = PivotTable(spec, p);
+  t.notes.insert(t.notes.begin(), Caption(spec, context));
+  return t;
+}
+
+Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
+  std::vector<json> spec = SpeculativeRecords(records, filters);
+  std::vector<std::string> labels = Varying(spec, {"k"});
+  for (const char* f : {"decoder", "model"})
+    if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
+  static const std::vector<std::string> numbers = {
+      "k", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_n", "speedup_bound", "predicted_speedup",
+      "predicted_speedup_leviathan", "mean_accepted_length", "acceptance_rate", "cost_ratio", "baseline_tokens_per_s",
+      "tokens_per_s"};
+  Table t;
+  t.label_cols = labels.size();
+  t.header = labels;
+  t.header.insert(t.header.end(), numbers.begin(), numbers.end());
+  for (const char* f : {"suspect", "busy", "wide_ci"}) t.header.push_back(f);
+  std::sort(spec.begin(), spec.end(), [&](const json& a, const json& b) {
+    return TupleLess(labels, Values(a, labels), Values(b, labels)) ||
+           (Values(a, labels) == Values(b, labels) && FieldNumber(a, "k") < FieldNumber(b, "k"));
+  });
+  for (auto& r : spec) {
+    std::vector<std::string> line = Values(r, labels);
+    const bool suspect = FieldText(r, "suspect") == "true";
+    for (auto& m : numbers) {
+      const double v = FieldNumber(r, m);
+      // A suspect point's speedup is no result: its cells stay empty.
+      line.push_back(!std::isfinite(v) || (suspect && m.starts_with("speedup") && m != "speedup_bound")
+                         ? ""
+                         : fmt::format("{:.6g}", v));
+    }
+    for (const char* f : {"suspect", "busy", "wide_ci"}) line.push_back(FieldText(r, f) == "true" ? "1" : "0");
+    t.rows.push_back(line);
+  }
+  return t;
+}
+
+Table QuantTable(const std::vector<json>& records, const Filters& filters) {
+  std::vector<json> spec = SpeculativeRecords(records, filters);
+  PivotSpec p;
+  p.cols = {"draft_quant"};
+  p.rows = Varying(spec, {"draft_quant"});
+  if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
+  p.metrics = {"acceptance_rate", "mean_accepted_length"};
+  p.title = "Acceptance rate / mean accepted length vs draft quantization";
+  return PivotTable(spec, p);
+}
+
+Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
+  std::vector<json> recs = Filter(all, filters);
+  std::vector<const json*> ar;
+  std::set<std::string> kinds;
+  for (auto& r : recs) {
+    if (IsSpeculative(r)) kinds.insert(FieldText(r, "decoder"));
+    else ar.push_back(&r);
+  }
+  if (ar.empty()) Fail("table: no autoregressive points in the results");
+  std::vector<json> ar_copy;
+  for (auto* r : ar) ar_copy.push_back(*r);
+  std::vector<std::string> label = Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant", "draft_p_min"});
+  if (std::find(label.begin(), label.end(), "model") == label.end()) label.insert(label.begin(), "model");
+  std::sort(ar.begin(), ar.end(),
+            [&](const json* a, const json* b) { return TupleLess(label, Values(*a, label), Values(*b, label)); });
+
+  Table t;
+  t.title = "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
+            "configuration of each decoder";
+  t.label_cols = label.size();
+  t.header = label;
+  t.header.push_back("ar ms/token");
+  for (auto& k : kinds) {
+    t.header.push_back(k + " ms/token");
+    t.header.push_back(k + " config");
+    t.header.push_back(k + " speedup");
+  }
+  for (auto* a : ar) {
+    std::vector<std::string> line = Values(*a, label);
+    line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*a, "mean_next_token_latency_s")));
+    std::string key = FieldText(*a, "key");
+    for (auto& k : kinds) {
+      const json* best = nullptr;
+      // The configuration whose latency speedup is surely highest: the largest lower end
+      // of the interval, not the largest noisy mean. Suspect points are no candidates.
+      auto low = [](const json& r) {
+        const double lo = FieldNumber(r, "latency_speedup_ci_low");
+        return std::isfinite(lo) ? lo : FieldNumber(r, "latency_speedup");
+      };
+      for (auto& r : recs)
+        if (FieldText(r, "decoder") == k && FieldText(r, "baseline_key") == key && FieldText(r, "suspect") != "true" &&
+            (!best || low(r) > low(*best)))
+          best = &r;
+      if (!best) {
+        line.insert(line.end(), {"", "", ""});
+        continue;
+      }
+      line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*best, "mean_next_token_latency_s")));
+      const std::string cfg = FieldText(*best, "draft") + " " + KLabelOf(*best);
+      line.push_back(cfg);
+      std::string sp = FormatMetric("latency_speedup", FieldNumber(*best, "latency_speedup"));
+      const double lo = FieldNumber(*best, "latency_speedup_ci_low"), hi = FieldNumber(*best, "latency_speedup_ci_high");
+      if (std::isfinite(lo) && std::isfinite(hi)) sp += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+      line.push_back(sp);
+    }
+    t.rows.push_back(line);
+  }
+  t.notes.push_back("speedup = AR latency / speculative latency in the same round, mean over prompts x repetitions "
+                    "± half-width of its 95% bootstrap interval; the configuration shown has the highest lower end "
+                    "of that interval");
+  return t;
+}
+
+}  // namespace specsweep

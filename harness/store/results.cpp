@@ -1,0 +1,353 @@
+#include "harness/store/results.h"
+
+#include <filesystem>
+#include <fstream>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "harness/report/aggregate.h"
+#include "base/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace specsweep {
+
+// ---------------------------------------------------------------------------------
+// Results of earlier versions
+
+namespace {
+
+// The draft length ipex-llm's adaptive policy ran to before k bounded it.
+constexpr int kOldAdaptiveMaxK = 8;
+
+// `text` split at `sep`, `f` applied to each part, joined again.
+template <typename F>
+std::string MapParts(const std::string& text, char sep, F f) {
+  std::string out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    f(part);
+    out += part;
+    if (end == std::string::npos) return out;
+    out += sep;
+    start = end + 1;
+  }
+}
+
+bool IsOldDecoderName(const std::string& d) { return d == "assisted" || d == "self-spec"; }
+
+// A Point::Key() of an old record in today's terms.
+std::string UpgradeKey(const std::string& key, bool adaptive) {
+  return MapParts(key, ';', [&](std::string& part) {
+    if (part == "dec=assisted" || part == "dec=self-spec") part = "dec=speculative";
+    if (adaptive && part.starts_with("k=")) part = fmt::format("k={}", kOldAdaptiveMaxK);
+  });
+}
+
+// A Point::Name() (model/decoder/draft/k=K/...) of an old record in today's terms.
+std::string UpgradeName(const std::string& name, const std::string& decoder, bool adaptive) {
+  bool after_decoder = false;
+  return MapParts(name, '/', [&](std::string& part) {
+    if (!after_decoder && part == decoder) part = "speculative", after_decoder = true;
+    else if (after_decoder && adaptive && part.starts_with("k=")) part = fmt::format("k={}", kOldAdaptiveMaxK);
+  });
+}
+
+}  // namespace
+
+bool UpgradeRecord(json& rec) {
+  json* params = rec.contains("params") && rec["params"].is_object() ? &rec["params"] : &rec;
+  if (!params->contains("decoder") || !(*params)["decoder"].is_string()) return false;
+  const std::string decoder = (*params)["decoder"].get<std::string>();
+  if (!IsOldDecoderName(decoder)) return false;
+  const bool adaptive = params->value("k_policy", json("")) == json("adaptive");
+  (*params)["decoder"] = "speculative";
+  if (adaptive) (*params)["k"] = kOldAdaptiveMaxK;
+  for (const char* f : {"key", "baseline_key"})
+    if (rec.contains(f) && rec[f].is_string()) rec[f] = UpgradeKey(rec[f].get<std::string>(), adaptive);
+  for (const char* f : {"name", "run_name"})
+    if (rec.contains(f) && rec[f].is_string()) rec[f] = UpgradeName(rec[f].get<std::string>(), decoder, adaptive);
+  if (rec.contains("identity") && rec["identity"].is_object() && rec["identity"].contains("group") &&
+      rec["identity"]["group"].is_array())
+    for (json& k : rec["identity"]["group"])
+      if (k.is_string() && k.get<std::string>().find(";dec=") != std::string::npos) {
+        const std::string key = k.get<std::string>();
+        // Only the group's adaptive points drafted to 8; the others keep their k.
+        k = UpgradeKey(key, key.find(";kp=adaptive") != std::string::npos);
+      }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------
+// JSON conversions
+
+json StatsToJson(const GenerationStats& s) {
+  return json{{"prompt_tokens", s.prompt_tokens},
+              {"generated_tokens", s.generated_tokens},
+              {"target_calls", s.target_calls},
+              {"draft_calls", s.draft_calls},
+              {"drafted", s.drafted},
+              {"accepted", s.accepted},
+              {"drafted_at_pos", s.drafted_at_pos},
+              {"accepted_at_pos", s.accepted_at_pos},
+              {"k_per_step", s.k_per_step},
+              {"prefill_s", s.prefill_s},
+              {"draft_s", s.draft_s},
+              {"verify_s", s.verify_s},
+              {"other_s", s.other_s},
+              {"retokenize_s", s.retokenize_s},
+              {"total_s", s.total_s},
+              {"first_token_latency_s", s.first_token_latency_s},
+              {"mean_next_token_latency_s", s.mean_next_token_latency_s},
+              {"tokens_per_s", s.tokens_per_s}};
+}
+
+GenerationStats StatsFromJson(const json& j, const std::string& what) {
+  GenerationStats s;
+  try {
+    s.prompt_tokens = j.at("prompt_tokens").get<int>();
+    s.generated_tokens = j.at("generated_tokens").get<int>();
+    s.target_calls = j.at("target_calls").get<int>();
+    s.draft_calls = j.at("draft_calls").get<int>();
+    s.drafted = j.at("drafted").get<int64_t>();
+    s.accepted = j.at("accepted").get<int64_t>();
+    s.drafted_at_pos = j.at("drafted_at_pos").get<std::vector<int64_t>>();
+    s.accepted_at_pos = j.at("accepted_at_pos").get<std::vector<int64_t>>();
+    s.k_per_step = j.at("k_per_step").get<std::vector<int>>();
+    s.prefill_s = j.at("prefill_s").get<double>();
+    s.draft_s = j.at("draft_s").get<double>();
+    s.verify_s = j.at("verify_s").get<double>();
+    s.other_s = j.at("other_s").get<double>();
+    s.retokenize_s = j.at("retokenize_s").get<double>();
+    s.total_s = j.at("total_s").get<double>();
+    s.first_token_latency_s = j.at("first_token_latency_s").get<double>();
+    s.mean_next_token_latency_s = j.at("mean_next_token_latency_s").get<double>();
+    s.tokens_per_s = j.at("tokens_per_s").get<double>();
+  } catch (const json::exception& e) {
+    Fail("{}: stats: {}", what, e.what());
+  }
+  return s;
+}
+
+json RawToJson(const RawRecord& r) {
+  json runs = json::array();
+  for (auto& run : r.runs)
+    runs.push_back(json{{"prompt", run.prompt}, {"rep", run.rep}, {"round", run.round}, {"slot", run.slot},
+                        {"output", run.output_hash}, {"stats", StatsToJson(run.stats)}});
+  return json{{"key", r.key},
+              {"baseline_key", r.baseline_key},
+              {"name", r.name},
+              {"params", r.params},
+              {"repetitions", r.repetitions},
+              {"warmup", r.warmup},
+              {"threads_used", r.threads_used},
+              {"kernel_isa", r.kernel_isa},
+              {"identity", json{{"experiment_sha256", r.identity.experiment_sha256},
+                                {"prompt_sha256", r.identity.prompt_sha256},
+                                {"model_sha256", r.identity.model_sha256},
+                                {"group", r.identity.group}}},
+              {"costs", json{{"target_s", r.costs.target_s}, {"draft_s", r.costs.draft_s}}},
+              {"host", r.host.ToJson()},
+              {"prompt_tokens", r.prompt_tokens},
+              {"runs", runs}};
+}
+
+RawRecord RawFromJson(const json& in, const std::string& what) {
+  RawRecord r;
+  json upgraded;
+  const json* jp = &in;
+  if (in.is_object() && in.contains("params")) {
+    upgraded = in;
+    if (UpgradeRecord(upgraded)) jp = &upgraded;
+  }
+  const json& j = *jp;
+  try {
+    if (!j.is_object()) Fail("{}: expected a JSON object", what);
+    r.key = j.at("key").get<std::string>();
+    r.baseline_key = j.at("baseline_key").get<std::string>();
+    r.name = j.at("name").get<std::string>();
+    r.params = j.at("params");
+    if (!r.params.is_object()) Fail("{}: params: expected an object", what);
+    r.repetitions = j.at("repetitions").get<int>();
+    r.warmup = j.at("warmup").get<int>();
+    r.threads_used = j.at("threads_used").get<int>();
+    r.kernel_isa = j.at("kernel_isa").get<std::string>();
+    const json& id = j.at("identity");
+    r.identity.experiment_sha256 = id.at("experiment_sha256").get<std::string>();
+    r.identity.prompt_sha256 = id.at("prompt_sha256").get<std::string>();
+    r.identity.model_sha256 = id.at("model_sha256").get<std::map<std::string, std::string>>();
+    r.identity.group = id.at("group").get<std::vector<std::string>>();
+    r.costs.target_s = j.at("costs").at("target_s").get<std::vector<double>>();
+    r.costs.draft_s = j.at("costs").at("draft_s").get<std::vector<double>>();
+    const json& h = j.at("host");
+    r.host.load_before = h.at("load_before").get<double>();
+    r.host.load_after = h.at("load_after").get<double>();
+    r.host.other_cpu = h.at("other_cpu").get<double>();
+    r.host.steal = h.at("steal").get<double>();
+    r.host.busy = h.at("busy").get<bool>();
+    r.prompt_tokens = j.at("prompt_tokens").get<std::vector<int>>();
+    for (auto& run : j.at("runs")) {
+      RawRun x;
+      x.prompt = run.at("prompt").get<int>();
+      x.rep = run.at("rep").get<int>();
+      x.round = run.at("round").get<int>();
+      x.slot = run.at("slot").get<int>();
+      x.output_hash = run.at("output").get<std::string>();
+      x.stats = StatsFromJson(run.at("stats"), what);
+      if (x.prompt < 0 || x.prompt >= int(r.prompt_tokens.size()))
+        Fail("{}: runs: prompt index {} out of range", what, x.prompt);
+      r.runs.push_back(std::move(x));
+    }
+  } catch (const json::exception& e) {
+    Fail("{}: {}", what, e.what());
+  }
+  return r;
+}
+
+std::string RawRecord::Difference(const RawRecord& x) const {
+  auto differ = [](const std::string& field, const auto& was, const auto& now) {
+    return fmt::format("{}: {} in the results, {} now", field, json(was).dump(), json(now).dump());
+  };
+  for (auto& [field, v] : x.params.items())
+    if (!params.contains(field) || params[field] != v)
+      return differ(field, params.value(field, json(nullptr)), v);
+  if (repetitions != x.repetitions) return differ("repetitions", repetitions, x.repetitions);
+  if (warmup != x.warmup) return differ("warmup", warmup, x.warmup);
+  if (prompt_tokens != x.prompt_tokens || identity.prompt_sha256 != x.identity.prompt_sha256)
+    return "prompts: the prompt token ids differ (prompt file, prompts.count or tokenizer changed)";
+  for (auto& [file, sha] : x.identity.model_sha256) {
+    auto it = identity.model_sha256.find(file);
+    if (it == identity.model_sha256.end()) return fmt::format("model files: {} was not used by the results", file);
+    if (it->second != sha)
+      return fmt::format("model files: {} has sha256 {}..., the results were measured with {}...", file,
+                         sha.substr(0, 12), it->second.substr(0, 12));
+  }
+  if (identity.model_sha256.size() != x.identity.model_sha256.size())
+    return "model files: the results used other files";
+  if (identity.group != x.identity.group)
+    return "group: the points measured together (interleaved) differ";
+  return "";
+}
+
+JsonlContents ReadJsonl(const std::string& path) {
+  JsonlContents out;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return out;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string all = ss.str();
+  std::map<std::string, bool> seen;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < all.size()) {
+    const size_t nl = all.find('\n', pos);
+    if (nl == std::string::npos) break;  // unterminated: cut by a crash
+    ++line_no;
+    std::string line = all.substr(pos, nl - pos);
+    pos = nl + 1;
+    out.complete_bytes = pos;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    RawRecord r;
+    try {
+      if (j.is_discarded()) Fail("not JSON");
+      r = RawFromJson(j, fmt::format("{}:{}", path, line_no));
+    } catch (const Error&) {
+      out.corrupt.emplace_back(line_no, std::move(line));
+      continue;
+    }
+    if (seen[r.key]) {
+      out.duplicates.emplace_back(line_no, r.key);
+      continue;
+    }
+    seen[r.key] = true;
+    out.records.push_back(std::move(r));
+  }
+  return out;
+}
+
+Results LoadResults(const std::string& path) {
+  Results res;
+  res.path = path;
+  if (!fs::exists(path)) Fail("{}: cannot open: no such file", path);
+  std::string ext = fs::path(path).extension().string();
+  if (ext == ".jsonl") {
+    JsonlContents c = ReadJsonl(path);
+    for (auto& [line, text] : c.corrupt)
+      res.warnings.push_back(fmt::format("{}:{}: corrupt line skipped", path, line));
+    for (auto& r : AggregateAll(c.records)) res.records.push_back(r);
+    return res;
+  }
+  if (ext != ".json") Fail("{}: unknown results file type '{}' (expected .json or .jsonl)", path, ext);
+  std::ifstream f(path);
+  json doc;
+  try {
+    doc = json::parse(f);
+  } catch (const json::parse_error& e) {
+    Fail("{}: json: {}", path, e.what());
+  }
+  if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
+    Fail("{}: benchmarks: missing or not a list", path);
+  if (doc.contains("context")) {
+    res.context = doc["context"];
+    const json v = res.context.is_object() ? res.context.value("schema_version", json(0)) : json(0);
+    if (v != json(kResultsSchemaVersion) && v != json(kResultsSchemaVersion - 1))
+      Fail("{}: context.schema_version: {} is not a supported version ({} or {})", path,
+           res.context.is_object() ? res.context.value("schema_version", json(nullptr)).dump() : "?",
+           kResultsSchemaVersion - 1, kResultsSchemaVersion);
+  }
+  size_t i = 0;
+  for (auto& b : doc["benchmarks"]) {
+    if (!b.is_object() || !b.contains("key") || !b["key"].is_string())
+      Fail("{}: benchmarks[{}].key: missing", path, i);
+    res.records.push_back(b);
+    UpgradeRecord(res.records.back());
+    ++i;
+  }
+  return res;
+}
+
+std::string DumpJson(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+std::string FieldText(const json& rec, const std::string& field) {
+  if (!rec.contains(field)) return "";
+  const json& v = rec[field];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+double FieldNumber(const json& rec, const std::string& field) {
+  if (!rec.contains(field) || !rec[field].is_number()) return std::numeric_limits<double>::quiet_NaN();
+  return rec[field].get<double>();
+}
+
+std::string KLabelOf(const json& rec) {
+  const std::string policy = FieldText(rec, "k_policy");
+  const double k = FieldNumber(rec, "k");
+  if (policy.empty() || policy == "-" || !std::isfinite(k)) return "";
+  try {
+    return KLabel(static_cast<int>(k), ParseKPolicy(policy));
+  } catch (const Error&) {
+    return fmt::format("k={} {}", k, policy);  // a policy this version does not know
+  }
+}
+
+const std::vector<std::string>& ParamFields() {
+  static const std::vector<std::string> f = {
+      "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
+      "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
+      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category"};
+  return f;
+}
+
+}  // namespace specsweep

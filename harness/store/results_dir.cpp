@@ -1,0 +1,103 @@
+#include "harness/store/results_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace fs = std::filesystem;
+
+namespace specsweep {
+namespace {
+
+std::string Reason() { return std::strerror(errno); }
+
+// Writes all of data to fd, then fsyncs; Error naming `path` and errno.
+void WriteAll(int fd, const std::string& data, const std::string& path) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? Reason() : "no progress";
+      ::close(fd);
+      Fail("{}: write failed: {}", path, why);
+    }
+    off += size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    const std::string why = Reason();
+    ::close(fd);
+    Fail("{}: fsync failed: {}", path, why);
+  }
+}
+
+void AppendFile(const std::string& path, const std::string& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) Fail("{}: cannot open for appending: {}", path, Reason());
+  WriteAll(fd, data, path);
+  if (::close(fd) != 0) Fail("{}: close failed: {}", path, Reason());
+}
+
+std::string Lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (auto& l : lines) s += l + "\n";
+  return s;
+}
+
+}  // namespace
+
+ResultsDir::ResultsDir(const std::string& dir, const std::string& name)
+    : dir_(dir),
+      jsonl_((fs::path(dir) / (name + ".jsonl")).string()),
+      json_((fs::path(dir) / (name + ".json")).string()),
+      lock_path_((fs::path(dir) / ("." + name + ".lock")).string()) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) Fail("{}: cannot create the results folder: {}", dir, ec.message());
+  lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) Fail("{}: the results folder is not writable: {}", dir, Reason());
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool held = errno == EWOULDBLOCK;
+    const std::string why = Reason();
+    char pid[32] = {0};
+    const ssize_t n = ::pread(lock_fd_, pid, sizeof pid - 1, 0);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (held)
+      Fail("{}: another specsweep run (pid {}) is writing {} results to this folder; wait for it or use another -o",
+           dir, n > 0 ? std::string(pid, size_t(n)) : "unknown", name);
+    Fail("{}: cannot lock the results folder: {}", lock_path_, why);
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
+    Fail("{}: the results folder is not writable: {}", lock_path_, Reason());
+}
+
+ResultsDir::~ResultsDir() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // closing releases the flock
+}
+
+void ResultsDir::Append(const std::vector<std::string>& lines) { AppendFile(jsonl_, Lines(lines)); }
+
+void ResultsDir::RewriteJsonl(const std::vector<std::string>& lines) { WriteAtomic(jsonl_, Lines(lines)); }
+
+void ResultsDir::SetAside(const std::string& suffix, const std::vector<std::string>& lines) {
+  if (!lines.empty()) AppendFile(jsonl_ + suffix, Lines(lines));
+}
+
+void ResultsDir::WriteAtomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Fail("{}: cannot open for writing: {}", tmp, Reason());
+  WriteAll(fd, bytes, tmp);
+  if (::close(fd) != 0) Fail("{}: close failed: {}", tmp, Reason());
+  if (::rename(tmp.c_str(), path.c_str()) != 0) Fail("{}: cannot rename to {}: {}", tmp, path, Reason());
+}
+
+}  // namespace specsweep

@@ -1,9 +1,0 @@
-#include "models/build_info.h"
-
-namespace specsweep {
-
-const char* SourceDir() { return SPECSWEEP_SOURCE_DIR; }
-const char* GitRev() { return SPECSWEEP_GIT_REV; }
-const char* CompilerId() { return SPECSWEEP_COMPILER; }
-
-}  // namespace specsweep
