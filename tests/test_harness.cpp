@@ -6,13 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/report/load.h"
 #include "harness/report/aggregate.h"
 #include "harness/report/check.h"
 #include "harness/sweep/experiment.h"
 #include "harness/report/plot.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/results.h"
-#include "harness/measure/runner.h"
+#include "harness/pipeline.h"
 #include "harness/store/sha256.h"
 #include "harness/report/statistics.h"
 #include "harness/report/table.h"

@@ -13,6 +13,7 @@
 
 #include "decoders/decoder.h"
 #include "decoders/draft_policy.h"
+#include "harness/report/load.h"
 #include "harness/sweep/experiment.h"
 #include "harness/store/merge.h"
 #include "harness/report/plot.h"

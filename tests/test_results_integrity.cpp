@@ -12,7 +12,7 @@
 #include "harness/sweep/experiment.h"
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
-#include "harness/measure/runner.h"
+#include "harness/pipeline.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
 #include "tests/test_util.h"

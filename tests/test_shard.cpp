@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/report/load.h"
 #include "harness/report/check.h"
 #include "harness/sweep/experiment.h"
 #include "harness/measure/measure.h"

@@ -2,6 +2,7 @@
 // acceptance rate and mean accepted length. Prints the regressions; exits 1 on any.
 #include <cstdio>
 
+#include "harness/report/load.h"
 #include "harness/report/check.h"
 #include "harness/cli/commands.h"
 #include "harness/store/results.h"

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/sweep/experiment.h"
 #include "harness/measure/measure.h"

@@ -2,6 +2,7 @@
 // gnuplot scripts in plots/.
 #include <cstdio>
 
+#include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/report/plot.h"
 #include "harness/store/results.h"

@@ -7,7 +7,7 @@
 #include "harness/cli/commands.h"
 #include "harness/sweep/experiment.h"
 #include "harness/measure/measure.h"
-#include "harness/measure/runner.h"
+#include "harness/pipeline.h"
 #include "harness/sweep/shard.h"
 
 namespace specsweep {

@@ -2,6 +2,7 @@
 //  [--rows a,b --cols c --metric m[,m2]] [--where field=value]...`: paper-style tables.
 #include <cstdio>
 
+#include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/store/results.h"
 #include "harness/report/table.h"

@@ -122,9 +122,4 @@ HostLoad HostLoadBetween(const HostSample& a, const HostSample& b) {
   return h;
 }
 
-json HostLoad::ToJson() const {
-  return json{{"load_before", load_before}, {"load_after", load_after}, {"other_cpu", other_cpu},
-              {"steal", steal}, {"busy", busy}};
-}
-
 }  // namespace specsweep

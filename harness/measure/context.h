@@ -5,10 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace specsweep {
+#include "harness/store/results.h"
 
-// 3: one speculative decoder (2 named it assisted/self-spec; still read, UpgradeRecord).
-inline constexpr int kResultsSchemaVersion = 3;
+namespace specsweep {
 
 // Schema version, date, host, OS, git revision, compiler, CPU model and flags, cores,
 // threads, active kernel family, load average and the runtime settings below.
@@ -26,15 +25,6 @@ struct HostSample {
 };
 HostSample SampleHost();
 
-// What the machine did between two samples besides this process.
-struct HostLoad {
-  double load_before = 0, load_after = 0;  // 1-minute load average
-  double other_cpu = 0;  // fraction of all cores' time used by other processes
-  double steal = 0;      // fraction of all cores' time taken by the hypervisor
-  bool busy = false;     // other_cpu > kBusyOtherCpu or steal > kBusySteal
-  nlohmann::json ToJson() const;
-};
-inline constexpr double kBusyOtherCpu = 0.10, kBusySteal = 0.05;
 HostLoad HostLoadBetween(const HostSample& before, const HostSample& after);
 
 }  // namespace specsweep

@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 
-#include "harness/report/aggregate.h"
 #include "harness/measure/context.h"
 #include "harness/measure/measure.h"
 #include "harness/measure/progress.h"
@@ -90,25 +89,11 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
   return plan;
 }
 
-std::string Summary(const json& agg) {
-  std::string s = fmt::format("{:.1f} tok/s", agg.value("tokens_per_s", 0.0));
-  if (agg.value("decoder", "ar") == "ar") return s;
-  s += fmt::format(", accept {:.3f}, tau {:.2f}", agg.value("acceptance_rate", 0.0),
-                   agg.value("mean_accepted_length", 0.0));
-  if (agg["speedup"].is_number())
-    s += fmt::format(", speedup {:.2f}x [{:.2f}, {:.2f}]", FieldNumber(agg, "speedup"),
-                     FieldNumber(agg, "speedup_ci_low"), FieldNumber(agg, "speedup_ci_high"));
-  if (agg.value("suspect", false))
-    s += fmt::format(" SUSPECT: above the bound {:.2f}x", agg.value("speedup_bound", 0.0));
-  else if (agg.value("wide_ci", false))
-    s += " (interval wider than +-15%)";
-  return s;
-}
-
 }  // namespace
 
-RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
-  RunSummary s;
+MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
+  MeasuredRun run;
+  RunSummary& s = run.summary;
   s.total = int(e.points.size());
   ResultsDir dir(o.out_dir, o.out_stem.empty() ? e.name : o.out_stem);
   s.jsonl_path = dir.jsonl_path();
@@ -159,18 +144,18 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
       progress.Note(fmt::format("warning: the machine was busy while measuring {} (other processes {:.0f}% of the "
                                 "cores, steal {:.0f}%): its points are marked busy",
                                 g.baseline().Name(), 100 * records[0].host.other_cpu, 100 * records[0].host.steal));
-    for (auto& r : records) progress.Done(r.name, Summary(Aggregate(r, r.baseline_key.empty() ? nullptr : &records[0])));
+    for (auto& r : records)
+      progress.Done(r.name, o.summarize ? o.summarize(r, r.baseline_key.empty() ? nullptr : &records[0]) : "");
   }
   progress.Finish();
 
-  // aggregate -> report: the grid's records in grid order
+  // the grid's records in grid order, as stored, for the report
   std::map<std::string, RawRecord> by_key;
   for (auto& r : ReadJsonl(s.jsonl_path).records) by_key[r.key] = std::move(r);
-  std::vector<RawRecord> ordered;
   for (auto& p : e.points) {
     auto it = by_key.find(p.Key());
     if (it == by_key.end()) Fail("{}: point {} is missing after the sweep", s.jsonl_path, p.Name());
-    ordered.push_back(it->second);
+    run.records.push_back(it->second);
   }
   SetNumThreads(o.default_threads);
   json context = MachineContext();
@@ -190,12 +175,9 @@ RunSummary RunExperiment(const Experiment& e, const RunOptions& o) {
     model_files.push_back(json{{"path", f}, {"bytes", ec ? 0 : size}, {"sha256", h}});
   }
   context["model_files"] = model_files;
-  json doc;
   context.update(o.context);
-  doc["context"] = context;
-  doc["benchmarks"] = AggregateAll(ordered);
-  ResultsDir::WriteAtomic(s.json_path, DumpJson(doc, 2) + "\n");
-  return s;
+  run.context = std::move(context);
+  return run;
 }
 
 }  // namespace specsweep

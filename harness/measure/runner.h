@@ -1,13 +1,17 @@
-// Runs an experiment as a one-way pipeline:
+// The measuring stage of the pipeline (harness/pipeline.h runs the whole of it):
 //   experiment (parsed grid) -> schedule (groups, rounds) -> measure (interleaved
 //   rounds + cost model; each group's records appended to DIR/<name>.jsonl, fsynced,
-//   as soon as the group is done) -> aggregate (statistics) -> DIR/<name>.json
+//   as soon as the group is done) -> the records in grid order and the context block,
+//   handed on to the report.
 // Resuming reuses a group only when its records describe exactly what the experiment
 // asks for now (RawRecord::Difference).
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "harness/store/results.h"
 #include "harness/sweep/experiment.h"
 
 namespace specsweep {
@@ -29,6 +33,9 @@ struct RunOptions {
   // Identity of the whole experiment when `e` is a part of it (a shard); "": of `e`.
   std::string experiment_sha256;
   nlohmann::json context = nlohmann::json::object();  // extra fields for the context block
+  // The progress line's text for a measured point against its baseline (null for a
+  // baseline); unset: no summary. The report stage provides it (the pipeline sets it).
+  std::function<std::string(const RawRecord&, const RawRecord* baseline)> summarize;
 };
 
 struct RunSummary {
@@ -39,6 +46,13 @@ struct RunSummary {
   std::string jsonl_path, json_path;
 };
 
-RunSummary RunExperiment(const Experiment& e, const RunOptions& o);
+// What the measuring stage hands on: the summary, every point's record in grid order
+// (resumed and measured), and the context block (machine, experiment, model files).
+struct MeasuredRun {
+  RunSummary summary;
+  std::vector<RawRecord> records;
+  nlohmann::json context;
+};
+MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o);
 
 }  // namespace specsweep

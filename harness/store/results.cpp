@@ -7,7 +7,6 @@
 #include <map>
 #include <sstream>
 
-#include "harness/report/aggregate.h"
 #include "base/error.h"
 
 namespace fs = std::filesystem;
@@ -270,7 +269,7 @@ JsonlContents ReadJsonl(const std::string& path) {
   return out;
 }
 
-Results LoadResults(const std::string& path) {
+Results ReadResults(const std::string& path) {
   Results res;
   res.path = path;
   if (!fs::exists(path)) Fail("{}: cannot open: no such file", path);
@@ -279,7 +278,7 @@ Results LoadResults(const std::string& path) {
     JsonlContents c = ReadJsonl(path);
     for (auto& [line, text] : c.corrupt)
       res.warnings.push_back(fmt::format("{}:{}: corrupt line skipped", path, line));
-    for (auto& r : AggregateAll(c.records)) res.records.push_back(r);
+    res.raw = std::move(c.records);
     return res;
   }
   if (ext != ".json") Fail("{}: unknown results file type '{}' (expected .json or .jsonl)", path, ext);
@@ -348,6 +347,11 @@ const std::vector<std::string>& ParamFields() {
       "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
       "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category"};
   return f;
+}
+
+json HostLoad::ToJson() const {
+  return json{{"load_before", load_before}, {"load_after", load_after}, {"other_cpu", other_cpu},
+              {"steal", steal}, {"busy", busy}};
 }
 
 }  // namespace specsweep

@@ -9,9 +9,22 @@
 #include <nlohmann/json.hpp>
 
 #include "decoders/decoder.h"
-#include "harness/measure/context.h"
 
 namespace specsweep {
+
+// 3: one speculative decoder (2 named it assisted/self-spec; still read, UpgradeRecord).
+inline constexpr int kResultsSchemaVersion = 3;
+
+// What the machine did while a group was measured, besides this process
+// (measure/context.h samples it).
+struct HostLoad {
+  double load_before = 0, load_after = 0;  // 1-minute load average
+  double other_cpu = 0;  // fraction of all cores' time used by other processes
+  double steal = 0;      // fraction of all cores' time taken by the hypervisor
+  bool busy = false;     // other_cpu > kBusyOtherCpu or steal > kBusySteal
+  nlohmann::json ToJson() const;
+};
+inline constexpr double kBusyOtherCpu = 0.10, kBusySteal = 0.05;
 
 // One generation of one prompt.
 struct RawRun {
@@ -80,14 +93,16 @@ struct JsonlContents {
 };
 JsonlContents ReadJsonl(const std::string& path);
 
-// Loaded results: flat records and the context, from a final .json or a .jsonl.
+// Loaded results: flat records and the context from a final .json, or the raw records
+// of a .jsonl (report/load.h's LoadResults aggregates them into `records`).
 struct Results {
   std::string path;
   nlohmann::json context;                // {} for a .jsonl
   std::vector<nlohmann::json> records;   // flat benchmark records
+  std::vector<RawRecord> raw;            // a .jsonl's records, not yet aggregated
   std::vector<std::string> warnings;     // corrupt lines skipped in a .jsonl
 };
-Results LoadResults(const std::string& path);
+Results ReadResults(const std::string& path);
 
 // A record field as text for grouping/pivoting ("" when absent).
 std::string FieldText(const nlohmann::json& rec, const std::string& field);

@@ -5,51 +5,15 @@
 // decoder entry). Every speculative point also gets its autoregressive baseline (same
 // target, target quant, prompts and generation settings), added once per group.
 #pragma once
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "decoders/decoder.h"
-#include "quant/qtype.h"
+#include "harness/sweep/point.h"
+#include "harness/sweep/yaml.h"
 
 namespace specsweep {
-
-// One measured configuration. Fields a decoder does not use are normalised (AR points
-// have k = 0 and no draft; greedy points have top_k 0, top_p 1, seed 0) so that equal
-// experiments give equal keys.
-struct Point {
-  std::string model;                  // target name or path, as written in the file
-  std::optional<QType> target_quant;  // target weights quantized in memory (none: as loaded)
-  DecoderKind decoder = DecoderKind::Autoregressive;  // aliases resolved into `draft`
-  int k = 0;
-  KPolicy k_policy = KPolicy::Constant;
-  float draft_p_min = 0.8f;           // only meaningful for the threshold policy
-  DraftSpec draft;                    // decoders/draft_spec.h
-  int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
-  int max_new_tokens = 64;
-  SamplingParams sampling;
-  int threads = 0;                    // 0: the --threads global / all cores
-  KvType kv_type = KvType::F32;       // attention cache of target and draft
-  // What the prompts ask of the model (the experiment's prompts.category): "free"
-  // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
-  std::string prompt_category = "free";
-
-  bool speculative() const { return decoder != DecoderKind::Autoregressive; }
-  // Stable identity of the point over all its parameters (resume, check, baselines).
-  std::string Key() const;
-  // Short human-readable name for progress output and benchmark names.
-  std::string Name() const;
-  // The autoregressive point this one is compared against.
-  Point Baseline() const;
-  DecoderOptions Options() const;
-  // Flat parameter fields (model, decoder, k, draft, draft_quant, ...).
-  nlohmann::json ParamsJson() const;
-};
-// Inverse of ParamsJson; throws Error("<what>: field: ...").
-Point PointFromParams(const nlohmann::json& params, std::string_view what);
 
 struct PromptSet {
   std::string file;      // natural prompts, one per line (used when input_length == 0)
@@ -76,8 +40,5 @@ Experiment LoadExperiment(const std::string& path, const std::string& models_dir
 // Same, from an already parsed document (`file` only names it in errors and resolves paths).
 Experiment ParseExperiment(const nlohmann::json& doc, const std::string& file,
                            const std::string& models_dir = "");
-// Reads YAML into JSON (plain scalars typed as bool/int/float/null, quoted ones as
-// strings); a syntax error becomes Error("FILE:LINE:COL: yaml: what").
-nlohmann::json ReadYamlAsJson(const std::string& path);
 
 }  // namespace specsweep

@@ -7,8 +7,6 @@
 #include <numeric>
 
 #include "harness/sweep/prompts.h"
-#include "harness/store/results.h"
-#include "harness/measure/runner.h"
 #include "base/error.h"
 #include "models/loader.h"
 

@@ -1,0 +1,25 @@
+// Grid expansion: one decoder entry of an experiment into its points (the cartesian
+// product of its axes, drafts made concrete), and the grid's order into groups.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/sweep/point.h"
+#include "harness/sweep/schema.h"
+
+namespace specsweep {
+
+// Expands decoder entry `d` (a name or a map at `dp`) over `models` on top of the
+// global axes; appends autoregressive points to `ar`, speculative ones to `spec`.
+void ExpandDecoderEntry(const schema::Ctx& c, const nlohmann::json& doc, const nlohmann::json& d,
+                        const std::string& dp, const schema::Axes& global, const std::vector<std::string>& models,
+                        const std::string& prompt_category, const std::string& models_dir,
+                        std::vector<Point>& ar, std::vector<Point>& spec);
+
+// Each baseline (explicit AR point or added) followed by its speculative points, groups
+// in order of first appearance; duplicates dropped.
+std::vector<Point> OrderIntoGroups(const std::vector<Point>& ar, const std::vector<Point>& spec);
+
+}  // namespace specsweep

@@ -1,0 +1,49 @@
+// One measured configuration of an experiment's grid: what it runs, its stable key
+// (resume, check, baselines), its name, and its flat parameter fields.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "decoders/decoder.h"
+#include "quant/qtype.h"
+
+namespace specsweep {
+
+// One measured configuration. Fields a decoder does not use are normalised (AR points
+// have k = 0 and no draft; greedy points have top_k 0, top_p 1, seed 0) so that equal
+// experiments give equal keys.
+struct Point {
+  std::string model;                  // target name or path, as written in the file
+  std::optional<QType> target_quant;  // target weights quantized in memory (none: as loaded)
+  DecoderKind decoder = DecoderKind::Autoregressive;  // aliases resolved into `draft`
+  int k = 0;
+  KPolicy k_policy = KPolicy::Constant;
+  float draft_p_min = 0.8f;           // only meaningful for the threshold policy
+  DraftSpec draft;                    // decoders/draft_spec.h
+  int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
+  int max_new_tokens = 64;
+  SamplingParams sampling;
+  int threads = 0;                    // 0: the --threads global / all cores
+  KvType kv_type = KvType::F32;       // attention cache of target and draft
+  // What the prompts ask of the model (the experiment's prompts.category): "free"
+  // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
+  std::string prompt_category = "free";
+
+  bool speculative() const { return decoder != DecoderKind::Autoregressive; }
+  // Stable identity of the point over all its parameters (resume, check, baselines).
+  std::string Key() const;
+  // Short human-readable name for progress output and benchmark names.
+  std::string Name() const;
+  // The autoregressive point this one is compared against.
+  Point Baseline() const;
+  DecoderOptions Options() const;
+  // Flat parameter fields (model, decoder, k, draft, draft_quant, ...).
+  nlohmann::json ParamsJson() const;
+};
+// Inverse of ParamsJson; throws Error("<what>: field: ...").
+Point PointFromParams(const nlohmann::json& params, std::string_view what);
+
+}  // namespace specsweep

@@ -1,0 +1,107 @@
+// The experiment file's schema: typed reads with "FILE: key.path: what" errors, the sweep
+// axes and their parsing, and path resolution. Shared by the file parser and the grid.
+#pragma once
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "decoders/decoder.h"
+#include "quant/qtype.h"
+
+namespace specsweep::schema {
+
+using nlohmann::json;
+
+// "a map", "an integer", ... for error messages.
+const char* TypeName(const json& v);
+
+// Context for error messages: "FILE: key.path: what".
+struct Ctx {
+  std::string file;
+  [[noreturn]] void Bad(const std::string& path, const std::string& what) const {
+    throw Error(fmt::format("{}: {}: {}", file, path, what));
+  }
+  void CheckKeys(const json& obj, const std::string& path, const std::set<std::string>& allowed) const {
+    for (auto& [k, v] : obj.items())
+      if (!allowed.count(k)) {
+        std::string list;
+        for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        Bad(path.empty() ? k : path + "." + k, "unknown key (expected one of: " + list + ")");
+      }
+  }
+  const json& Map(const json& v, const std::string& path) const {
+    if (!v.is_object()) Bad(path, fmt::format("expected a map, got {}", TypeName(v)));
+    return v;
+  }
+  std::string Str(const json& v, const std::string& path) const {
+    if (!v.is_string()) Bad(path, fmt::format("expected a string, got {}", TypeName(v)));
+    if (v.get<std::string>().empty()) Bad(path, "empty string");
+    return v.get<std::string>();
+  }
+  int64_t Int(const json& v, const std::string& path, int64_t lo, int64_t hi) const {
+    if (!v.is_number_integer()) Bad(path, fmt::format("expected an integer, got {}", TypeName(v)));
+    int64_t i = v.get<int64_t>();
+    if (i < lo || i > hi) Bad(path, fmt::format("{} is out of range [{}, {}]", i, lo, hi));
+    return i;
+  }
+  double Num(const json& v, const std::string& path, double lo, double hi, bool lo_open = false) const {
+    if (!v.is_number()) Bad(path, fmt::format("expected a number, got {}", TypeName(v)));
+    double d = v.get<double>();
+    if (d < lo || d > hi || (lo_open && d == lo))
+      Bad(path, fmt::format("{} is out of range {}{}, {}]", d, lo_open ? "(" : "[", lo, hi));
+    return d;
+  }
+  // An axis is a scalar or a non-empty list of scalars.
+  std::vector<std::pair<json, std::string>> Axis(const json& v, const std::string& path) const {
+    std::vector<std::pair<json, std::string>> out;
+    if (v.is_array()) {
+      if (v.empty()) Bad(path, "empty axis (give at least one value)");
+      for (size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], fmt::format("{}[{}]", path, i));
+    } else if (v.is_null()) {
+      Bad(path, "empty axis (give at least one value)");
+    } else {
+      out.emplace_back(v, path);
+    }
+    return out;
+  }
+};
+
+// Parsed axis values (each list non-empty).
+struct Axes {
+  std::vector<std::optional<QType>> target_quant{std::nullopt};
+  std::vector<int> k{4};
+  std::vector<KPolicy> k_policy{KPolicy::Constant};
+  std::vector<float> draft_p_min{0.8f};
+  std::vector<DraftSpec> draft{DraftSpec{}};
+  std::vector<std::optional<QType>> draft_quant;  // empty: axis not given (draft decides)
+  std::vector<int> input_length{0};
+  std::vector<int> max_new_tokens{64};
+  std::vector<float> temperature{0.0f};
+  std::vector<int> top_k{0};
+  std::vector<float> top_p{1.0f};
+  std::vector<uint64_t> seed{0};
+  std::vector<int> threads{0};
+  std::vector<KvType> kv_type{KvType::F32};
+  std::vector<int> max_ngram, min_ngram;  // lookup drafts; empty: axis not given (draft decides)
+};
+
+inline const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
+                                         "min_ngram"};
+inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
+                                         "draft_quant", "input_length", "max_new_tokens", "sampling",
+                                         "threads", "kv_type", "max_ngram", "min_ngram"};
+
+std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path);
+bool ModelExists(const std::string& name, const std::string& models_dir);
+// Applies the axis keys present in `m` (a map) on top of `a`.
+void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a, const std::string& models_dir);
+// Relative to the experiment file's directory, then the source tree (and its experiments/).
+std::string ResolvePath(const std::string& p, const std::string& exp_file);
+
+}  // namespace specsweep::schema
