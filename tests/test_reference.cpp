@@ -117,6 +117,7 @@ struct Variant {
   ModelConfig config;
   bool tied = false;
 };
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 std::vector<Variant> Variants() {
   ModelConfig base = TinyTestConfig();
