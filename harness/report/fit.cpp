@@ -6,18 +6,21 @@
 namespace specsweep {
 
 CostFit FitVerifyCost(const std::vector<double>& t) {
-  CostFit f;
+  CostFit best;
   const int m = int(t.size());
-  if (m < 2 || !std::all_of(t.begin(), t.end(), [](double x) { return std::isfinite(x) && x > 0; })) return f;
-  Eigen::MatrixXd a(m, 2);  // [m][1, n]
+  if (m < 2 || !std::all_of(t.begin(), t.end(), [](double x) { return std::isfinite(x) && x > 0; })) return best;
   const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(t.data(), m);  // [m] seconds
-  for (int i = 0; i < m; ++i) a.row(i) << 1.0, double(i + 1);
-  const Eigen::Vector2d c = a.colPivHouseholderQr().solve(y);
-  f.intercept_s = c[0];
-  f.slope_s = c[1];
-  f.points = m;
-  f.max_residual_rel = ((a * c - y).array() / y.array()).abs().maxCoeff();
-  return f;
+  double best_sse = INFINITY;
+  for (int knee = 1; knee == 1 || knee <= m - 2; ++knee) {
+    Eigen::MatrixXd a(m, 2);  // [m][1, max(n, knee)]
+    for (int i = 0; i < m; ++i) a.row(i) << 1.0, double(std::max(i + 1, knee));
+    const Eigen::Vector2d c = a.colPivHouseholderQr().solve(y);
+    const Eigen::VectorXd r = a * c - y;  // [m] residuals
+    if (r.squaredNorm() >= best_sse) continue;  // a later knee must fit strictly better
+    best_sse = r.squaredNorm();
+    best = CostFit{c[0], c[1], knee, (r.array() / y.array()).abs().maxCoeff(), m};
+  }
+  return best;
 }
 
 }  // namespace specsweep
