@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "models/forward.h"
 #include "models/gguf.h"
 #include "models/hf_format.h"
@@ -192,6 +194,24 @@ TEST(ReferenceKQuants, LlamaCppFixtures) {
     ExpectMatchesReference(name, *g.model, ref::FromEngineModel(*g.model));
   }
   if (!found) GTEST_SKIP() << "no ../shared/fixtures/kquants";
+}
+
+// The reference against an outside implementation: llama.cpp's greedy continuation of
+// the F32 fixture (F32.ref.json), token by token.
+TEST(ReferenceKQuants, ReproducesLlamaCppGreedyOnTheF32Fixture) {
+  const std::string path = testing::SharedFile("fixtures/kquants/synth-F32.gguf");
+  if (path.empty()) GTEST_SKIP() << "no ../shared/fixtures/kquants";
+  const nlohmann::json g = nlohmann::json::parse(testing::ReadFile(
+      testing::SharedFile("fixtures/kquants/F32.ref.json")))["greedy"];
+  const ref::RefModel r = ref::FromEngineModel(*LoadGguf(path).model);
+  std::vector<int> toks = g["prompt_ids_with_bos"].get<std::vector<int>>();
+  const size_t prompt = toks.size();
+  for (int i = 0; i < g["n_predict"].get<int>(); ++i) {
+    Eigen::Index next;
+    ref::Logits(r, toks).row(Eigen::Index(toks.size()) - 1).maxCoeff(&next);
+    toks.push_back(int(next));
+  }
+  EXPECT_EQ(std::vector<int>(toks.begin() + prompt, toks.end()), g["generated_ids"].get<std::vector<int>>());
 }
 
 TEST(ReferenceShared, TinyStories260kLlama2c) {
