@@ -43,43 +43,9 @@ std::vector<float> Logits(const Model& m, int threads = 1) {
   return {l.begin(), l.end()};
 }
 
-// The variants under test, each a tiny config.
-struct Variant {
-  std::string name;
-  ModelConfig config;
-};
-std::vector<Variant> Variants() {
-  std::vector<Variant> v;
-  ModelConfig base = TinyTestConfig();  // dim 64, 4 heads, 2 kv heads: head 16
-  v.push_back({"llama", base});
-  ModelConfig l3 = base;  // head 16, theta 1e4: wavelengths 6..2e4 span all three llama3 bands
-  l3.rope_scaling = "llama3";
-  l3.rope_scaling_factor = 8;
-  l3.rope_low_freq_factor = 1;
-  l3.rope_high_freq_factor = 4;
-  l3.rope_original_context = 512;
-  l3.rope_freq_factors = Llama3RopeFactors(l3.rope_theta, l3.head_dim(), 8, 1, 4, 512);
-  v.push_back({"llama3_rope", l3});
-  ModelConfig lin = base;
-  lin.rope_scaling = "linear";
-  lin.rope_scaling_factor = 4;
-  v.push_back({"linear_rope", lin});
-  ModelConfig q2 = base;
-  q2.arch = "qwen2";
-  q2.qkv_bias = true;
-  q2.rope_theta = 1e6f;
-  v.push_back({"qwen2", q2});
-  ModelConfig q3 = base;
-  q3.arch = "qwen3";
-  q3.qk_norm = true;
-  q3.head_size = 24;  // q_dim 96 != dim 64, and a head size without a grouped kernel
-  v.push_back({"qwen3", q3});
-  ModelConfig q3b = q3;
-  q3b.head_size = 32;  // the grouped attention kernel's path
-  q3b.n_kv_heads = 1;
-  v.push_back({"qwen3_hd32", q3b});
-  return v;
-}
+// The variants under test, each a tiny config (dim 64, 4 heads, 2 kv heads: head 16).
+using Variant = testing::ArchVariant;
+std::vector<Variant> Variants() { return testing::ArchVariants(TinyTestConfig()); }
 
 // ---- A scalar forward over the HF folder as stored (the oracle) ----
 

@@ -303,6 +303,9 @@ TEST(Results, AggregatesRepetitionsAndSpeedup) {
   // 60/27 calls x 1 ms + P(full accept) 12/27 x (2 - 1) ms; verify T(3) = 12 ms.
   const double steps = 27, e_tok = 1 + 33.0 / steps, draft = 60.0 / steps * 0.001 + 12.0 / steps * 0.001;
   EXPECT_NEAR(a["predicted_speedup"].get<double>(), e_tok * 0.010 / (draft + 0.012), 1e-12);
+  // The fit of T(1..3): the line 9 + 1 n ms (harness/report/fit.h).
+  EXPECT_NEAR(a["verify_cost_fit"]["intercept_s"].get<double>(), 0.009, 1e-12);
+  EXPECT_NEAR(a["verify_cost_fit"]["slope_s"].get<double>(), 0.001, 1e-12);
   // Bound: 60 tokens over 27 verify calls of 1.2 T(1) each.
   EXPECT_NEAR(a["speedup_bound"].get<double>(), 60.0 / (27 * 1.2), 1e-12);
   EXPECT_FALSE(a["suspect"].get<bool>());

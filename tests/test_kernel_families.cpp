@@ -35,14 +35,6 @@ std::vector<float> RunLogits(const Model& m) {
   return all;
 }
 
-class IsaGuard {
- public:
-  ~IsaGuard() { ForceKernelIsa(saved_.c_str()); }
-
- private:
-  std::string saved_ = ActiveKernelIsa();
-};
-
 std::vector<std::string> AvailableFamilies() {
   std::vector<std::string> v;
   for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
@@ -56,7 +48,7 @@ constexpr QType kModelTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q
 // `load` gives the model, loaded under the active family (loading packs for it).
 template <class Load>
 void ExpectFamiliesAgree(Load load) {
-  IsaGuard guard;
+  testing::KernelIsaGuard guard;
   for (QType t : kModelTypes) {
     SCOPED_TRACE(QTypeName(t));
     ASSERT_TRUE(ForceKernelIsa("scalar"));

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "models/gguf.h"
 #include "models/synthetic.h"
+#include "quant/matmul.h"
 
 namespace fs = std::filesystem;
 
@@ -135,5 +136,40 @@ void WriteTinyGguf(const std::string& path, unsigned seed) {
   const ModelConfig c = TinyTestConfig();
   WriteGguf(MakeSyntheticModel(c, seed), *MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size)), path);
 }
+
+std::vector<ArchVariant> ArchVariants(const ModelConfig& base) {
+  std::vector<ArchVariant> v;
+  v.push_back({"llama", base});
+  ModelConfig l3 = base;
+  l3.rope_scaling = "llama3";
+  l3.rope_scaling_factor = 8;
+  l3.rope_low_freq_factor = 1;
+  l3.rope_high_freq_factor = 4;
+  l3.rope_original_context = 512;
+  l3.rope_freq_factors = Llama3RopeFactors(l3.rope_theta, l3.head_dim(), 8, 1, 4, 512);
+  v.push_back({"llama3_rope", l3});
+  ModelConfig lin = base;
+  lin.rope_scaling = "linear";
+  lin.rope_scaling_factor = 4;
+  v.push_back({"linear_rope", lin});
+  ModelConfig q2 = base;
+  q2.arch = "qwen2";
+  q2.qkv_bias = true;
+  q2.rope_theta = 1e6f;
+  v.push_back({"qwen2", q2});
+  ModelConfig q3 = base;
+  q3.arch = "qwen3";
+  q3.qk_norm = true;
+  q3.head_size = 24;
+  v.push_back({"qwen3", q3});
+  ModelConfig q3b = q3;
+  q3b.head_size = 32;
+  q3b.n_kv_heads = 1;
+  v.push_back({"qwen3_hd32", q3b});
+  return v;
+}
+
+KernelIsaGuard::KernelIsaGuard() : saved_(ActiveKernelIsa()) {}
+KernelIsaGuard::~KernelIsaGuard() { ForceKernelIsa(saved_.c_str()); }
 
 }  // namespace specsweep::testing

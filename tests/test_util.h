@@ -3,7 +3,10 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <ostream>
 #include <vector>
+
+#include "models/config.h"
 
 namespace specsweep::testing {
 
@@ -33,5 +36,27 @@ void ExpectError(const std::function<void()>& f, std::initializer_list<std::stri
 // Writes bytes to a file.
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);
+
+// Architecture variants of a small config with head size 16 (test_arch, test_reference),
+// in this order: llama, llama3_rope (factor 8, low 1, high 4, original 512: the head's
+// wavelengths 6..2e4 span all three bands), linear_rope (x4), qwen2 (biases, theta 1e6),
+// qwen3 (head 24: q_dim != dim, no grouped attention kernel), qwen3_hd32 (the grouped
+// kernel, one kv head).
+struct ArchVariant {
+  std::string name;
+  ModelConfig config;
+};
+std::vector<ArchVariant> ArchVariants(const ModelConfig& base);
+inline void PrintTo(const ArchVariant& v, std::ostream* os) { *os << v.name; }
+
+// Restores, when it goes out of scope, the kernel family active when it was made.
+class KernelIsaGuard {
+ public:
+  KernelIsaGuard();
+  ~KernelIsaGuard();
+
+ private:
+  std::string saved_;
+};
 
 }  // namespace specsweep::testing

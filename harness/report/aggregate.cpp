@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "harness/report/fit.h"
 #include "harness/report/statistics.h"
 
 using nlohmann::json;
@@ -127,14 +128,15 @@ uint64_t SeedOf(const std::string& key) {
   return h;
 }
 
-// T_target(n) from the measured [n_max] costs; beyond n_max, extended linearly from the
-// last two (only adaptive K policies draft past the measured range).
+// T_target(n) from the measured [n_max] costs; beyond n_max, their least-squares fit
+// (harness/report/fit.h; only adaptive K policies draft past the measured range). One
+// measured size: that cost.
 double TargetTime(const std::vector<double>& t, int n) {
   const int m = int(t.size());
   if (m == 0 || n < 1) return NAN;
   if (n <= m) return t[n - 1];
-  const double slope = m >= 2 ? t[m - 1] - t[m - 2] : 0.0;
-  return t[m - 1] + slope * (n - m);
+  const CostFit fit = FitVerifyCost(t);
+  return fit.ok() ? fit.At(n) : t[m - 1];
 }
 
 // f(point run) / f(baseline run of the same round), one per (prompt, repetition).
@@ -271,6 +273,9 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   const double td2 = r.costs.draft_s.size() >= 2 ? r.costs.draft_s[1] : NAN;
   out["target_time_s"] = NumOrNull(t1);
   out["target_time_by_n_s"] = t;
+  if (const CostFit fit = FitVerifyCost(t); fit.ok())  // T(n) ~ intercept + slope max(n, knee)
+    out["verify_cost_fit"] = {{"intercept_s", fit.intercept_s}, {"slope_s", fit.slope_s}, {"knee", fit.knee},
+                              {"max_residual_rel", fit.max_residual_rel}, {"points", fit.points}};
   out["draft_time_s"] = NumOrNull(td1);
   out["draft_catch_up_time_s"] = NumOrNull(td2);
 
