@@ -22,15 +22,19 @@
 
 namespace specsweep {
 
-// One step's proposal.
+// One step's proposal: a chain, or a token tree verified in one target pass.
 struct DraftBlock {
   std::vector<int> tokens;   // [n <= K] target-vocabulary ids
-  // [n][vocab] the distribution q each token was sampled from (sampling mode). Empty:
-  // the proposal is deterministic given the sequence (q one-hot at the token), which
-  // verification handles without materialising it (VerifySamplingOneHot).
+  // [n] empty: a chain. A tree: token i follows token parents[i] < i, or the sequence's
+  // last token when -1 (verify.h DraftView).
+  std::vector<int> parents;
+  // [n][vocab] the distribution q each token was sampled from (sampling mode; siblings
+  // i.i.d. from one q). Empty: the proposal is deterministic given the sequence (q
+  // one-hot at each token), which verification handles without materialising it.
   std::vector<float> probs;
   void Clear() {
     tokens.clear();
+    parents.clear();
     probs.clear();
   }
 };
@@ -56,15 +60,19 @@ class Drafter {
   virtual std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) { return {}; }
 };
 
+struct TreeShape;
+
 // Same-vocabulary draft model: its first `layers` blocks (0: all). `sampling` decides
-// greedy argmax or sampling from q.
+// greedy argmax or sampling from q. A tree shape makes it propose token trees.
 std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
-                                          KvType kv_type, const SamplingParams& sampling);
+                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree);
 
 // Prompt lookup (Saxena 2023; HF prompt_lookup_num_tokens; llama.cpp lookup): for n =
 // max_ngram down to min_ngram, find the most recent earlier occurrence of seq's last n
 // tokens and propose the (up to K) tokens that followed it.
-std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram);
+// tree_budget > 0: every matching continuation, merged into a trie of at most
+// min(K, tree_budget) nodes (LookupTree, draft_tree.h).
+std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram, int tree_budget = 0);
 
 // The lookup search alone, for tests: the proposal for `seq` (empty when no n-gram of
 // length min_ngram..max_ngram recurs).

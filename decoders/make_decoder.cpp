@@ -49,7 +49,7 @@ std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const Deco
   if (min_ngram < 1 || min_ngram > 64) Fail("decoder: min_ngram: must be in [1, 64], got {}", min_ngram);
   if (max_ngram < min_ngram || max_ngram > 64)
     Fail("decoder: max_ngram: must be in [min_ngram = {}, 64], got {}", min_ngram, max_ngram);
-  return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram), o);
+  return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram, d.tree_budget), o);
 }
 
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
@@ -103,6 +103,9 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
          "tokenizer to bridge them)", name, draft.model->config.vocab_size, target.name,
          target.model->config.vocab_size);
+  if (o.draft.IsTree())
+    Fail("decoder: draft: draft '{}' has another tokenizer than target '{}'; token trees need a draft with the "
+         "target's vocabulary", name, target.name);
   if (!o.sampling.greedy())
     Fail("decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
          "support greedy decoding only (temperature 0)", name, target.name);

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "decoders/decoder.h"
+#include "decoders/draft_tree.h"
+#include "decoders/verify.h"
 #include "models/forward.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
@@ -146,6 +150,150 @@ TEST(TreeForward, RejectsBadParentsAndKeepsTheCacheUsable) {
   testing::ExpectError([&] { cache.KeepPath(std::vector<int>{3, 4}); }, {"slot 4 is not a child of 3"});
   cache.Truncate(3);
   EXPECT_FALSE(cache.has_tree());
+}
+
+// ---- decoding with trees ------------------------------------------------------------
+
+std::vector<std::string> Prompts() {
+  std::ifstream f(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/prompts/tinystories.txt");
+  std::vector<std::string> lines;
+  for (std::string s; std::getline(f, s);)
+    if (!s.empty()) lines.push_back(s);
+  return lines;
+}
+
+std::vector<int> Encode(const LoadedModel& m, const std::string& text) {
+  if (m.tokenizer) return m.tokenizer->Encode(text, true);
+  const ModelConfig& c = m.model->config;
+  std::vector<int> ids{c.bos_id};
+  // Repeated bytes give the lookup drafts matches to find.
+  for (size_t i = 0; i < text.size() && i < 24; ++i)
+    ids.push_back(3 + static_cast<unsigned char>(text[i % 8]) % (c.vocab_size - 3));
+  return ids;
+}
+
+// Tree drafts of every kind: static and dynamic trees of the q4_0 self-draft and of an
+// early exit, and lookup tries.
+const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1", "q4_0+branching=2,2,2,2,2", "q4_0+tree_budget=16",
+                                   "q4_0+tree_budget=5",     "layers=1+branching=3,3", "layers=1+tree_budget=12",
+                                   "lookup+tree_budget=16",  "lookup+max_ngram=2+min_ngram=1+tree_budget=6"};
+
+// Greedy decoding with every tree draft gives the autoregressive tokens on every prompt.
+void ExpectTreesLossless(const LoadedModel& target, int n_prompts) {
+  SetNumThreads(1);
+  std::vector<std::string> prompts = Prompts();
+  ASSERT_GE(prompts.size(), 20u);
+  if (n_prompts < static_cast<int>(prompts.size())) prompts.resize(n_prompts);
+  DecoderOptions ar;
+  ar.max_new_tokens = 24;
+  auto ar_dec = MakeDecoder(target, ar);
+  std::vector<std::vector<int>> ids, expected;
+  for (const auto& p : prompts) {
+    ids.push_back(Encode(target, p));
+    expected.push_back(ar_dec->Generate(ids.back()).tokens);
+  }
+  ASSERT_FALSE(expected[0].empty());
+  for (const char* draft : kTreeDrafts) {
+    if (target.model->config.n_layers < 2 && std::string(draft).starts_with("layers")) continue;
+    for (int k : {16, 3}) {  // K caps the nodes
+      DecoderOptions o = ar;
+      o.kind = DecoderKind::Speculative;
+      o.k = k;
+      o.draft = ParseDraftSpec(draft, "draft");
+      auto dec = MakeDecoder(target, o);
+      int64_t drafted = 0, accepted = 0, steps = 0;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const GenerationResult r = dec->Generate(ids[i]);
+        ASSERT_EQ(r.tokens, expected[i]) << target.name << " " << draft << " K=" << k << " prompt: " << prompts[i];
+        if (!r.stats.stopped_at_eos) EXPECT_EQ(r.stats.generated_tokens, r.stats.target_calls + r.stats.accepted);
+        for (int n : r.stats.k_per_step) EXPECT_LE(n, k);
+        drafted += r.stats.drafted, accepted += r.stats.accepted, steps += r.stats.target_calls;
+      }
+      // Both outcomes must occur, or the comparison proves little.
+      EXPECT_GT(accepted, 0) << draft << " K=" << k;
+      EXPECT_LT(accepted, drafted) << draft << " K=" << k;
+    }
+  }
+}
+
+LoadedModel Quantized(const LoadedModel& m, QType t) {
+  return LoadedModel{m.name + "@" + std::string(QTypeName(t)), std::make_shared<const Model>(QuantizeModel(*m.model, t)),
+                     m.tokenizer};
+}
+
+TEST(TreeDecoding, GreedyEqualsAutoregressiveSynthetic) {
+  const LoadedModel m{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 1)), nullptr};
+  ExpectTreesLossless(m, 20);
+  ExpectTreesLossless(Quantized(m, QType::Q4_K), 8);
+}
+
+TEST(TreeDecoding, GreedyEqualsAutoregressiveSharedModels) {
+  const std::string dir = testing::SharedModelsDir();
+  if (dir.empty()) GTEST_SKIP() << "no shared models";
+  for (const char* name : {"tinystories-656k", "tinystories-260k"}) {
+    const LoadedModel m = LoadModel(name, dir);
+    ExpectTreesLossless(m, 1000);  // every shared prompt
+    ExpectTreesLossless(Quantized(m, QType::Q6_K), 6);
+  }
+}
+
+// llama.cpp's Q4_K_M file (K-quant tensors, Q6_K classifier) as the target.
+TEST(TreeDecoding, GreedyEqualsAutoregressiveKQuantGguf) {
+  const std::string p = testing::SharedFile("fixtures/kquants/synth-Q4_K_M.gguf");
+  if (p.empty()) GTEST_SKIP() << "shared fixtures/kquants/synth-Q4_K_M.gguf not available";
+  LoadedModel m = LoadModel(p);
+  m.name = "synth-Q4_K_M";
+  ExpectTreesLossless(m, 10);
+}
+
+// ---- tree verification ----------------------------------------------------------------
+
+// Rows whose argmax is chosen: row r's argmax is best[r].
+std::vector<float> ArgmaxRows(const std::vector<int>& best, int vocab) {
+  std::vector<float> l(best.size() * vocab, 0.0f);
+  for (size_t r = 0; r < best.size(); ++r) l[r * vocab + best[r]] = 1.0f;
+  return l;
+}
+
+TEST(TreeVerify, GreedyFollowsTheTargetsArgmaxThroughTheTree) {
+  // Root children 0 (tok 5) and 1 (tok 7); node 2 (tok 9) below 1, node 3 (tok 4) below 0,
+  // node 4 (tok 3) below 2.
+  const std::vector<int> tokens{5, 7, 9, 4, 3}, parents{-1, -1, 1, 0, 2};
+  const int vocab = 12;
+  // Target: after the root 7, after 7 then 9, after 9 then 3, after 3 then 11.
+  const std::vector<float> l = ArgmaxRows({7, 0, 9, 3, 0, 11}, vocab);
+  Verdict v = VerifyGreedy(DraftView{tokens, parents, {}}, l, vocab);
+  EXPECT_EQ(v.path, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(v.n_accepted, 3);
+  EXPECT_EQ(v.next, 11);  // the bonus at node 4's row
+  // A chain: the same walk, path 0..a-1.
+  const std::vector<int> chain{7, 9, 2};
+  v = VerifyGreedy(chain, ArgmaxRows({7, 9, 3, 1}, vocab), vocab);
+  EXPECT_EQ(v.path, (std::vector<int>{0, 1}));
+  EXPECT_EQ(v.next, 3);
+  testing::ExpectError([&] { VerifyGreedy(DraftView{tokens, std::vector<int>{-1, 1, 0, 0, 0}, {}}, l, vocab); },
+                       {"parents", "node 1 has parent 1"});
+}
+
+TEST(TreeDraft, LookupTreeMergesEveryContinuation) {
+  // "1 2" occurs three times before the end, followed by 3 4 9.., 5 0 1.., and 3 6 0...
+  const std::vector<int> seq{1, 2, 3, 6, 0, 1, 2, 5, 0, 1, 2, 3, 4, 9, 1, 2};
+  DraftBlock b;
+  LookupTree(seq, 16, 2, 2, b);
+  // Breadth first, most recent first: depth 1 {3, 5}, depth 2 {4 (3), 0 (5), 6 (3)}, ...
+  EXPECT_EQ(b.tokens, (std::vector<int>{3, 5, 4, 0, 6, 9, 1, 0, 1, 2, 1, 2, 3, 2, 4, 5}));
+  EXPECT_EQ(b.parents, (std::vector<int>{-1, -1, 0, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13}));
+  b.Clear();
+  LookupTree(seq, 4, 2, 2, b);  // the budget
+  EXPECT_EQ(b.tokens, (std::vector<int>{3, 5, 4, 0}));
+  EXPECT_EQ(b.parents, (std::vector<int>{-1, -1, 0, 1}));
+  b.Clear();
+  LookupTree(std::vector<int>{1, 2, 3, 4, 1, 2}, 3, 3, 1, b);  // one occurrence: a chain
+  EXPECT_EQ(b.tokens, (std::vector<int>{3, 4, 1}));
+  EXPECT_TRUE(b.parents.empty());
+  b.Clear();
+  LookupTree(std::vector<int>{1, 2, 3}, 3, 3, 1, b);  // nothing recurs
+  EXPECT_TRUE(b.tokens.empty());
 }
 
 }  // namespace
