@@ -1,5 +1,6 @@
 #include "harness/sweep/experiment.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -291,13 +292,17 @@ struct Axes {
   std::vector<int> threads{0};
   std::vector<KvType> kv_type{KvType::F32};
   std::vector<int> max_ngram, min_ngram;  // lookup drafts; empty: axis not given (draft decides)
+  // Token trees (docs/trees.md), each value applied to every draft: tree_budget 0 and
+  // branching "chain" leave the draft a chain; empty: axis not given (draft decides).
+  std::vector<int> tree_budget;
+  std::vector<std::vector<int>> branching;
 };
 
 const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
-                                         "min_ngram"};
+                                         "min_ngram", "tree_budget", "branching"};
 const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type", "max_ngram", "min_ngram"};
+                                         "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path) {
   std::string s = c.Str(v, path);
@@ -396,6 +401,16 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
           c.Bad(xp, fmt::format("unknown draft model '{}' (not a path nor a folder of the models "
                                 "directory '{}')", d.model, ResolveModelsDir(models_dir)));
         a.draft.push_back(d);
+      }
+    } else if (key == "tree_budget") {
+      a.tree_budget.clear();
+      for (auto& [x, xp] : axis) a.tree_budget.push_back(int(c.Int(x, xp, 0, 1024)));
+    } else if (key == "branching") {
+      a.branching.clear();
+      for (auto& [x, xp] : axis) {
+        const std::string s = c.Str(x, xp);
+        a.branching.push_back(s == "chain" ? std::vector<int>{}
+                                           : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching);
       }
     } else if (key == "input_length") {
       a.input_length.clear();
@@ -572,6 +587,24 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
         if (dq) d.quant = dq;
         concrete.push_back(d);
       }
+    }
+    if (!a.tree_budget.empty() || !a.branching.empty()) {  // every draft in every tree shape
+      std::vector<DraftSpec> shaped;
+      for (const DraftSpec& dr : concrete) {
+        for (int b : a.tree_budget) {
+          DraftSpec t = dr;
+          t.tree_budget = b, t.branching.clear();
+          shaped.push_back(t);
+        }
+        for (const std::vector<int>& br : a.branching) {
+          if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+          DraftSpec t = dr;
+          t.branching = br, t.tree_budget = 0;
+          if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
+            shaped.push_back(t);
+        }
+      }
+      concrete.swap(shaped);
     }
     if (is_spec)
       for (DraftSpec& dr : concrete) {
