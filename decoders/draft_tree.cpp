@@ -40,8 +40,27 @@ std::vector<double> Softmax1(std::span<const float> row, const std::vector<int>&
 
 }  // namespace
 
-void ProposeModelTree(const Model& model, KVCache& cache, std::span<const int> seq, int k, const TreeShape& shape,
-                      const SamplingParams& sampling, Rng& rng, DraftBlock& out, GenerationStats& st) {
+// Keeps the path of the cached tree that seq follows (its accepted tokens), drops the
+// rest. seq's last token is never kept: its logits are the new root's, so it is fed.
+void KeepFollowedPath(KVCache& cache, const std::vector<int>& tree_tokens, std::span<const int> seq) {
+  if (!cache.has_tree()) return;
+  const int from = cache.tree_from();
+  std::vector<int> path;
+  for (int j = from, u = from - 1; j + 1 < static_cast<int>(seq.size()); ++j) {
+    int next = -1;
+    for (int s = u + 1; s < cache.length() && next < 0; ++s)
+      if (cache.parent(s) == u && tree_tokens[s - from] == seq[j]) next = s;
+    if (next < 0) break;
+    path.push_back(u = next);
+  }
+  cache.KeepPath(path);
+}
+
+void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
+                      GenerationStats& st) {
+  KeepFollowedPath(cache, tree_tokens, seq);
+  tree_tokens.clear();
   const int vocab = model.config.vocab_size;
   const bool dynamic = shape.branching.empty();
   const bool iid = !dynamic && !sampling.greedy();  // SpecInfer's sampled expansion
@@ -99,11 +118,11 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::span<const int> s
       nodes[a].slot = cache.length() + static_cast<int>(toks.size()) - 1;
     }
     l = Forward(model, toks, cache.length(), cache, true, parents);  // [added][vocab]
+    tree_tokens.insert(tree_tokens.end(), toks.begin(), toks.end());
     ++st.draft_calls;
     rows.assign(l.begin(), l.end());
     frontier = added;
   }
-  cache.Truncate(n_seq);  // the tree is dropped; the accepted tokens are caught up next step
 
   // Every node (static), or the `keep` best by score (dynamic), in grown order (parents
   // before children), parents renumbered.

@@ -24,20 +24,14 @@ struct TreeShape {
 inline constexpr int kDynamicTopK = 4;
 
 // Grows a tree with `model` below the last token of seq, into `out` (tokens, parents;
-// probs in sampling mode), at most k nodes. The cache holds seq's first cache.length()
-// tokens; it catches up on the rest, adds the tree's nodes level by level (one Forward
-// per depth with the tree mask) and is truncated back to |seq| at the end.
-//   static greedy: each node's children are the draft's top-b tokens (b = branching at
-//     its depth), distinct, q one-hot (probs left empty);
-//   static sampling: b children drawn i.i.d. from the node's q (SpecInfer's expansion),
-//     probs [n][vocab] each child's q, for multi-step speculative sampling;
-//   dynamic (EAGLE-2): every expanded node gets its top-kDynamicTopK children scored by
-//     cumulative draft probability; the kDynamicTopK best new nodes are expanded at the
-//     next depth; growth stops when no frontier node can beat the budget-th best score;
-//     the `budget` best nodes are kept (a child never outscores its parent, so they form
-//     a tree). Deterministic given seq: probs empty in both modes.
-void ProposeModelTree(const Model& model, KVCache& cache, std::span<const int> seq, int k, const TreeShape& shape,
-                      const SamplingParams& sampling, Rng& rng, DraftBlock& out, GenerationStats& st);
+// probs in sampling mode), at most k nodes. The cache holds a prefix of seq, possibly
+// followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
+// the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
+// caught up, then the new tree's nodes are added level by level (one Forward per depth
+// with the tree mask) and left in the cache for the next step.
+void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
+                      GenerationStats& st);
 
 // Prompt lookup as a tree: every earlier occurrence of seq's longest recurring suffix
 // n-gram (n = max_ngram down to min_ngram; most recent first) contributes the tokens that

@@ -29,7 +29,7 @@ class ModelDrafter : public Drafter {
 
   void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
                GenerationStats& st) override {
-    if (tree_.is_tree()) return ProposeModelTree(*model_, *cache_, seq, k, tree_, sampling_, rng, out, st);
+    if (tree_.is_tree()) return ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, rng, out, st);
     const bool greedy = sampling_.greedy();
     std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
     for (int i = 0; i < k; ++i) {
@@ -51,8 +51,11 @@ class ModelDrafter : public Drafter {
     }
   }
 
-  // The draft keeps whatever prefix of the target's positions it holds.
-  void Rollback(int keep) override { cache_->Truncate(std::min(cache_->length(), keep)); }
+  // The draft keeps whatever prefix of the target's positions it holds (a tree: the
+  // next Propose keeps the path the sequence took).
+  void Rollback(int keep) override {
+    if (!cache_->has_tree()) cache_->Truncate(std::min(cache_->length(), keep));
+  }
   // A draft call returns the last position's logits only.
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
@@ -66,6 +69,7 @@ class ModelDrafter : public Drafter {
   SamplingParams sampling_;
   TreeShape tree_;
   std::unique_ptr<KVCache> cache_;
+  std::vector<int> tree_tokens_;  // the token of each tree slot of cache_ (trees only)
   std::vector<float> q_;  // [vocab]
 };
 

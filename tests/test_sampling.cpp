@@ -58,6 +58,20 @@ double Critical(int df) {
 
 std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
+// A target p and a draft q over 6 tokens (temperature 1), and p's logits.
+struct PQ {
+  std::vector<float> p_logits;
+  SamplingParams sp;
+  std::vector<float> p, q;
+};
+PQ SmallPQ() {
+  PQ r{{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 1.5f}, {}, {}, {}};
+  r.sp.temperature = 1.0f;
+  ComputeProbs(r.p_logits, r.sp, r.p);
+  ComputeProbs(std::vector<float>{2.0f, 0.0f, 1.5f, 1.0f, -2.0f, 0.0f}, r.sp, r.q);
+  return r;
+}
+
 TEST(Sampler, ArgmaxTakesLowestIndexOnTies) {
   std::vector<float> x{0.1f, 3.0f, -1.0f, 3.0f};
   EXPECT_EQ(Argmax(x), 1);
@@ -122,13 +136,7 @@ TEST(Sampler, RngIsPortableAndSamplesMatchProbs) {
 // (accepted draft or residual resample) must follow p.
 TEST(SpeculativeSampling, VerifyReproducesTargetDistribution) {
   const int vocab = 6;
-  const std::vector<float> p_logits{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 1.5f};
-  const std::vector<float> q_logits{2.0f, 0.0f, 1.5f, 1.0f, -2.0f, 0.0f};
-  SamplingParams sp;
-  sp.temperature = 1.0f;
-  std::vector<float> p, q;
-  ComputeProbs(p_logits, sp, p);
-  ComputeProbs(q_logits, sp, q);
+  const auto [p_logits, sp, p, q] = SmallPQ();
   std::vector<float> target_rows(p_logits);                      // [K+1=2][vocab]
   target_rows.insert(target_rows.end(), p_logits.begin(), p_logits.end());
   for (AcceptRule rule : {AcceptRule::Exact, AcceptRule::AlwaysAccept}) {
@@ -236,13 +244,7 @@ TEST_F(EndToEnd, TreeSamplingMatchesTargetDistribution) {
 // siblings: the emitted token follows p; always-accept does not.
 TEST(TreeSampling, SiblingRuleReproducesTargetDistribution) {
   const int vocab = 6, m = 3;
-  const std::vector<float> p_logits{1.0f, 2.0f, 0.5f, -1.0f, 0.0f, 1.5f};
-  const std::vector<float> q_logits{2.0f, 0.0f, 1.5f, 1.0f, -2.0f, 0.0f};
-  SamplingParams sp;
-  sp.temperature = 1.0f;
-  std::vector<float> p, q;
-  ComputeProbs(p_logits, sp, p);
-  ComputeProbs(q_logits, sp, q);
+  const auto [p_logits, sp, p, q] = SmallPQ();
   std::vector<float> rows;  // [m+1][vocab]
   for (int i = 0; i <= m; ++i) rows.insert(rows.end(), p_logits.begin(), p_logits.end());
   const std::vector<int> parents(m, -1);

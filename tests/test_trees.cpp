@@ -154,13 +154,7 @@ TEST(TreeForward, RejectsBadParentsAndKeepsTheCacheUsable) {
 
 // ---- decoding with trees ------------------------------------------------------------
 
-std::vector<std::string> Prompts() {
-  std::ifstream f(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/prompts/tinystories.txt");
-  std::vector<std::string> lines;
-  for (std::string s; std::getline(f, s);)
-    if (!s.empty()) lines.push_back(s);
-  return lines;
-}
+std::vector<std::string> Prompts() { return testing::TinyStoriesPrompts(); }
 
 std::vector<int> Encode(const LoadedModel& m, const std::string& text) {
   if (m.tokenizer) return m.tokenizer->Encode(text, true);
