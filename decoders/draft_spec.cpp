@@ -17,6 +17,7 @@ std::string DraftSpec::TreeLabel() const {
 static std::string ModelLabel(const DraftSpec& d) {
   // The n-gram range is the lookup draft's architecture: tables tell variants apart.
   if (d.lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", d.max_ngram, d.min_ngram);
+  if (d.recycling) return "recycling";
   std::string s;
   if (!d.model.empty()) s = "model=" + d.model;
   if (d.layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", d.layers);
@@ -47,6 +48,12 @@ void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) 
     Fail("{}: '{}': a tree is static (branching) or dynamic (tree_budget), not both", what, text);
   if (d.lookup && !d.branching.empty())
     Fail("{}: '{}': a lookup tree holds every matching continuation; give tree_budget, not branching", what, text);
+  if (d.recycling) {
+    if (d.lookup || !d.model.empty() || d.layers || d.quant || d.tree_budget)
+      Fail("{}: '{}': a recycling draft has no model, layers, quant type, lookup or tree_budget (its shape is "
+           "branching)", what, text);
+    if (d.branching.empty()) d.branching = {4, 2, 2, 1};
+  }
   if (!d.lookup) {
     if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
     return;
@@ -69,6 +76,8 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
     if (part == "self") {
     } else if (part == "lookup") {
       d.lookup = true;
+    } else if (part == "recycling") {
+      d.recycling = true;
     } else if (part.starts_with("max_ngram=") || part.starts_with("min_ngram=")) {
       int& n = part[1] == 'a' ? d.max_ngram : d.min_ngram;
       if (!ParseInt(part.substr(10), n) || n < 1 || n > 64)

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "decoders/decoder.h"
@@ -54,6 +55,9 @@ class Drafter {
                        GenerationStats& st) = 0;
   // After verification: the target keeps its first `keep` positions (seq[0..keep)).
   virtual void Rollback(int keep) {}
+  // After verification, before Rollback: the target's logits [n][vocab] at the verified
+  // inputs [n] (the last token, then the draft's nodes) -- token recycling reads them.
+  virtual void Observe(std::span<const int> inputs, std::span<const float> logits, int vocab) {}
   // Cost-model inputs: [2] median times of a draft Forward call of 1 and of 2 positions
   // (the catch-up batch) right after `prompt` (target ids); empty for a drafter without
   // a model, whose cost is what the loop measures.
@@ -77,6 +81,10 @@ std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram, int tre
 // The lookup search alone, for tests: the proposal for `seq` (empty when no n-gram of
 // length min_ngram..max_ngram recurs).
 std::vector<int> LookupProposal(std::span<const int> seq, int k, int max_ngram, int min_ngram);
+
+// Token recycling (recycling_drafter.cpp): a tree of shape `branching` read out of the
+// top-max(branching) tokens the target ranked after each token it has verified.
+std::unique_ptr<Drafter> MakeRecyclingDrafter(std::vector<int> branching);
 
 // Draft model with another tokenizer (greedy only). `target_tok`/`draft_tok` bridge
 // the two vocabularies through text.

@@ -70,6 +70,11 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     case DecoderKind::Speculative: {
       // One loop; the draft spec picks the drafter.
       if (o.draft.lookup) return MakeLookupDecoder(target, o);
+      if (o.draft.recycling) {  // no model; the shape was checked with the draft spec
+        ValidateSpeculativeOptions(target, o);
+        if (o.draft.branching.empty()) Fail("decoder: draft: recycling needs a branching shape");
+        return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(o.draft.branching), o);
+      }
       ValidateSpeculativeOptions(target, o);
       if (!o.draft.model.empty()) {
         LoadedModel d = LoadModel(o.draft.model, models_dir);

@@ -104,6 +104,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     ++st.target_calls;
     const DraftView dv{draft.tokens, draft.parents, draft.probs};
     const Verdict v = greedy ? VerifyGreedy(dv, tl, vocab) : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
+    drafter_->Observe(verify_in, tl, vocab);
     st.verify_s += Seconds(t0, Clock::now());
 
     // --- bookkeeping ---

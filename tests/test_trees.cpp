@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "decoders/decoder.h"
+#include "decoders/draft_policy.h"
+#include "decoders/draft_spec.h"
 #include "decoders/draft_tree.h"
 #include "decoders/verify.h"
 #include "models/forward.h"
@@ -167,10 +169,11 @@ std::vector<int> Encode(const LoadedModel& m, const std::string& text) {
 }
 
 // Tree drafts of every kind: static and dynamic trees of the q4_0 self-draft and of an
-// early exit, and lookup tries.
+// early exit, lookup tries and token recycling.
 const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1", "q4_0+branching=2,2,2,2,2", "q4_0+tree_budget=16",
                                    "q4_0+tree_budget=5",     "layers=1+branching=3,3", "layers=1+tree_budget=12",
-                                   "lookup+tree_budget=16",  "lookup+max_ngram=2+min_ngram=1+tree_budget=6"};
+                                   "lookup+tree_budget=16",  "lookup+max_ngram=2+min_ngram=1+tree_budget=6",
+                                   "recycling",              "recycling+branching=2,2,1,1,1"};
 
 // Greedy decoding with every tree draft gives the autoregressive tokens on every prompt.
 void ExpectTreesLossless(const LoadedModel& target, int n_prompts) {
@@ -267,6 +270,30 @@ TEST(TreeVerify, GreedyFollowsTheTargetsArgmaxThroughTheTree) {
   EXPECT_EQ(v.next, 3);
   testing::ExpectError([&] { VerifyGreedy(DraftView{tokens, std::vector<int>{-1, 1, 0, 0, 0}, {}}, l, vocab); },
                        {"parents", "node 1 has parent 1"});
+}
+
+TEST(TreeDraft, RecyclingReadsTheTargetsRankingsBreadthFirst) {
+  auto d = MakeRecyclingDrafter({2, 1});
+  d->Begin(std::vector<int>{1});
+  const int vocab = 8;
+  std::vector<float> logits(3 * vocab, 0.0f);  // rows after tokens 5, 6, 7
+  auto rank = [&](int row, std::vector<int> order) {
+    for (size_t j = 0; j < order.size(); ++j) logits[row * vocab + order[j]] = 10.0f - j;
+  };
+  rank(0, {6, 3});
+  rank(1, {7, 2});
+  rank(2, {4, 1});
+  d->Observe(std::vector<int>{5, 6, 7}, logits, vocab);
+  DraftBlock b;
+  Rng rng(0);
+  GenerationStats st;
+  auto policy = MakeDraftPolicy(DecoderOptions{});
+  d->Propose(std::vector<int>{1, 5}, 16, *policy, rng, b, st);
+  // Root 5 -> {6, 3}; 6 -> 7 (its top 1); 3 was never verified: no children.
+  EXPECT_EQ(b.tokens, (std::vector<int>{6, 3, 7}));
+  EXPECT_EQ(b.parents, (std::vector<int>{-1, -1, 0}));
+  EXPECT_EQ(ParseDraftSpec("recycling", "t").Label(), "recycling+branching=4,2,2,1");
+  testing::ExpectError([] { ParseDraftSpec("recycling+q4_0", "t"); }, {"recycling draft has no model"});
 }
 
 TEST(TreeDraft, LookupTreeMergesEveryContinuation) {

@@ -582,6 +582,10 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                 "every min_ngram is larger than every max_ngram: no lookup draft left");
         continue;
       }
+      if (dr.recycling) {  // no model: draft_quant does not apply
+        concrete.push_back(dr);
+        continue;
+      }
       for (auto& dq : dqs) {
         DraftSpec d = dr;
         if (dq) d.quant = dq;
@@ -592,12 +596,14 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
       std::vector<DraftSpec> shaped;
       for (const DraftSpec& dr : concrete) {
         for (int b : a.tree_budget) {
+          if (dr.recycling) break;  // its shape is a branching
           DraftSpec t = dr;
           t.tree_budget = b, t.branching.clear();
           shaped.push_back(t);
         }
         for (const std::vector<int>& br : a.branching) {
           if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+          if (dr.recycling && br.empty()) continue;  // nor a recycling chain
           DraftSpec t = dr;
           t.branching = br, t.tree_budget = 0;
           if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
