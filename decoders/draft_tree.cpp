@@ -109,7 +109,9 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
         if (!added.empty() && nodes[added[0]].score <= scores[keep - 1]) break;
       }
     }
-    if (depth + 1 == max_depth || added.empty()) break;
+    // The draft's cache holds every expanded node: stop at its context end.
+    if (depth + 1 == max_depth || added.empty() || cache.length() + static_cast<int>(added.size()) > cache.capacity())
+      break;
     // Run the nodes to expand with the tree mask, each below its parent's slot.
     std::vector<int> toks, parents;
     for (int a : added) {

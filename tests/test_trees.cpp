@@ -224,6 +224,25 @@ TEST(TreeDecoding, GreedyEqualsAutoregressiveSynthetic) {
   ExpectTreesLossless(Quantized(m, QType::Q4_K), 8);
 }
 
+// Up to the context end: the trees shrink with the room left (the target's K, the
+// draft's own cache for the nodes a dynamic tree expands).
+TEST(TreeDecoding, RunsToTheContextEnd) {
+  const LoadedModel m{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 1)), nullptr};
+  DecoderOptions ar;
+  ar.max_new_tokens = 1000;
+  ar.stop_at_eos = false;
+  const std::vector<int> prompt{1, 5, 9};
+  const std::vector<int> expected = MakeDecoder(m, ar)->Generate(prompt).tokens;
+  ASSERT_EQ(expected.size() + prompt.size(), size_t(m.model->config.max_seq_len));
+  for (const char* draft : {"q4_0+tree_budget=16", "q4_0+branching=4,2,2,1", "lookup+tree_budget=16", "recycling"}) {
+    DecoderOptions o = ar;
+    o.kind = DecoderKind::Speculative;
+    o.k = 16;
+    o.draft = ParseDraftSpec(draft, "draft");
+    EXPECT_EQ(MakeDecoder(m, o)->Generate(prompt).tokens, expected) << draft;
+  }
+}
+
 TEST(TreeDecoding, GreedyEqualsAutoregressiveSharedModels) {
   const std::string dir = testing::SharedModelsDir();
   if (dir.empty()) GTEST_SKIP() << "no shared models";
