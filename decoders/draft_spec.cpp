@@ -3,25 +3,33 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 
 namespace specsweep {
 
-std::string DraftSpec::BaseLabel() const {
+std::string DraftSpec::TreeLabel() const {
+  if (!branching.empty()) return fmt::format("+branching={}", fmt::join(branching, ","));
+  return tree_budget > 0 ? fmt::format("+tree_budget={}", tree_budget) : "";
+}
+
+static std::string ModelLabel(const DraftSpec& d) {
   // The n-gram range is the lookup draft's architecture: tables tell variants apart.
-  if (lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", max_ngram, min_ngram);
+  if (d.lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", d.max_ngram, d.min_ngram);
+  if (d.recycling) return "recycling";
   std::string s;
-  if (!model.empty()) s = "model=" + model;
-  if (layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", layers);
+  if (!d.model.empty()) s = "model=" + d.model;
+  if (d.layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", d.layers);
   return s.empty() ? "self" : s;
 }
 
+std::string DraftSpec::BaseLabel() const { return ModelLabel(*this) + TreeLabel(); }
+
 std::string DraftSpec::Label() const {
-  std::string base = BaseLabel();
-  if (!quant) return base;
-  std::string q(QTypeName(*quant));
-  return base == "self" ? q : base + "+" + q;
+  std::string base = ModelLabel(*this);
+  if (quant) base = base == "self" ? std::string(QTypeName(*quant)) : base + "+" + std::string(QTypeName(*quant));
+  return base + TreeLabel();
 }
 
 static bool ParseInt(std::string_view s, int& out) {
@@ -36,6 +44,16 @@ static bool ParseInt(std::string_view s, int& out) {
 }
 
 void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) {
+  if (!d.branching.empty() && d.tree_budget)
+    Fail("{}: '{}': a tree is static (branching) or dynamic (tree_budget), not both", what, text);
+  if (d.lookup && !d.branching.empty())
+    Fail("{}: '{}': a lookup tree holds every matching continuation; give tree_budget, not branching", what, text);
+  if (d.recycling) {
+    if (d.lookup || !d.model.empty() || d.layers || d.quant || d.tree_budget)
+      Fail("{}: '{}': a recycling draft has no model, layers, quant type, lookup or tree_budget (its shape is "
+           "branching)", what, text);
+    if (d.branching.empty()) d.branching = {4, 2, 2, 1};
+  }
   if (!d.lookup) {
     if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
     return;
@@ -58,10 +76,26 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
     if (part == "self") {
     } else if (part == "lookup") {
       d.lookup = true;
+    } else if (part == "recycling") {
+      d.recycling = true;
     } else if (part.starts_with("max_ngram=") || part.starts_with("min_ngram=")) {
       int& n = part[1] == 'a' ? d.max_ngram : d.min_ngram;
       if (!ParseInt(part.substr(10), n) || n < 1 || n > 64)
         Fail("{}: '{}': n-gram length must be an integer in [1, 64]", what, part);
+    } else if (part.starts_with("tree_budget=")) {
+      if (!ParseInt(part.substr(12), d.tree_budget) || d.tree_budget < 1 || d.tree_budget > 1024)
+        Fail("{}: '{}': tree_budget must be an integer in [1, 1024]", what, part);
+    } else if (part.starts_with("branching=")) {
+      d.branching.clear();
+      std::string_view list = part.substr(10);
+      for (size_t a = 0; a <= list.size();) {
+        const size_t comma = std::min(list.find(',', a), list.size());
+        int b = 0;
+        if (!ParseInt(list.substr(a, comma - a), b) || b < 1 || b > 64 || d.branching.size() >= 64)
+          Fail("{}: '{}': branching must be up to 64 comma-separated integers in [1, 64] (e.g. 4,2,2,1)", what, part);
+        d.branching.push_back(b);
+        a = comma + 1;
+      }
     } else if (part.starts_with("layers=")) {
       if (!ParseInt(part.substr(7), d.layers) || d.layers < 1)
         Fail("{}: '{}': layers must be a positive integer", what, part);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "quant/qtype.h"
 
@@ -22,16 +23,29 @@ struct DraftSpec {
   int layers = 0;              // early exit after this many blocks (0 = all)
   std::optional<QType> quant;  // draft weights quantized in memory
   bool lookup = false;         // prompt lookup (n-gram copy); excludes the three above
+  bool recycling = false;      // token recycling (a tree of `branching`, no model); excludes the above
   int max_ngram = 0, min_ngram = 0;  // lookup only (0 otherwise; CheckDraftSpec: 3 and 1)
+  // Token trees (docs/trees.md), verified in one target pass. A model draft: a static
+  // tree with `branching` children per node at depth 1, 2, ... ("branching=4,2,2,1"), or
+  // a dynamic tree of the tree_budget nodes of highest cumulative draft probability
+  // (EAGLE-2). Lookup: every matching continuation in a trie of tree_budget nodes.
+  // K still caps the nodes of a step.
+  std::vector<int> branching;
+  int tree_budget = 0;
 
   // Canonical text, also the accepted input syntax: "self", "q4_0", "layers=2",
   // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0",
-  // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults).
+  // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults),
+  // trees "q4_0+branching=4,2,2,1", "q4_0+tree_budget=16", "lookup+...+tree_budget=16",
+  // "recycling+branching=4,2,2,1" (input: "recycling" alone means this shape).
   std::string Label() const;
-  // Label without the quantization (the draft's architecture): "self", "layers=2", ...
+  // Label without the quantization (the draft's architecture, tree included): "self",
+  // "layers=2", "layers=2+tree_budget=16", ...
   std::string BaseLabel() const;
   // "self": the target unchanged, which cannot draft for itself.
-  bool IsSelf() const { return model.empty() && layers == 0 && !quant && !lookup; }
+  bool IsSelf() const { return model.empty() && layers == 0 && !quant && !lookup && !recycling; }
+  bool IsTree() const { return !branching.empty() || tree_budget > 0; }
+  std::string TreeLabel() const;  // "+branching=4,2,2,1", "+tree_budget=16" or ""
 };
 
 // Parses the text form above; throws Error("<what>: ...").

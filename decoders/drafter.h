@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "decoders/decoder.h"
@@ -22,15 +23,19 @@
 
 namespace specsweep {
 
-// One step's proposal.
+// One step's proposal: a chain, or a token tree verified in one target pass.
 struct DraftBlock {
   std::vector<int> tokens;   // [n <= K] target-vocabulary ids
-  // [n][vocab] the distribution q each token was sampled from (sampling mode). Empty:
-  // the proposal is deterministic given the sequence (q one-hot at the token), which
-  // verification handles without materialising it (VerifySamplingOneHot).
+  // [n] empty: a chain. A tree: token i follows token parents[i] < i, or the sequence's
+  // last token when -1 (verify.h DraftView).
+  std::vector<int> parents;
+  // [n][vocab] the distribution q each token was sampled from (sampling mode; siblings
+  // i.i.d. from one q). Empty: the proposal is deterministic given the sequence (q
+  // one-hot at each token), which verification handles without materialising it.
   std::vector<float> probs;
   void Clear() {
     tokens.clear();
+    parents.clear();
     probs.clear();
   }
 };
@@ -50,25 +55,36 @@ class Drafter {
                        GenerationStats& st) = 0;
   // After verification: the target keeps its first `keep` positions (seq[0..keep)).
   virtual void Rollback(int keep) {}
+  // After verification, before Rollback: the target's logits [n][vocab] at the verified
+  // inputs [n] (the last token, then the draft's nodes) -- token recycling reads them.
+  virtual void Observe(std::span<const int> inputs, std::span<const float> logits, int vocab) {}
   // Cost-model inputs: [2] median times of a draft Forward call of 1 and of 2 positions
   // (the catch-up batch) right after `prompt` (target ids); empty for a drafter without
   // a model, whose cost is what the loop measures.
   virtual std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) { return {}; }
 };
 
+struct TreeShape;
+
 // Same-vocabulary draft model: its first `layers` blocks (0: all). `sampling` decides
-// greedy argmax or sampling from q.
+// greedy argmax or sampling from q. A tree shape makes it propose token trees.
 std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
-                                          KvType kv_type, const SamplingParams& sampling);
+                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree);
 
 // Prompt lookup (Saxena 2023; HF prompt_lookup_num_tokens; llama.cpp lookup): for n =
 // max_ngram down to min_ngram, find the most recent earlier occurrence of seq's last n
 // tokens and propose the (up to K) tokens that followed it.
-std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram);
+// tree_budget > 0: every matching continuation, merged into a trie of at most
+// min(K, tree_budget) nodes (LookupTree, draft_tree.h).
+std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram, int tree_budget = 0);
 
 // The lookup search alone, for tests: the proposal for `seq` (empty when no n-gram of
 // length min_ngram..max_ngram recurs).
 std::vector<int> LookupProposal(std::span<const int> seq, int k, int max_ngram, int min_ngram);
+
+// Token recycling (recycling_drafter.cpp): a tree of shape `branching` read out of the
+// top-max(branching) tokens the target ranked after each token it has verified.
+std::unique_ptr<Drafter> MakeRecyclingDrafter(std::vector<int> branching);
 
 // Draft model with another tokenizer (greedy only). `target_tok`/`draft_tok` bridge
 // the two vocabularies through text.

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "decoders/drafter.h"
+#include "decoders/draft_tree.h"
 
 namespace specsweep {
 
@@ -35,24 +35,26 @@ namespace {
 
 class LookupDrafter : public Drafter {
  public:
-  LookupDrafter(int max_ngram, int min_ngram)
-      : max_ngram_(max_ngram), min_ngram_(min_ngram),
-        name_(fmt::format("lookup(n={}..{})", max_ngram, min_ngram)) {}
+  LookupDrafter(int max_ngram, int min_ngram, int tree_budget)
+      : max_ngram_(max_ngram), min_ngram_(min_ngram), tree_budget_(tree_budget),
+        name_(fmt::format("lookup(n={}..{}{})", max_ngram, min_ngram,
+                          tree_budget ? fmt::format(", tree_budget={}", tree_budget) : "")) {}
   const std::string& name() const override { return name_; }
   void Begin(std::span<const int>) override {}
   void Propose(std::span<const int> seq, int k, DraftPolicy&, Rng&, DraftBlock& out, GenerationStats&) override {
+    if (tree_budget_ > 0) return LookupTree(seq, std::min(k, tree_budget_), max_ngram_, min_ngram_, out);
     out.tokens = LookupProposal(seq, k, max_ngram_, min_ngram_);
   }
 
  private:
-  int max_ngram_, min_ngram_;
+  int max_ngram_, min_ngram_, tree_budget_;
   std::string name_;
 };
 
 }  // namespace
 
-std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram) {
-  return std::make_unique<LookupDrafter>(max_ngram, min_ngram);
+std::unique_ptr<Drafter> MakeLookupDrafter(int max_ngram, int min_ngram, int tree_budget) {
+  return std::make_unique<LookupDrafter>(max_ngram, min_ngram, tree_budget);
 }
 
 }  // namespace specsweep

@@ -49,7 +49,7 @@ std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const Deco
   if (min_ngram < 1 || min_ngram > 64) Fail("decoder: min_ngram: must be in [1, 64], got {}", min_ngram);
   if (max_ngram < min_ngram || max_ngram > 64)
     Fail("decoder: max_ngram: must be in [min_ngram = {}, 64], got {}", min_ngram, max_ngram);
-  return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram), o);
+  return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram, d.tree_budget), o);
 }
 
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
@@ -70,6 +70,11 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     case DecoderKind::Speculative: {
       // One loop; the draft spec picks the drafter.
       if (o.draft.lookup) return MakeLookupDecoder(target, o);
+      if (o.draft.recycling) {  // no model; the shape was checked with the draft spec
+        ValidateSpeculativeOptions(target, o);
+        if (o.draft.branching.empty()) Fail("decoder: draft: recycling needs a branching shape");
+        return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(o.draft.branching), o);
+      }
       ValidateSpeculativeOptions(target, o);
       if (!o.draft.model.empty()) {
         LoadedModel d = LoadModel(o.draft.model, models_dir);
@@ -103,6 +108,9 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
          "tokenizer to bridge them)", name, draft.model->config.vocab_size, target.name,
          target.model->config.vocab_size);
+  if (o.draft.IsTree())
+    Fail("decoder: draft: draft '{}' has another tokenizer than target '{}'; token trees need a draft with the "
+         "target's vocabulary", name, target.name);
   if (!o.sampling.greedy())
     Fail("decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
          "support greedy decoding only (temperature 0)", name, target.name);

@@ -2,10 +2,11 @@
 //   for i = 1..K: q_i = M_q(prefix + d_1..d_{i-1}); d_i = argmax q_i (greedy) or d_i ~ q_i
 // with its own KV cache. The first Forward of a step also catches the cache up on the
 // tokens emitted since (the last step's correction/bonus, or the last prompt token).
+// With a TreeShape it proposes a token tree instead (draft_tree.h).
 #include <algorithm>
 
 #include "decoders/common.h"
-#include "decoders/drafter.h"
+#include "decoders/draft_tree.h"
 #include "models/forward.h"
 
 namespace specsweep {
@@ -14,9 +15,9 @@ namespace {
 class ModelDrafter : public Drafter {
  public:
   ModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
-               const SamplingParams& sampling)
+               const SamplingParams& sampling, TreeShape tree)
       : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
-        sampling_(sampling) {}
+        sampling_(sampling), tree_(std::move(tree)) {}
   const std::string& name() const override { return name_; }
   int context() const override { return model_->config.max_seq_len; }
 
@@ -28,6 +29,7 @@ class ModelDrafter : public Drafter {
 
   void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
                GenerationStats& st) override {
+    if (tree_.is_tree()) return ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, rng, out, st);
     const bool greedy = sampling_.greedy();
     std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
     for (int i = 0; i < k; ++i) {
@@ -49,8 +51,11 @@ class ModelDrafter : public Drafter {
     }
   }
 
-  // The draft keeps whatever prefix of the target's positions it holds.
-  void Rollback(int keep) override { cache_->Truncate(std::min(cache_->length(), keep)); }
+  // The draft keeps whatever prefix of the target's positions it holds (a tree: the
+  // next Propose keeps the path the sequence took).
+  void Rollback(int keep) override {
+    if (!cache_->has_tree()) cache_->Truncate(std::min(cache_->length(), keep));
+  }
   // A draft call returns the last position's logits only.
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
@@ -62,15 +67,17 @@ class ModelDrafter : public Drafter {
   std::string name_;
   KvType kv_type_;
   SamplingParams sampling_;
+  TreeShape tree_;
   std::unique_ptr<KVCache> cache_;
+  std::vector<int> tree_tokens_;  // the token of each tree slot of cache_ (trees only)
   std::vector<float> q_;  // [vocab]
 };
 
 }  // namespace
 
 std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
-                                          KvType kv_type, const SamplingParams& sampling) {
-  return std::make_unique<ModelDrafter>(std::move(model), layers, std::move(name), kv_type, sampling);
+                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree) {
+  return std::make_unique<ModelDrafter>(std::move(model), layers, std::move(name), kv_type, sampling, tree);
 }
 
 }  // namespace specsweep

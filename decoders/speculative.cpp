@@ -4,14 +4,15 @@
 //   repeat: K = policy, clipped to the context and max_new_tokens
 //           d1..dk = drafter.Propose(seq, K)           (k <= K; k = 0 is a plain step)
 //           ONE target Forward over [last, d1..dk] -> k+1 logit rows
-//           verify -> emit d1..d_a + next; target cache keeps n_seq + a positions;
-//           drafter.Rollback(n_seq + a)
+//             (a token tree: one Forward with the tree mask, SpecInfer)
+//           verify -> emit the accepted path d.. + next; the target cache keeps
+//             n_seq + a positions (a tree: the path moved to them); drafter.Rollback(n_seq + a)
 #include <algorithm>
 #include <vector>
 
 #include "decoders/common.h"
 #include "decoders/draft_policy.h"
-#include "decoders/drafter.h"
+#include "decoders/draft_tree.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
 #include "base/error.h"
@@ -63,6 +64,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
   DraftBlock draft;              // tokens [k], probs [k][vocab] or none (one-hot)
   std::vector<int> verify_in;    // [k+1] = last accepted token, d1..dk
+  std::vector<int> slots;        // [k+1] a tree's parent slots (Forward), then the kept path
   const auto start = Clock::now();
   auto first = start;
 
@@ -92,12 +94,17 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     t0 = Clock::now();
     verify_in.assign(1, seq.back());
     verify_in.insert(verify_in.end(), draft.tokens.begin(), draft.tokens.end());
-    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [kd+1][vocab]
+    const bool tree = !draft.parents.empty();
+    slots.clear();
+    if (tree) {  // the root (last token) at slot n_seq - 1, draft node i at n_seq + i
+      slots.push_back(n_seq - 2);
+      for (int p : draft.parents) slots.push_back(n_seq + p);
+    }
+    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true, slots);  // [kd+1][vocab]
     ++st.target_calls;
-    const Verdict v = greedy ? VerifyGreedy(draft.tokens, tl, vocab)
-                      : draft.probs.empty()
-                          ? VerifySamplingOneHot(draft.tokens, tl, vocab, opt_.sampling, rng, rule_)
-                          : VerifySampling(draft.tokens, draft.probs, tl, vocab, opt_.sampling, rng, rule_);
+    const DraftView dv{draft.tokens, draft.parents, draft.probs};
+    const Verdict v = greedy ? VerifyGreedy(dv, tl, vocab) : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
+    drafter_->Observe(verify_in, tl, vocab);
     st.verify_s += Seconds(t0, Clock::now());
 
     // --- bookkeeping ---
@@ -109,13 +116,19 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
       st.drafted_at_pos.resize(kd, 0);
       st.accepted_at_pos.resize(kd, 0);
     }
-    for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[i];
+    if (tree) {  // per depth: nodes drafted there, and the accepted path's node
+      std::vector<int> depth(kd);
+      for (int i = 0; i < kd; ++i) depth[i] = draft.parents[i] < 0 ? 0 : depth[draft.parents[i]] + 1;
+      for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[depth[i]];
+    } else {
+      for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[i];
+    }
     for (int i = 0; i < v.n_accepted; ++i) ++st.accepted_at_pos[i];
 
     // Emit accepted drafts then the target's token, stopping at EOS.
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted; ++i) {
-      const int tok = i < v.n_accepted ? draft.tokens[i] : v.next;
+      const int tok = i < v.n_accepted ? draft.tokens[v.path[i]] : v.next;
       if (opt_.stop_at_eos && c.IsStop(tok)) {
         st.stopped_at_eos = done = true;
         break;
@@ -131,7 +144,13 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     // Roll back: the target keeps last + accepted drafts (n_seq + a positions); the
     // drafter keeps what still matches and catches up next step.
     const int keep = n_seq + v.n_accepted;
-    tcache.Truncate(keep);
+    if (tree) {
+      slots.assign(1, n_seq - 1);
+      for (int i : v.path) slots.push_back(n_seq + i);
+      tcache.KeepPath(slots);
+    } else {
+      tcache.Truncate(keep);
+    }
     t0 = Clock::now();
     drafter_->Rollback(keep);
     st.draft_s += Seconds(t0, Clock::now());
@@ -150,6 +169,9 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
   if (!(o.draft_p_min > 0.0f && o.draft_p_min < 1.0f))
     Fail("decoder: draft_p_min: must be in (0, 1), got {}", o.draft_p_min);
   if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
+  if (o.draft.IsTree() && o.k_policy != KPolicy::Constant)
+    Fail("decoder: k_policy: a token tree's shape is set by its draft ({}); use constant (K caps its nodes)",
+         o.draft.Label());
   ValidateSampling(o.sampling, "decoder");
 }
 
@@ -166,7 +188,9 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, Model
     Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
          draft.layers);
   return MakeSpeculativeDecoder(
-      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.kv_type, o.sampling), o, rule);
+      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.kv_type, o.sampling,
+                               TreeShape{o.draft.branching, o.draft.tree_budget}),
+      o, rule);
 }
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,

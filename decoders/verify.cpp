@@ -1,74 +1,107 @@
 #include "decoders/verify.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "base/error.h"
 
 namespace specsweep {
 namespace {
 
-void CheckShapes(std::span<const int> draft, std::span<const float> target_logits, int vocab) {
-  const size_t rows = draft.size() + 1;
+// The draft's nodes by parent: children of node u (-1: the root) in index order.
+class Children {
+ public:
+  explicit Children(const DraftView& d) : k_(static_cast<int>(d.tokens.size())), chain_(d.parents.empty()) {
+    if (chain_) return;
+    first_.assign(k_ + 1, -1);
+    next_.assign(k_, -1);
+    for (int i = k_ - 1; i >= 0; --i) {
+      const int p = d.parents[i];
+      next_[i] = first_[p + 1];
+      first_[p + 1] = i;
+    }
+  }
+  int First(int u) const { return chain_ ? (u + 1 < k_ ? u + 1 : -1) : first_[u + 1]; }
+  int Next(int c) const { return chain_ ? -1 : next_[c]; }
+
+ private:
+  int k_;
+  bool chain_;
+  std::vector<int> first_, next_;  // [k+1] first child of u+1, [k] next sibling
+};
+
+void CheckShapes(const DraftView& d, std::span<const float> target_logits, int vocab) {
+  const size_t k = d.tokens.size(), rows = k + 1;
   if (target_logits.size() < rows * vocab)
     Fail("verify: target_logits: {} values, need [{}][{}]", target_logits.size(), rows, vocab);
-  for (int t : draft)
+  for (int t : d.tokens)
     if (t < 0 || t >= vocab) Fail("verify: draft: token {} outside vocabulary of {}", t, vocab);
+  if (!d.parents.empty() && d.parents.size() != k) Fail("verify: parents: {} for {} tokens", d.parents.size(), k);
+  for (size_t i = 0; i < d.parents.size(); ++i)
+    if (d.parents[i] < -1 || d.parents[i] >= static_cast<int>(i))
+      Fail("verify: parents: node {} has parent {} (need -1 <= parent < node)", i, d.parents[i]);
+  if (!d.probs.empty() && d.probs.size() < k * vocab)
+    Fail("verify: draft_probs: {} values, need [{}][{}]", d.probs.size(), k, vocab);
 }
 
 }  // namespace
 
-Verdict VerifyGreedy(std::span<const int> draft, std::span<const float> target_logits, int vocab) {
-  CheckShapes(draft, target_logits, vocab);
-  const int k = static_cast<int>(draft.size());
-  for (int i = 0; i <= k; ++i) {
-    const int best = Argmax(target_logits.subspan(static_cast<size_t>(i) * vocab, vocab));
-    if (i == k || draft[i] != best) return {i, best};
+Verdict VerifyGreedy(const DraftView& d, std::span<const float> target_logits, int vocab) {
+  CheckShapes(d, target_logits, vocab);
+  const Children children(d);
+  Verdict v;
+  for (int u = -1;;) {
+    const int best = Argmax(target_logits.subspan(static_cast<size_t>(u + 1) * vocab, vocab));
+    int c = children.First(u);
+    while (c >= 0 && d.tokens[c] != best) c = children.Next(c);
+    if (c < 0) {
+      v.next = best;
+      v.n_accepted = static_cast<int>(v.path.size());
+      return v;
+    }
+    v.path.push_back(u = c);
   }
-  return {};  // unreachable: the loop returns at i == k
 }
 
-Verdict VerifySampling(std::span<const int> draft, std::span<const float> draft_probs,
-                       std::span<const float> target_logits, int vocab, const SamplingParams& sp,
-                       Rng& rng, AcceptRule rule) {
-  CheckShapes(draft, target_logits, vocab);
-  const int k = static_cast<int>(draft.size());
-  if (draft_probs.size() < static_cast<size_t>(k) * vocab)
-    Fail("verify: draft_probs: {} values, need [{}][{}]", draft_probs.size(), k, vocab);
-  std::vector<float> p;  // [vocab] target distribution at the current row
-  for (int i = 0; i < k; ++i) {
-    ComputeProbs(target_logits.subspan(static_cast<size_t>(i) * vocab, vocab), sp, p);
-    std::span<const float> q = draft_probs.subspan(static_cast<size_t>(i) * vocab, vocab);
-    const int x = draft[i];
-    // u < p/q written as u*q < p: no division, and q(x) > 0 since x was drawn from q.
-    const bool accept = rule == AcceptRule::AlwaysAccept ||
-                        rng.Uniform() * static_cast<double>(q[x]) < static_cast<double>(p[x]);
-    if (accept) continue;
-    // Residual distribution max(0, p - q); it has mass whenever a rejection is possible
-    // (p(x) < q(x) implies some other token has p > q).
-    std::vector<float> r(vocab);  // [vocab]
-    double mass = 0.0;
-    for (int v = 0; v < vocab; ++v) mass += r[v] = std::max(0.0f, p[v] - q[v]);
-    return {i, SampleFromProbs(mass > 0.0 ? std::span<const float>(r) : std::span<const float>(p), rng)};
+Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits, int vocab,
+                       const SamplingParams& sp, Rng& rng, AcceptRule rule) {
+  CheckShapes(d, target_logits, vocab);
+  const Children children(d);
+  const bool one_hot = d.probs.empty();
+  Verdict v;
+  std::vector<float> r;  // [vocab] the current target distribution, unnormalised, mass `mass`
+  for (int u = -1;;) {
+    ComputeProbs(target_logits.subspan(static_cast<size_t>(u + 1) * vocab, vocab), sp, r);
+    double mass = 1.0;
+    int c = children.First(u);
+    for (; c >= 0; c = children.Next(c)) {
+      const int x = d.tokens[c];
+      if (one_hot) {
+        // u < r(x)/mass; then r without x.
+        if (rule == AcceptRule::AlwaysAccept || rng.Uniform() * mass < static_cast<double>(r[x])) break;
+        mass -= r[x];
+        r[x] = 0.0f;
+        continue;
+      }
+      std::span<const float> q = d.probs.subspan(static_cast<size_t>(c) * vocab, vocab);
+      // u < r/(mass q) written without division; q(x) > 0 since x was drawn from q.
+      if (rule == AcceptRule::AlwaysAccept ||
+          rng.Uniform() * static_cast<double>(q[x]) * mass < static_cast<double>(r[x]))
+        break;
+      // Residual max(0, r - q); it has mass whenever a rejection is possible (r(x) < q(x)
+      // implies some other token has r > q). Scaling q by mass keeps r's scale.
+      double left = 0.0;
+      std::vector<float> res(vocab);  // [vocab]
+      for (int t = 0; t < vocab; ++t)
+        left += res[t] = std::max(0.0f, r[t] - static_cast<float>(mass * q[t]));
+      if (left > 0.0) r.swap(res), mass = left;
+    }
+    if (c < 0) {  // every child rejected, or a leaf: draw from what is left
+      v.next = SampleFromProbs(r, rng);
+      v.n_accepted = static_cast<int>(v.path.size());
+      return v;
+    }
+    v.path.push_back(u = c);
   }
-  ComputeProbs(target_logits.subspan(static_cast<size_t>(k) * vocab, vocab), sp, p);
-  return {k, SampleFromProbs(p, rng)};
-}
-
-Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const float> target_logits, int vocab,
-                             const SamplingParams& sp, Rng& rng, AcceptRule rule) {
-  CheckShapes(draft, target_logits, vocab);
-  const int k = static_cast<int>(draft.size());
-  std::vector<float> p;  // [vocab] target distribution at the current row
-  for (int i = 0; i < k; ++i) {
-    ComputeProbs(target_logits.subspan(static_cast<size_t>(i) * vocab, vocab), sp, p);
-    const int x = draft[i];
-    if (rule == AcceptRule::AlwaysAccept || rng.Uniform() < static_cast<double>(p[x])) continue;
-    p[x] = 0.0f;  // the residual: p without the draft token (SampleFromProbs renormalises)
-    return {i, SampleFromProbs(p, rng)};
-  }
-  ComputeProbs(target_logits.subspan(static_cast<size_t>(k) * vocab, vocab), sp, p);
-  return {k, SampleFromProbs(p, rng)};
 }
 
 }  // namespace specsweep

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -87,16 +88,27 @@ void SoftmaxRows(float* const* sh, int len0) {
   }
 }
 
+// The cache slot holding the key/value a query sees at position t: t itself for a
+// sequence; in a token tree, positions from `base` (the tree's first slot) on are the
+// query's ancestors, tail[t - base] (ascending slots). Scores, softmax and sums run
+// over positions, so a tree node's arithmetic is that of the same path run as a chain.
+struct Rows {
+  int base = INT_MAX;
+  const int* tail = nullptr;
+  int operator()(int t) const { return t < base ? t : tail[t - base]; }
+};
+
 // One query head at one position, any head size: sh[t] = q.k_t * scale for t < len,
 // softmax, then out = sum_t sh[t] v_t accumulated in t order. k and v are one KV head's
-// rows of consecutive positions ([len][hd], contiguous in the head-major cache).
+// rows ([slots][hd], contiguous in the head-major cache), position t at row rows(t).
 template <class E>
-void AttendHead(const float* q, const E* k, const E* v, int len, float scale, int hd, float* sh, float* out) {
-  for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(t) * hd, hd) * scale;
+void AttendHead(const float* q, const E* k, const E* v, int len, Rows rows, float scale, int hd, float* sh,
+                float* out) {
+  for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(rows(t)) * hd, hd) * scale;
   SoftmaxRows<1>(&sh, len);
   std::fill(out, out + hd, 0.0f);
   for (int t = 0; t < len; ++t)
-    for (int e = 0; e < hd; ++e) out[e] += sh[t] * ToFloat(v[size_t(t) * hd + e]);
+    for (int e = 0; e < hd; ++e) out[e] += sh[t] * ToFloat(v[size_t(rows(t)) * hd + e]);
 }
 
 // Queries per group for head size HD: their output rows fill 16 vector registers
@@ -112,8 +124,8 @@ constexpr int kGroupQueries = 256 / HD;
 // stay in registers, and the score trees of 16 (position, query) pairs are taken
 // together (LaneTreeSums16).
 template <int HD, int G, class E>
-void AttendQueries(const float* const* q, const E* k, const E* v, int p0, float scale, float* const* sh,
-                   float* const* out) {
+void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale,
+                   float* const* sh, float* const* out) {
   static_assert(HD % 16 == 0 && G >= 1 && G * HD / 16 <= 16);
   constexpr int P = 16 / G;           // positions per tree of 16 sums
   const int len_max = p0 + G;         // positions the last query sees
@@ -122,7 +134,7 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, float 
     Lanes16 s[16] = {};                 // [P positions][G queries] lane partial sums
     #pragma GCC unroll 16
     for (int r = 0; r < P; ++r) {
-      const E* kt = k + size_t(t0 + r) * HD;
+      const E* kt = k + size_t(rows(t0 + r)) * HD;
       #pragma GCC unroll 8
       for (int j = 0; j < HD / 16; ++j) {
         const Lanes16 kj = LoadLanes16(kt + 16 * j);
@@ -135,12 +147,12 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, float 
       for (int g = 0; g < G; ++g) sh[g][t0 + r] = sums[r * G + g];
   }
   for (int t = t0; t < len_max; ++t)
-    for (int g = 0; g < G; ++g) sh[g][t] = Dot(q[g], k + size_t(t) * HD, HD) * scale;
+    for (int g = 0; g < G; ++g) sh[g][t] = Dot(q[g], k + size_t(rows(t)) * HD, HD) * scale;
   SoftmaxRows<G>(sh, p0 + 1);
   Lanes16 o[G][HD / 16] = {};  // [G][HD] output rows
   // Queries [g0, G) accumulate position t.
   auto accumulate = [&](int t, int g0) {
-    const E* vt = v + size_t(t) * HD;
+    const E* vt = v + size_t(rows(t)) * HD;
     #pragma GCC unroll 8
     for (int j = 0; j < HD / 16; ++j) {
       const Lanes16 vj = LoadLanes16(vt + 16 * j);
@@ -155,12 +167,46 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, float 
 
 // Calls AttendQueries<HD, C> with C == c, 1 <= c <= G.
 template <int HD, int G, class E>
-void AttendQueriesN(int c, const float* const* q, const E* k, const E* v, int p0, float scale, float* const* sh,
-                    float* const* out) {
+void AttendQueriesN(int c, const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale,
+                    float* const* sh, float* const* out) {
   if constexpr (G >= 1) {
-    if (c == G) return AttendQueries<HD, G>(q, k, v, p0, scale, sh, out);
-    AttendQueriesN<HD, G - 1>(c, q, k, v, p0, scale, sh, out);
+    if (c == G) return AttendQueries<HD, G>(q, k, v, p0, rows, scale, sh, out);
+    AttendQueriesN<HD, G - 1>(c, q, k, v, p0, rows, scale, sh, out);
   }
+}
+
+// Queries attended together: [i0, i0 + c), each the previous one's child (a chain), the
+// first at position p0; they see positions [0, p0 + g] through `rows`.
+struct QueryRun {
+  int i0, c, p0;
+  Rows rows;
+};
+
+// The runs of a batch at start_pos. A sequence: runs of G consecutive queries at their
+// slots. A tree (cache.has_tree(), nodes already recorded): maximal parent-child chains
+// of consecutive nodes cut at G, each with its ancestors' slots in `tails`.
+std::vector<QueryRun> QueryRuns(const KVCache& cache, int start_pos, int n, int G, std::vector<int>& tails) {
+  std::vector<QueryRun> runs;
+  if (!cache.has_tree()) {
+    for (int i0 = 0; i0 < n; i0 += G) runs.push_back({i0, std::min(G, n - i0), start_pos + i0, Rows{}});
+    return runs;
+  }
+  const int from = cache.tree_from();
+  std::vector<size_t> offsets;
+  tails.clear();
+  for (int i0 = 0; i0 < n;) {
+    int c = 1;
+    while (c < G && i0 + c < n && cache.parent(start_pos + i0 + c) == start_pos + i0 + c - 1) ++c;
+    const size_t off = tails.size();
+    for (int s = start_pos + i0; s >= from; s = cache.parent(s)) tails.push_back(s);  // leaf first
+    std::reverse(tails.begin() + off, tails.end());
+    for (int g = 1; g < c; ++g) tails.push_back(start_pos + i0 + g);
+    runs.push_back({i0, c, cache.position(start_pos + i0), Rows{from, nullptr}});
+    offsets.push_back(off);
+    i0 += c;
+  }
+  for (size_t r = 0; r < runs.size(); ++r) runs[r].rows.tail = tails.data() + offsets[r];
+  return runs;
 }
 
 // The matrix products of one layer in forward order; each list shares one input.
@@ -199,7 +245,7 @@ int ForwardTeamSize(const Model& model, int n, int start_pos) {
 // itself into its own buffers (Scratch::Own) with the same code on the same inputs, so
 // the copies are equal and nobody waits for a single thread to do them.
 std::span<const float> Forward(const Model& model, std::span<const int> tokens, int start_pos,
-                               KVCache& cache, bool all_logits) {
+                               KVCache& cache, bool all_logits, std::span<const int> parents) {
   const ModelConfig& c = model.config;
   const int n = static_cast<int>(tokens.size());
   const int dim = c.dim, hd = c.head_dim(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
@@ -220,6 +266,14 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   cache.Reserve(start_pos + n);
   for (int t : tokens)
     if (t < 0 || t >= c.vocab_size) Fail("forward: token: id {} outside vocabulary [0, {})", t, c.vocab_size);
+  if (!parents.empty() && parents.size() != size_t(n))
+    Fail("forward: parents: {} for {} tokens", parents.size(), n);
+  if (!parents.empty() || cache.has_tree()) {  // tree mode: record the nodes (validates them)
+    std::vector<int> chain;
+    if (parents.empty())
+      for (int i = 0; i < n; ++i) chain.push_back(start_pos + i - 1);
+    cache.AddTreeNodes(start_pos, parents.empty() ? std::span<const int>(chain) : parents);
+  }
 
   const int threads = ForwardTeamSize(model, n, start_pos);
   auto& s = cache.scratch;
@@ -246,7 +300,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
 
   const std::vector<float> freqs = c.RopeFrequencies();  // [hd/2]
   for (int i = 0; i < n; ++i) {
-    const int pos = start_pos + i;
+    const int pos = cache.position(start_pos + i);  // a tree node's: its depth below the tree
     for (int j = 0; j < hd / 2; ++j) {
       const float angle = static_cast<float>(pos) * freqs[j];
       rope_cos[size_t(i) * hd / 2 + j] = std::cos(angle);
@@ -273,6 +327,9 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   s.queues[4 * size_t(n_layers)].Reset(MatMulChunks(classifier), threads);
 
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int group_queries = hd == 16 ? kGroupQueries<16> : hd == 32 ? kGroupQueries<32>
+                          : hd == 64 ? kGroupQueries<64> : hd == 128 ? kGroupQueries<128> : 1;
+  const std::vector<QueryRun> runs = QueryRuns(cache, start_pos, n, group_queries, s.tree_rows);
   // Attention of layer l for KV heads [kv0, kv1) over a cache of element type E: rope
   // their queries and keys, store the keys and values (rounded to E) at start_pos..,
   // attend with their query heads.
@@ -307,16 +364,16 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       auto qh = [&](int i) { return q + size_t(i) * q_dim + h * hd; };                // [hd]
       auto sh = [&](int i) { return scores + (size_t(i) * n_heads + h) * ctx; };     // [ctx]
       auto oh = [&](int i) { return att_out + size_t(i) * q_dim + h * hd; };          // [hd]
-      // Query i sees positions [0, start_pos + i]; groups of consecutive queries share
-      // every key and value row they read.
+      // Query i sees positions [0, start_pos + i] (a tree node: the sequence before the
+      // tree and its ancestors); a run of consecutive queries shares every key and value
+      // row it reads.
       auto groups = [&]<int HD>() {
         constexpr int G = kGroupQueries<HD>;
-        for (int i0 = 0; i0 < n; i0 += G) {
-          const int c = std::min(G, n - i0);
+        for (const QueryRun& r : runs) {
           const float* qs[G];
           float *ss[G], *os[G];
-          for (int g = 0; g < c; ++g) qs[g] = qh(i0 + g), ss[g] = sh(i0 + g), os[g] = oh(i0 + g);
-          AttendQueriesN<HD, G>(c, qs, kc, vc, start_pos + i0, att_scale, ss, os);
+          for (int g = 0; g < r.c; ++g) qs[g] = qh(r.i0 + g), ss[g] = sh(r.i0 + g), os[g] = oh(r.i0 + g);
+          AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os);
         }
       };
       if (hd == 16) groups.template operator()<16>();
@@ -324,7 +381,8 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       else if (hd == 64) groups.template operator()<64>();
       else if (hd == 128) groups.template operator()<128>();
       else
-        for (int i = 0; i < n; ++i) AttendHead(qh(i), kc, vc, start_pos + i + 1, att_scale, hd, sh(i), oh(i));
+        for (const QueryRun& r : runs)
+          AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
     }
   };
   // t of nt threads (nt may fall short of `threads`: the queues' stealing covers

@@ -13,8 +13,15 @@ namespace specsweep {
 // Returns logits [n][vocab] (all_logits) or [1][vocab] for the last position only,
 // in cache-owned scratch valid until the next call on that cache.
 // A position's logits are bit-identical whatever n and the thread count.
+// Token trees (SpecInfer's tree attention): with `parents` [n], token i goes to cache slot
+// start_pos + i as a child of slot parents[i] (the slot before the tree, or an earlier
+// tree node, of this call or an earlier one); its position is its depth below the tree
+// and it attends to the sequence before the tree and its own ancestors only
+// (KVCache::AddTreeNodes). Its logits are bit-identical to those of its path run as a
+// sequence. A cache holding a tree takes only tree calls (parents empty: a chain
+// continuing the last node) until KeepPath or Truncate makes it a sequence again.
 std::span<const float> Forward(const Model& model, std::span<const int> tokens, int start_pos,
-                               KVCache& cache, bool all_logits = true);
+                               KVCache& cache, bool all_logits = true, std::span<const int> parents = {});
 
 // Sets the OpenMP thread count used by Forward and MatMul (<= 0: all cores).
 // n = 0: all cores; n outside [0, MaxThreads()] is an Error.

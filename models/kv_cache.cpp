@@ -52,6 +52,56 @@ void KVCache::Reserve(int positions) {
 void KVCache::Truncate(int pos) {
   if (pos < 0 || pos > length_) Fail("kv cache: truncate: position {} outside [0, {}]", pos, length_);
   length_ = pos;  // entries past pos are overwritten by the next Forward
+  if (pos <= tree_from_) {
+    tree_from_ = INT_MAX;
+    tree_parent_.clear();
+    tree_pos_.clear();
+  } else {
+    tree_parent_.resize(pos - tree_from_);
+    tree_pos_.resize(pos - tree_from_);
+  }
+}
+
+void KVCache::AddTreeNodes(int start, std::span<const int> parents) {
+  if (start != length_) Fail("kv cache: tree nodes at {} but the cache holds {} positions", start, length_);
+  if (!has_tree()) {
+    tree_from_ = start;
+    tree_parent_.clear();
+    tree_pos_.clear();
+  }
+  for (size_t i = 0; i < parents.size(); ++i) {
+    const int slot = start + static_cast<int>(i), p = parents[i];
+    if (p != tree_from_ - 1 && (p < tree_from_ || p >= slot)) {
+      const int before = tree_from_ - 1;
+      Truncate(start);  // nothing half-recorded
+      Fail("kv cache: tree node {}: parent {} is neither slot {} (before the tree) nor an earlier tree node",
+           slot, p, before);
+    }
+    tree_parent_.push_back(p);
+    tree_pos_.push_back(p < tree_from_ ? tree_from_ : tree_pos_[p - tree_from_] + 1);
+  }
+}
+
+void KVCache::KeepPath(std::span<const int> path) {
+  const int from = tree_from();
+  for (size_t j = 0; j < path.size(); ++j) {
+    const int s = path[j], want_parent = j == 0 ? from - 1 : path[j - 1];
+    if (s < from || s >= length_ || parent(s) != want_parent)
+      Fail("kv cache: keep path: slot {} is not a child of {} in the tree", s, want_parent);
+  }
+  // path[j] >= from + j (a node's depth is below its slot), so copying in order never
+  // overwrites a row still to be read.
+  const size_t row = static_cast<size_t>(head_dim_) * KvElementBytes(type_);
+  const size_t heads = static_cast<size_t>(n_layers_) * n_kv_heads_;
+  for (Bytes* b : {&k_, &v_})
+    for (size_t h = 0; h < heads; ++h) {
+      unsigned char* base = b->data() + h * reserved_ * row;
+      for (size_t j = 0; j < path.size(); ++j)
+        if (path[j] != from + static_cast<int>(j))
+          std::memcpy(base + (from + j) * row, base + static_cast<size_t>(path[j]) * row, row);
+    }
+  Truncate(from);
+  length_ = from + static_cast<int>(path.size());
 }
 
 }  // namespace specsweep

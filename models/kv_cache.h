@@ -5,9 +5,11 @@
 // (Reserve grows the storage, doubling, up to capacity()).
 #pragma once
 #include <cassert>
+#include <climits>
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "models/config.h"
@@ -56,6 +58,26 @@ class KVCache {
   // Rolls back to the first `pos` positions (0 <= pos <= length()).
   void Truncate(int pos);
 
+  // Token trees (SpecInfer's tree attention). Slots [0, tree_from()) hold one sequence,
+  // slot s at position s. A slot s >= tree_from() holds a tree node: its parent is
+  // parent(s) (tree_from()-1 for a root, else an earlier tree slot), its RoPE position
+  // is its depth below tree_from()-1, and it attends to slots [0, tree_from()) plus its
+  // ancestors in the tree. Without a tree tree_from() == length(), parent(s) == s-1.
+  bool has_tree() const { return tree_from_ != INT_MAX; }
+  int tree_from() const { return has_tree() ? tree_from_ : length_; }
+  int parent(int slot) const { return slot < tree_from_ ? slot - 1 : tree_parent_[slot - tree_from_]; }
+  int position(int slot) const { return slot < tree_from_ ? slot : tree_pos_[slot - tree_from_]; }
+  // Records slots [start, start + parents.size()) as tree nodes with these parent slots
+  // (Forward's tree mode calls it before writing them); the tree starts at `start` when
+  // none is held. Throws Error on a parent that is not an earlier tree slot or the
+  // slot before the tree.
+  void AddTreeNodes(int start, std::span<const int> parents);
+  // Keeps the root-to-node chain `path` of tree slots (path[0] a root, path[j+1] a
+  // child of path[j]): their keys and values move to slots tree_from() + j, which is
+  // their position, everything else after tree_from() is dropped and the cache holds a
+  // sequence again (length tree_from() + path.size()).
+  void KeepPath(std::span<const int> path);
+
   // Head-major: one KV head's rows of consecutive positions are contiguous, so
   // attention streams each head's keys and values sequentially. E is the element type
   // of type(): float for KvType::F32, uint16_t (IEEE half bits) for KvType::F16.
@@ -77,6 +99,8 @@ class KVCache {
   int reserved_ = 0;
   KvType type_;
   int length_ = 0;
+  int tree_from_ = INT_MAX;                 // first tree slot (INT_MAX: none)
+  std::vector<int> tree_parent_, tree_pos_;  // [slot - tree_from_] of tree slots
   Bytes k_, v_;  // [n_layers][n_kv_heads][reserved][head_dim] elements of type_
 
  public:
@@ -84,6 +108,7 @@ class KVCache {
   struct Scratch {
     // Shared by the forward pass's threads.
     AlignedFloats q, k, v, att_out, ob, hb, hb2, logits, scores, rope_cos, rope_sin;
+    std::vector<int> tree_rows;  // the tree nodes' ancestor slots (forward.cpp QueryRuns)
     // Each thread's own residual stream and normed product input (models/forward.cpp).
     struct Own {
       AlignedFloats x, xb;

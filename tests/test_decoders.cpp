@@ -29,13 +29,7 @@ struct OneThread : ::testing::Environment {
 };
 const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
-std::vector<std::string> Prompts() {
-  std::ifstream f(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/prompts/tinystories.txt");
-  std::vector<std::string> lines;
-  for (std::string s; std::getline(f, s);)
-    if (!s.empty()) lines.push_back(s);
-  return lines;
-}
+std::vector<std::string> Prompts() { return testing::TinyStoriesPrompts(); }
 
 LoadedModel Synthetic(const ModelConfig& c, uint64_t seed, const std::string& name) {
   return LoadedModel{name, std::make_shared<const Model>(MakeSyntheticModel(c, seed)), nullptr};

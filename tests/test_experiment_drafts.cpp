@@ -149,3 +149,35 @@ TEST(ExperimentDrafts, RefusedCombinationsNameFileAndKey) {
 
 }  // namespace
 }  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// Token-tree axes: every draft in every shape; the label carries the shape and parses back.
+TEST(ExperimentDrafts, TreeAxesShapeEveryDraft) {
+  Experiment e = Load("trees.yaml", Head() + R"(sweep:
+  k: [16]
+  tree_budget: [0, 8]
+  branching: ["4,2,1", chain]
+decoders:
+  - decoder: speculative
+    draft: [lookup, q4_0]
+)");
+  std::set<std::string> labels;
+  for (const Point& p : e.points) {
+    if (!p.speculative()) continue;
+    labels.insert(p.draft.Label());
+    EXPECT_EQ(PointFromParams(p.ParamsJson(), "t").Key(), p.Key());
+    EXPECT_EQ(ParseDraftSpec(p.draft.Label(), "t").Label(), p.draft.Label());
+  }
+  EXPECT_EQ(labels, (std::set<std::string>{"lookup+max_ngram=3+min_ngram=1",
+                                           "lookup+max_ngram=3+min_ngram=1+tree_budget=8", "q4_0",
+                                           "q4_0+tree_budget=8", "q4_0+branching=4,2,1"}));
+  testing::ExpectError([&] { Load("bad.yaml", Head() + "sweep: {branching: [\"4,x\"]}\ndecoders: [speculative]\n"); },
+              {"bad.yaml", "branching"});
+  testing::ExpectError([&] { Load("bad2.yaml", Head() + "decoders:\n  - decoder: speculative\n    draft: [\"q4_0+branching=2+tree_budget=4\"]\n"); },
+              {"bad2.yaml", "static (branching) or dynamic (tree_budget), not both"});
+}
+
+}  // namespace
+}  // namespace specsweep

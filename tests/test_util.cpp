@@ -31,6 +31,14 @@ std::string SharedFile(const std::string& path_below_shared) {
   return std::filesystem::exists(p) ? p.string() : "";
 }
 
+std::vector<std::string> TinyStoriesPrompts() {
+  std::ifstream f(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/prompts/tinystories.txt");
+  std::vector<std::string> lines;
+  for (std::string s; std::getline(f, s);)
+    if (!s.empty()) lines.push_back(s);
+  return lines;
+}
+
 std::string SharedModelsDir() {
   if (const char* env = std::getenv("SPECSWEEP_MODELS"); env && fs::is_directory(env)) return env;
   fs::path p = fs::path(SPECSWEEP_SOURCE_DIR) / ".." / "shared" / "models";

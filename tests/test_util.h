@@ -13,6 +13,8 @@ namespace specsweep::testing {
 // The shared models directory if it exists ($SPECSWEEP_MODELS or ../shared/models
 // beside the source tree), else "". Tests that need real weights skip when "".
 std::string SharedModelsDir();
+// The non-empty lines of experiments/prompts/tinystories.txt (the shared test prompts).
+std::vector<std::string> TinyStoriesPrompts();
 // A file of the shared folders by its path below ../shared ("models/llama2-tokenizer/
 // tokenizer.model", "fixtures/tokenizers/qwen3/tokenizer.json") if it exists, else "".
 std::string SharedFile(const std::string& path_below_shared);

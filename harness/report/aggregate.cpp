@@ -263,6 +263,15 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["accepted_at_pos"] = pooled.accepted_at_pos;
   out["acceptance_at_pos"] = acc_at_pos;
   out["acceptance_at_pos_conditional"] = acc_cond;
+  // Steps whose accepted path (chain prefix or tree path) had length 0, 1, ...: a step
+  // reaching length i+1 counts in accepted_at_pos[i] (for a tree, drafted_at_pos is per depth).
+  std::vector<int64_t> path_lengths;
+  const int64_t n_steps = static_cast<int64_t>(pooled.k_per_step.size());
+  for (size_t i = 0; i <= pooled.accepted_at_pos.size() && n_steps > 0; ++i) {
+    const int64_t reached = i == 0 ? n_steps : pooled.accepted_at_pos[i - 1];
+    path_lengths.push_back(reached - (i < pooled.accepted_at_pos.size() ? pooled.accepted_at_pos[i] : 0));
+  }
+  out["accepted_length_distribution"] = path_lengths;
   const double draft_per_call = pooled.draft_calls ? pooled.draft_s / pooled.draft_calls : NAN;
   out["draft_time_per_call_s"] = NumOrNull(draft_per_call);
 
@@ -297,12 +306,16 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   if (std::isfinite(td1)) {
     // Every draft call costs T_d(1), the first one of a step after a fully accepted step
     // T_d(2) (it also feeds the last draft token); only known for constant K.
+    // Not for token trees: their draft calls run many nodes (documented in docs/trees.md).
     const bool constant_k = FieldText(r.params, "k_policy") == "constant";
     const size_t kk = size_t(std::max(0, int(FieldNumber(r.params, "k"))));
     const double p_full = constant_k && kk > 0 && kk <= pooled.accepted_at_pos.size()
                               ? double(pooled.accepted_at_pos[kk - 1]) / steps
                               : 0.0;
     draft_step = double(pooled.draft_calls) / steps * td1 + p_full * (td2 - td1);
+    const std::string draft = FieldText(r.params, "draft");
+    if (draft.find("branching=") != std::string::npos || draft.find("tree_budget=") != std::string::npos)
+      draft_step = NAN;
   } else if (steps > 0) {
     draft_step = pooled.draft_s / steps;  // a drafter without a model (measured in the loop)
   }

@@ -1,5 +1,6 @@
 #include "harness/sweep/grid.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -84,11 +85,35 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
               "every min_ngram is larger than every max_ngram: no lookup draft left");
       continue;
     }
+    if (dr.recycling) {  // no model: draft_quant does not apply
+      concrete.push_back(dr);
+      continue;
+    }
     for (auto& dq : dqs) {
       DraftSpec d = dr;
       if (dq) d.quant = dq;
       concrete.push_back(d);
     }
+  }
+  if (!a.tree_budget.empty() || !a.branching.empty()) {  // every draft in every tree shape
+    std::vector<DraftSpec> shaped;
+    for (const DraftSpec& dr : concrete) {
+      for (int b : a.tree_budget) {
+        if (dr.recycling) break;  // its shape is a branching
+        DraftSpec t = dr;
+        t.tree_budget = b, t.branching.clear();
+        shaped.push_back(t);
+      }
+      for (const std::vector<int>& br : a.branching) {
+        if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+        if (dr.recycling && br.empty()) continue;  // nor a recycling chain
+        DraftSpec t = dr;
+        t.branching = br, t.tree_budget = 0;
+        if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
+          shaped.push_back(t);
+      }
+    }
+    concrete.swap(shaped);
   }
   if (is_spec)
     for (DraftSpec& dr : concrete) {

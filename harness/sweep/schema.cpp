@@ -121,6 +121,16 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
                                 "directory '{}')", d.model, ResolveModelsDir(models_dir)));
         a.draft.push_back(d);
       }
+    } else if (key == "tree_budget") {
+      a.tree_budget.clear();
+      for (auto& [x, xp] : axis) a.tree_budget.push_back(int(c.Int(x, xp, 0, 1024)));
+    } else if (key == "branching") {
+      a.branching.clear();
+      for (auto& [x, xp] : axis) {
+        const std::string s = c.Str(x, xp);
+        a.branching.push_back(s == "chain" ? std::vector<int>{}
+                                           : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching);
+      }
     } else if (key == "input_length") {
       a.input_length.clear();
       for (auto& [x, xp] : axis) a.input_length.push_back(int(c.Int(x, xp, 1, 1 << 20)));

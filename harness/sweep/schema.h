@@ -89,13 +89,17 @@ struct Axes {
   std::vector<int> threads{0};
   std::vector<KvType> kv_type{KvType::F32};
   std::vector<int> max_ngram, min_ngram;  // lookup drafts; empty: axis not given (draft decides)
+  // Token trees (docs/trees.md), each value applied to every draft: tree_budget 0 and
+  // branching "chain" leave the draft a chain; empty: axis not given (draft decides).
+  std::vector<int> tree_budget;
+  std::vector<std::vector<int>> branching;
 };
 
 inline const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
-                                         "min_ngram"};
+                                         "min_ngram", "tree_budget", "branching"};
 inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type", "max_ngram", "min_ngram"};
+                                         "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path);
 bool ModelExists(const std::string& name, const std::string& models_dir);

@@ -1,0 +1,191 @@
+#include "decoders/draft_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "base/error.h"
+
+namespace specsweep {
+namespace {
+
+// The m most probable tokens of q (descending; the lowest id first on ties).
+std::vector<int> TopTokens(std::span<const float> q, int m) {
+  std::vector<int> ids(q.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  m = std::min<int>(m, static_cast<int>(ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + m, ids.end(),
+                    [&](int a, int b) { return q[a] > q[b] || (q[a] == q[b] && a < b); });
+  ids.resize(m);
+  return ids;
+}
+
+// A node grown by the draft before selection.
+struct Grown {
+  int token, parent;  // parent: index in the grown list, -1 for the root
+  double score;       // cumulative draft probability of the path (dynamic trees)
+  int slot = -1;      // draft cache slot once run (expanded), else -1
+};
+
+// Softmax probability at temperature 1 of each token in `ids` (EAGLE-2's scores).
+std::vector<double> Softmax1(std::span<const float> row, const std::vector<int>& ids) {
+  const float mx = *std::max_element(row.begin(), row.end());
+  double z = 0;
+  for (float x : row) z += std::exp(double(x - mx));
+  std::vector<double> p;
+  for (int t : ids) p.push_back(std::exp(double(row[t] - mx)) / z);
+  return p;
+}
+
+}  // namespace
+
+// Keeps the path of the cached tree that seq follows (its accepted tokens), drops the
+// rest. seq's last token is never kept: its logits are the new root's, so it is fed.
+void KeepFollowedPath(KVCache& cache, const std::vector<int>& tree_tokens, std::span<const int> seq) {
+  if (!cache.has_tree()) return;
+  const int from = cache.tree_from();
+  std::vector<int> path;
+  for (int j = from, u = from - 1; j + 1 < static_cast<int>(seq.size()); ++j) {
+    int next = -1;
+    for (int s = u + 1; s < cache.length() && next < 0; ++s)
+      if (cache.parent(s) == u && tree_tokens[s - from] == seq[j]) next = s;
+    if (next < 0) break;
+    path.push_back(u = next);
+  }
+  cache.KeepPath(path);
+}
+
+void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
+                      GenerationStats& st) {
+  KeepFollowedPath(cache, tree_tokens, seq);
+  tree_tokens.clear();
+  const int vocab = model.config.vocab_size;
+  const bool dynamic = shape.branching.empty();
+  const bool iid = !dynamic && !sampling.greedy();  // SpecInfer's sampled expansion
+  const int n_seq = static_cast<int>(seq.size());
+  const int keep = dynamic ? std::min(k, shape.budget) : k;  // nodes proposed at most
+  const int max_depth = dynamic ? keep : static_cast<int>(shape.branching.size());
+  // Catch up; the root's logits are the last row.
+  std::span<const float> l = Forward(model, seq.subspan(cache.length()), cache.length(), cache, false);
+  ++st.draft_calls;
+  std::vector<float> rows(l.begin(), l.end());  // [frontier][vocab] logits of the frontier
+  std::vector<Grown> nodes;
+  std::vector<int> frontier{-1};  // grown-list indices of the nodes just run (-1: the root)
+  std::vector<float> q, node_q;   // [vocab]; [nodes][vocab] each node's q (iid only)
+  for (int depth = 0; depth < max_depth; ++depth) {
+    std::vector<int> added;
+    for (size_t f = 0; f < frontier.size(); ++f) {
+      const int u = frontier[f];
+      std::span<const float> row(&rows[f * vocab], vocab);
+      if (dynamic) {
+        const std::vector<int> top = TopTokens(row, kDynamicTopK);
+        const std::vector<double> pr = Softmax1(row, top);
+        for (size_t j = 0; j < top.size(); ++j) {
+          nodes.push_back({top[j], u, (u < 0 ? 1.0 : nodes[u].score) * pr[j]});
+          added.push_back(static_cast<int>(nodes.size()) - 1);
+        }
+        continue;
+      }
+      const int b = shape.branching[depth];
+      if (iid) ComputeProbs(row, sampling, q);
+      const std::vector<int> top = iid ? std::vector<int>{} : TopTokens(row, b);
+      for (int j = 0; j < b && static_cast<int>(nodes.size()) < k; ++j) {
+        nodes.push_back({iid ? SampleFromProbs(q, rng) : top[j], u, 0.0});
+        added.push_back(static_cast<int>(nodes.size()) - 1);
+        if (iid) node_q.insert(node_q.end(), q.begin(), q.end());
+      }
+    }
+    if (dynamic) {
+      // Expand the kDynamicTopK best new nodes, unless none of them can enter the final
+      // top `keep`: a child scores at most its parent's score.
+      std::stable_sort(added.begin(), added.end(), [&](int a, int b) { return nodes[a].score > nodes[b].score; });
+      if (added.size() > size_t(kDynamicTopK)) added.resize(kDynamicTopK);
+      if (static_cast<int>(nodes.size()) >= keep) {
+        std::vector<double> scores;
+        for (const Grown& g : nodes) scores.push_back(g.score);
+        std::nth_element(scores.begin(), scores.begin() + keep - 1, scores.end(), std::greater<>());
+        if (!added.empty() && nodes[added[0]].score <= scores[keep - 1]) break;
+      }
+    }
+    // The draft's cache holds every expanded node: stop at its context end.
+    if (depth + 1 == max_depth || added.empty() || cache.length() + static_cast<int>(added.size()) > cache.capacity())
+      break;
+    // Run the nodes to expand with the tree mask, each below its parent's slot.
+    std::vector<int> toks, parents;
+    for (int a : added) {
+      toks.push_back(nodes[a].token);
+      parents.push_back(nodes[a].parent < 0 ? n_seq - 1 : nodes[nodes[a].parent].slot);
+      nodes[a].slot = cache.length() + static_cast<int>(toks.size()) - 1;
+    }
+    l = Forward(model, toks, cache.length(), cache, true, parents);  // [added][vocab]
+    tree_tokens.insert(tree_tokens.end(), toks.begin(), toks.end());
+    ++st.draft_calls;
+    rows.assign(l.begin(), l.end());
+    frontier = added;
+  }
+
+  // Every node (static), or the `keep` best by score (dynamic), in grown order (parents
+  // before children), parents renumbered.
+  std::vector<int> chosen(nodes.size());
+  std::iota(chosen.begin(), chosen.end(), 0);
+  if (static_cast<int>(chosen.size()) > keep) {
+    std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return nodes[a].score > nodes[b].score; });
+    chosen.resize(keep);
+    std::sort(chosen.begin(), chosen.end());
+  }
+  std::vector<int> index(nodes.size(), -1);
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const Grown& g = nodes[chosen[i]];
+    const int p = g.parent < 0 ? -1 : index[g.parent];
+    // A parent scores at least its child and was grown first, so the stable order keeps
+    // it whenever it keeps the child.
+    if (g.parent >= 0 && p < 0) Fail("draft tree: node {} kept without its parent", chosen[i]);
+    index[chosen[i]] = static_cast<int>(i);
+    out.tokens.push_back(g.token);
+    out.parents.push_back(p);
+    if (iid) out.probs.insert(out.probs.end(), &node_q[size_t(chosen[i]) * vocab], &node_q[size_t(chosen[i] + 1) * vocab]);
+  }
+}
+
+void LookupTree(std::span<const int> seq, int k, int max_ngram, int min_ngram, DraftBlock& out) {
+  const int len = static_cast<int>(seq.size());
+  // Where the continuations start: every earlier occurrence of the longest suffix n-gram
+  // that recurs, most recent first.
+  std::vector<int> from;
+  for (int n = max_ngram; n >= min_ngram && from.empty(); --n) {
+    if (len <= n) continue;
+    std::span<const int> suffix = seq.subspan(len - n);
+    for (int s = len - n - 1; s >= 0; --s)
+      if (std::equal(suffix.begin(), suffix.end(), seq.begin() + s)) from.push_back(s + n);
+  }
+  // Merge them breadth first (every continuation's first token before any second one),
+  // so a small budget holds the alternatives rather than one long copy.
+  std::vector<int>& tok = out.tokens;
+  std::vector<int>& par = out.parents;
+  std::vector<int> at(from.size(), -1);  // each continuation's trie node so far
+  for (int depth = 0; depth < k && static_cast<int>(tok.size()) < k; ++depth) {
+    bool grew = false;
+    for (size_t m = 0; m < from.size() && static_cast<int>(tok.size()) < k; ++m) {
+      const int i = from[m] + depth;
+      if (i >= len || (depth > 0 && at[m] < 0)) continue;
+      int c = -1;
+      for (int j = 0; j < static_cast<int>(tok.size()) && c < 0; ++j)
+        if (par[j] == at[m] && tok[j] == seq[i]) c = j;
+      if (c < 0) {
+        tok.push_back(seq[i]);
+        par.push_back(at[m]);
+        c = static_cast<int>(tok.size()) - 1;
+      }
+      at[m] = c;
+      grew = true;
+    }
+    if (!grew) break;
+  }
+  bool chain = true;
+  for (size_t i = 0; i < par.size(); ++i) chain &= par[i] == static_cast<int>(i) - 1;
+  if (chain) par.clear();
+}
+
+}  // namespace specsweep

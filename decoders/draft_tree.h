@@ -1,0 +1,42 @@
+// Token trees proposed by a draft model (SpecInfer/Sequoia static trees, EAGLE-2
+// dynamic trees) and by lookup (every matching continuation merged into a trie).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "decoders/drafter.h"
+#include "models/forward.h"
+
+namespace specsweep {
+
+// The shape of a draft tree. branching non-empty: static, node count at depth d the
+// product of branching[0..d]; budget > 0: dynamic, the `budget` nodes of highest
+// cumulative draft probability. Both empty: a chain.
+struct TreeShape {
+  std::vector<int> branching;  // children per node at depth 1, 2, ... (e.g. 4,2,2,1)
+  int budget = 0;              // dynamic tree: nodes kept
+  bool is_tree() const { return !branching.empty() || budget > 0; }
+};
+
+// Children each node of a dynamic tree is expanded with, and how many of the best new
+// nodes are expanded at the next depth (EAGLE-2's top-k; its paper uses 10 at budgets of
+// 60; 4 suits the budgets of at most ~32 a CPU verifies cheaply).
+inline constexpr int kDynamicTopK = 4;
+
+// Grows a tree with `model` below the last token of seq, into `out` (tokens, parents;
+// probs in sampling mode), at most k nodes. The cache holds a prefix of seq, possibly
+// followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
+// the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
+// caught up, then the new tree's nodes are added level by level (one Forward per depth
+// with the tree mask) and left in the cache for the next step.
+void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
+                      GenerationStats& st);
+
+// Prompt lookup as a tree: every earlier occurrence of seq's longest recurring suffix
+// n-gram (n = max_ngram down to min_ngram; most recent first) contributes the tokens that
+// followed it, merged breadth first into a trie of at most k nodes. parents empty when
+// the trie is a chain. Deterministic: q one-hot.
+void LookupTree(std::span<const int> seq, int k, int max_ngram, int min_ngram, DraftBlock& out);
+
+}  // namespace specsweep
