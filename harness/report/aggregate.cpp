@@ -239,6 +239,8 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["time_unit"] = "ms";
 
   out["per_prompt_prompt_tokens"] = r.prompt_tokens;
+  if (!r.prompt_categories.empty()) out["per_prompt_category"] = r.prompt_categories;
+  if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
   out["per_prompt_tokens_per_s"] = PerPrompt(r, Tps);
   out["per_prompt_mean_next_token_latency_s"] = PerPrompt(r, Latency);
   out["per_prompt_acceptance_rate"] = PerPrompt(r, [](const GenerationStats& s) { return s.acceptance_rate(); });
