@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "decoders/common.h"
 
 namespace specsweep {
 
@@ -13,31 +14,11 @@ std::string Trim(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
-template <typename T>
-void AddElementwise(std::vector<T>& into, const std::vector<T>& v) {
-  if (into.size() < v.size()) into.resize(v.size());
-  for (size_t i = 0; i < v.size(); ++i) into[i] += v[i];
-}
-
 }  // namespace
 
 GenerationStats CombineTurns(const GenerationStats& a, const GenerationStats& b) {
   GenerationStats s = a;
-  s.prompt_tokens += b.prompt_tokens;
-  s.generated_tokens += b.generated_tokens;
-  s.target_calls += b.target_calls;
-  s.draft_calls += b.draft_calls;
-  s.drafted += b.drafted;
-  s.accepted += b.accepted;
-  AddElementwise(s.drafted_at_pos, b.drafted_at_pos);
-  AddElementwise(s.accepted_at_pos, b.accepted_at_pos);
-  s.k_per_step.insert(s.k_per_step.end(), b.k_per_step.begin(), b.k_per_step.end());
-  s.prefill_s += b.prefill_s;
-  s.draft_s += b.draft_s;
-  s.verify_s += b.verify_s;
-  s.other_s += b.other_s;
-  s.retokenize_s += b.retokenize_s;
-  s.total_s += b.total_s;
+  AddStats(s, b);
   const double decode_s = s.total_s - s.prefill_s;
   s.tokens_per_s = decode_s > 0 ? s.generated_tokens / decode_s : 0.0;
   const int n = a.generated_tokens + b.generated_tokens;

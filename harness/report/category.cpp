@@ -16,13 +16,6 @@ namespace {
 
 json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-// FNV-1a of the record's key and group: the same data always gives the same interval.
-uint64_t SeedOf(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // rec[field][i] for the prompts i in `idx` (non-numbers left out).
 std::vector<double> Pick(const json& rec, const std::string& field, const std::vector<size_t>& idx) {
   std::vector<double> out;
