@@ -247,6 +247,22 @@ TEST(Conversation, SecondTurnFollowsTheModelsOwnAnswer) {
 
 // ---------------------------------------------------------------------------- end to end
 
+TEST(SpecBenchCli, GenerateWrapsThePromptInTheTemplate) {
+  const std::string model = TempDir() + "/tiny.gguf";
+  testing::WriteTinyGguf(model, 7);
+  auto r = testing::RunCli({"generate", "--model", model, "--template", "Q: {prompt} A:", "--prompt", "why", "-n", "2",
+                            "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  auto tok = MakeScoreBpeTokenizer(SyntheticVocab(128));  // the tiny model's vocabulary
+  EXPECT_EQ(j["prompt_ids"].get<std::vector<int>>(),
+            ChatEncoder(*tok, ParseChatTemplate("Q: {prompt} A:", "t"), "t").EncodeTurns({"why"}, {}));
+  EXPECT_EQ(j["template"], "Q: {prompt} A:");
+  r = testing::RunCli({"generate", "--model", model, "--template", "chatml", "-n", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--template: template chatml needs the special token <|im_start|>"), std::string::npos) << r.err;
+}
+
 std::string QuestionExperiment(const std::string& dir, const std::string& extra) {
   const std::string model = dir + "/tiny.gguf";
   testing::WriteTinyGguf(model, 7);
@@ -304,6 +320,15 @@ TEST(SpecBenchRun, RecordsCarryCategoriesAndTheTableSplitsThem) {
   const std::string md = RenderTable(SpecBenchTable(res.records), TableFormat::Markdown);
   for (const char* col : {"multi-turn conversation", "translation", "question answering", "overall", "τ "})
     EXPECT_NE(md.find(col), std::string::npos) << md;
+  // The same through the CLI, and --by category for the generic tables.
+  auto cli = testing::RunCli({"table", s.json_path, "--table", "spec-bench"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out, md);
+  cli = testing::RunCli({"table", s.json_path, "--by", "category", "--rows", "category", "--metric", "speedup"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("| translation"), std::string::npos) << cli.out;
+  EXPECT_NE(testing::RunCli({"table", s.json_path, "--by", "task"}).err.find("--by: 'task' (expected category)"),
+            std::string::npos);
   // Records of a plain prompt file cannot make this table.
   nlohmann::json plain = spec;
   plain.erase("per_prompt_category");
