@@ -335,5 +335,25 @@ TEST(SpecBenchRun, RecordsCarryCategoriesAndTheTableSplitsThem) {
   EXPECT_NE(ErrorOf([&] { SpecBenchTable({plain}); }).find("no prompt categories"), std::string::npos);
 }
 
+// The quick variant on the shared models, one repetition: six groups and overall.
+TEST(SpecBenchRun, QuickVariantOnTheSharedModels) {
+  const std::string models = testing::SharedModelsDir();
+  if (models.empty() || SharedFile("prompts/spec-bench/question.jsonl").empty())
+    GTEST_SKIP() << "the quick variant needs the shared models and question file";
+  Experiment e = LoadExperiment(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/spec_bench_quick.yaml", models);
+  EXPECT_EQ(e.points.size(), 5u);
+  e.repetitions = 1;
+  e.warmup = 0;
+  RunOptions o;
+  o.out_dir = TempDir();
+  o.progress = nullptr;
+  const Table t = SpecBenchTable(LoadResults(RunExperiment(e, o).json_path).records);
+  std::vector<std::string> cols(t.header.begin() + long(t.label_cols), t.header.end());
+  std::vector<std::string> want = SpecBenchGroupOrder();
+  want.push_back("overall");
+  EXPECT_EQ(cols, want);
+  EXPECT_EQ(t.rows.size(), 4u);  // layers=1, q4_0, lookup, the other model
+}
+
 }  // namespace
 }  // namespace specsweep
