@@ -62,4 +62,25 @@ void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point 
   s.tokens_per_s = decode_s > 0 ? s.generated_tokens / decode_s : 0.0;
 }
 
+void AddStats(GenerationStats& into, const GenerationStats& s) {
+  into.prompt_tokens += s.prompt_tokens;
+  into.generated_tokens += s.generated_tokens;
+  into.target_calls += s.target_calls;
+  into.draft_calls += s.draft_calls;
+  into.drafted += s.drafted;
+  into.accepted += s.accepted;
+  for (auto [to, from] : {std::pair{&into.drafted_at_pos, &s.drafted_at_pos},
+                          std::pair{&into.accepted_at_pos, &s.accepted_at_pos}}) {
+    if (to->size() < from->size()) to->resize(from->size());
+    for (size_t i = 0; i < from->size(); ++i) (*to)[i] += (*from)[i];
+  }
+  into.k_per_step.insert(into.k_per_step.end(), s.k_per_step.begin(), s.k_per_step.end());
+  into.prefill_s += s.prefill_s;
+  into.draft_s += s.draft_s;
+  into.verify_s += s.verify_s;
+  into.other_s += s.other_s;
+  into.retokenize_s += s.retokenize_s;
+  into.total_s += s.total_s;
+}
+
 }  // namespace specsweep

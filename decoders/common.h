@@ -14,6 +14,10 @@ inline double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Adds s's counts, times and per-position arrays into `into` and appends its steps;
+// the derived rates and latencies are left for the caller (pooled runs, conversations).
+void AddStats(GenerationStats& into, const GenerationStats& s);
+
 // Throws Error unless 1 <= prompt.size() <= context and every id is in the vocabulary.
 void CheckPrompt(std::span<const int> prompt, int vocab_size, int context, const std::string& model);
 

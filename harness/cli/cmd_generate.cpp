@@ -24,13 +24,14 @@
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
 #include "base/error.h"
+#include "models/chat_template.h"
 #include "models/loader.h"
 
 namespace specsweep {
 namespace {
 
 struct GenerateArgs {
-  std::string model, quant, prompt = "Once upon a time";
+  std::string model, quant, prompt = "Once upon a time", chat_template = "none";
   int n = 64;
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
@@ -226,7 +227,10 @@ void RunGenerate(const GenerateArgs& a) {
   o.sampling.seed = a.seed;
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
   auto dec = MakeDecoder(target, o, Globals().models_dir);
-  const std::vector<int> prompt = target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default());
+  const ChatTemplate tpl = ParseChatTemplate(a.chat_template, "--template");
+  const std::vector<int> prompt = tpl.name == "none"
+                                      ? target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default())
+                                      : ChatEncoder(*target.tokenizer, tpl, "--template").EncodeTurns({a.prompt}, {});
   const bool spec = o.kind != DecoderKind::Autoregressive;
   const double ready_s = SecondsSinceProcessStart();
   auto notice_context = [&](const GenerationResult& r) {
@@ -242,6 +246,7 @@ void RunGenerate(const GenerateArgs& a) {
                         {"decoder", DecoderKindName(o.kind)},
                         {"kv_type", KvTypeName(o.kv_type)},
                         {"prompt", a.prompt},
+                        {"template", ChatTemplateLabel(tpl)},
                         {"prompt_ids", prompt},
                         {"text", r.text},
                         {"tokens", r.tokens},
@@ -286,6 +291,8 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
   cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
   cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
+  cmd->add_option("--template", a->chat_template,
+                  "Chat format around the prompt: none (default), vicuna, llama-3, chatml, or a format with {prompt}");
   cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
   cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");

@@ -2,6 +2,7 @@
 // gnuplot scripts in plots/.
 #include <cstdio>
 
+#include "harness/report/category.h"
 #include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/report/plot.h"
@@ -12,12 +13,17 @@ namespace specsweep {
 namespace {
 
 struct PlotArgs {
-  std::string results, out_dir = "plots-out", scripts, gnuplot;
+  std::string results, out_dir = "plots-out", scripts, gnuplot, by;
 };
 
 void PlotCommand(const PlotArgs& a) {
   Results res = LoadResults(a.results);
   if (res.records.empty()) Fail("{}: no records", a.results);
+  if (!a.by.empty() && a.by != "category") Fail("plot: --by: '{}' (expected category)", a.by);
+  if (a.by == "category") {
+    if (CategoryOrder(res.records).empty()) Fail("plot: --by category: the records carry no prompt categories");
+    res.records = SplitByCategory(res.records);
+  }
   PlotOptions o;
   o.out_dir = a.out_dir;
   o.scripts_dir = a.scripts;
@@ -40,6 +46,7 @@ const CommandRegistrar kRegister(42, [](CLI::App& app) {
   cmd->add_option("-o,--out", a->out_dir, "Output directory for .dat, .png and .svg files");
   cmd->add_option("--scripts", a->scripts, "Directory of the .gp scripts (default: plots/ of the source tree)");
   cmd->add_option("--gnuplot", a->gnuplot, "gnuplot executable (default: from PATH)");
+  cmd->add_option("--by", a->by, "category: one series per prompt category and overall (question sets)");
   cmd->callback([a] { PlotCommand(*a); });
 });
 

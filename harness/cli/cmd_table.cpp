@@ -1,7 +1,8 @@
-// `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|all]
-//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]...`: paper-style tables.
+// `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|spec-bench|all]
+//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category]`: paper-style tables.
 #include <cstdio>
 
+#include "harness/report/category.h"
 #include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/store/results.h"
@@ -12,7 +13,7 @@ namespace specsweep {
 namespace {
 
 struct TableArgs {
-  std::string results, format = "md", table = "main";
+  std::string results, format = "md", table = "main", by;
   std::vector<std::string> rows, cols, metrics, where;
 };
 
@@ -21,6 +22,11 @@ void TableCommand(const TableArgs& a) {
   Results res = LoadResults(a.results);
   for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
+  if (!a.by.empty() && a.by != "category") Fail("table: --by: '{}' (expected category)", a.by);
+  if (a.by == "category") {
+    if (CategoryOrder(res.records).empty()) Fail("table: --by category: the records carry no prompt categories");
+    res.records = SplitByCategory(res.records);
+  }
   Filters filters;
   for (auto& w : a.where) {
     auto eq = w.find('=');
@@ -42,10 +48,12 @@ void TableCommand(const TableArgs& a) {
     tables.push_back(LatencyTable(res.records, filters));
   } else if (a.table == "quant") {
     tables.push_back(QuantTable(res.records, filters));
+  } else if (a.table == "spec-bench") {
+    tables.push_back(SpecBenchTable(res.records, filters));
   } else if (a.table == "all") {
     tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters), QuantTable(res.records, filters)};
   } else {
-    Fail("table: --table: unknown table '{}' (expected main, latency, quant, all)", a.table);
+    Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i) std::printf("\n");
@@ -59,12 +67,14 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   cmd->add_option("results", a->results, "Results file")->required();
   cmd->add_option("--format", a->format, "md, latex or csv");
   cmd->add_option("--table", a->table, "Preset: main (speedup / accepted length per decoder x K), latency "
-                                       "(next-token latency vs AR), quant (acceptance vs draft quant), all");
+                                       "(next-token latency vs AR), quant (acceptance vs draft quant), spec-bench "
+                                       "(speedup and accepted tokens per task group, docs/spec-bench.md), all");
   cmd->add_option("--rows", a->rows, "Row fields (comma separated; default: every varying parameter)")
       ->delimiter(',');
   cmd->add_option("--cols", a->cols, "Column fields (comma separated)")->delimiter(',');
   cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
   cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");
+  cmd->add_option("--by", a->by, "category: one record per prompt category and overall (question sets)");
   cmd->callback([a] { TableCommand(*a); });
 });
 

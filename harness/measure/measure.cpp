@@ -6,6 +6,7 @@
 
 #include "decoders/draft_policy.h"
 #include "harness/measure/context.h"
+#include "harness/measure/conversation.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/sha256.h"
 #include "base/error.h"
@@ -50,9 +51,12 @@ const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& mode
   if (it != prompts_.end()) return it->second;
   const LoadedModel& m = Base(model);
   std::vector<std::vector<int>> ids;
-  if (input_length == 0) {
+  if (input_length == 0 && e_.prompts.questions) {
+    for (auto& q : Questions()) ids.push_back(Chat(model).EncodeTurns({q.turns[0]}, {}));
+  } else if (input_length == 0) {
     for (auto& line : ReadPromptLines(e_.prompts.file, e_.prompts.count))
-      ids.push_back(m.tokenizer->Encode(line, m.tokenizer->add_bos_default()));
+      ids.push_back(e_.chat_template.name == "none" ? m.tokenizer->Encode(line, m.tokenizer->add_bos_default())
+                                                    : Chat(model).EncodeTurns({line}, {}));
   } else {
     if (passages_.empty()) {
       std::ifstream f(e_.prompts.passages);
@@ -64,6 +68,44 @@ const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& mode
     ids = CutPassages(passages_, *m.tokenizer, input_length, e_.prompts.count, e_.prompts.passages);
   }
   return prompts_[key] = ids;
+}
+
+const std::vector<Question>& ModelCache::Questions() {
+  if (!questions_)
+    questions_ = e_.prompts.questions ? SelectQuestions(ReadQuestions(e_.prompts.file), e_.prompts.selection, e_.file)
+                                      : std::vector<Question>{};
+  return *questions_;
+}
+
+const ChatEncoder& ModelCache::Chat(const std::string& model) {
+  auto& c = chat_[model];
+  if (!c) c = std::make_unique<ChatEncoder>(*Base(model).tokenizer, e_.chat_template, e_.file + ": template");
+  return *c;
+}
+
+std::vector<std::string> ModelCache::PromptCategories(int input_length) {
+  std::vector<std::string> out;
+  if (input_length == 0)
+    for (auto& q : Questions()) out.push_back(q.group);
+  return out;
+}
+
+json ModelCache::PromptSetJson(int input_length) {
+  if (input_length > 0 || (!e_.prompts.questions && e_.chat_template.name == "none")) return json::object();
+  json j{{"file", e_.prompts.file},
+         {"sha256", Sha256File(e_.prompts.file)},
+         {"template", ChatTemplateLabel(e_.chat_template)}};
+  if (!e_.prompts.questions) return j;
+  const QuestionSelection& s = e_.prompts.selection;
+  json ids = json::array(), raw = json::array();
+  for (auto& q : Questions()) ids.push_back(q.id), raw.push_back(q.category);
+  j["turns"] = e_.prompts.all_turns ? "all" : "first";
+  j["select"] = s.select;
+  j["per_category"] = s.per_category;
+  j["max_chars"] = s.max_chars;
+  j["question_ids"] = ids;
+  j["categories"] = raw;
+  return j;
 }
 
 // ---------------------------------------------------------------------------------
@@ -98,6 +140,14 @@ std::string ExperimentSha256(const Experiment& e) {
            {"prompts", json{{"count", e.prompts.count},
                             {"file_sha256", FileSha(e.prompts.file)},
                             {"passages_sha256", FileSha(e.prompts.passages)}}}};
+  // Only what differs from a plain prompt file, so older experiments keep their sha.
+  if (e.chat_template.name != "none") doc["template"] = ChatTemplateLabel(e.chat_template);
+  if (e.prompts.questions) {
+    const QuestionSelection& s = e.prompts.selection;
+    doc["questions"] = json{{"turns", e.prompts.all_turns ? "all" : "first"}, {"categories", s.categories},
+                            {"per_category", s.per_category}, {"select", s.select},
+                            {"max_chars", s.max_chars}, {"groups", s.groups}};
+  }
   return Sha256Hex(doc.dump());
 }
 
@@ -116,6 +166,8 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
     r.warmup = e.warmup;
     const auto& prompts = cache.Prompts(p->model, p->input_length);
     for (auto& ids : prompts) r.prompt_tokens.push_back(int(ids.size()));
+    r.prompt_categories = cache.PromptCategories(p->input_length);
+    r.prompt_set = cache.PromptSetJson(p->input_length);
     r.identity.experiment_sha256 = experiment_sha;
     r.identity.prompt_sha256 = PromptSha(prompts);
     r.identity.model_sha256 = cache.FileHashes(p->model);
@@ -141,6 +193,18 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
         Fail("{}: point {}: prompt {} ({} tokens) + max_new_tokens {} + k {} exceeds the context of {} tokens",
              e.file, p->Name(), i, prompts[i].size(), p->max_new_tokens, p->k, ctx);
     }
+    // A conversation's last turn holds every turn and up to max_new_tokens per answer.
+    if (e.prompts.questions && e.prompts.all_turns && p->input_length == 0)
+      for (auto& q : cache.Questions()) {
+        if (q.turns.size() < 2) continue;
+        const std::vector<int> all = cache.Chat(p->model).EncodeTurns(
+            q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
+        const int need = int(all.size()) + int(q.turns.size()) * p->max_new_tokens + p->k + 1;
+        if (need > ctx)
+          Fail("{}: point {}: question {}: its {} turns ({} tokens) + max_new_tokens {} per answer + k {} can "
+               "exceed the context of {} tokens", e.file, p->Name(), q.id, q.turns.size(), all.size(),
+               p->max_new_tokens, p->k, ctx);
+      }
     DecoderOptions opt = p->Options();
     opt.max_new_tokens = 1;
     opt.sampling = {};
@@ -210,15 +274,24 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   }
   const std::vector<double> target_s = MedianOver(target);
 
-  // Rounds: every point once per (repetition, prompt), in rotated order.
+  // Rounds: every point once per (repetition, prompt), in rotated order. A question's
+  // later turns (turns: all) follow each decoder's own answers.
   const int n_prompts = int(prompts.size());
+  const bool conversation = e.prompts.questions && e.prompts.all_turns && base.input_length == 0;
+  const std::vector<Question>& questions = cache.Questions();
+  std::vector<int> reserve;
+  for (auto* p : g.points) reserve.push_back(p->max_new_tokens + p->k + 1);
+  auto what = [&](int j, int i) { return fmt::format("{}: point {}: question {}", e.file, g.points[j]->Name(),
+                                                     questions[i].id); };
   for (int rep = 0; rep < e.repetitions; ++rep)
     for (int i = 0; i < n_prompts; ++i) {
       const int round = rep * n_prompts + i;
       const std::vector<int> order = RoundOrder(n, round);
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
-        GenerationResult res = decoders[j]->Generate(prompts[i]);
+        GenerationResult res = conversation ? GenerateConversation(*decoders[j], prompts[i], questions[i].turns,
+                                                                    cache.Chat(base.model), ctx, reserve[j], what(j, i))
+                                            : decoders[j]->Generate(prompts[i]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
       }
     }

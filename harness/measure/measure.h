@@ -3,6 +3,7 @@
 // (T_target(n) and the draft's call times, measured in the same process).
 #pragma once
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +23,15 @@ class ModelCache {
   const LoadedModel& Target(const std::string& name, const std::optional<QType>& quant);
   const LoadedModel& Base(const std::string& name);
   const std::vector<std::vector<int>>& Prompts(const std::string& model, int input_length);
+  // The selected questions of a question set (empty for a prompt file), in prompt order.
+  const std::vector<Question>& Questions();
+  // The experiment's chat template over the model's tokenizer.
+  const ChatEncoder& Chat(const std::string& model);
+  // What the records say about the prompts of an input_length: each prompt's report group
+  // ({} for a prompt file or passages) and the set's provenance (file, sha256, template,
+  // turns, selection, question ids; {} for a plain prompt file without a template).
+  std::vector<std::string> PromptCategories(int input_length);
+  nlohmann::json PromptSetJson(int input_length);
   // sha256 of each file the model was read from (hashed once).
   const std::map<std::string, std::string>& FileHashes(const std::string& name);
 
@@ -31,6 +41,8 @@ class ModelCache {
   std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> prompts_;
   std::map<std::string, std::map<std::string, std::string>> hashes_;
   std::vector<std::string> passages_;
+  std::optional<std::vector<Question>> questions_;
+  std::map<std::string, std::unique_ptr<ChatEncoder>> chat_;
 };
 
 // sha256 of the canonical parsed experiment: every point's key, repetitions, warmup

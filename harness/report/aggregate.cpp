@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "decoders/common.h"
 #include "harness/report/fit.h"
 #include "harness/report/statistics.h"
 
@@ -40,25 +41,7 @@ namespace {
 // Sums the counters and times of several runs (positions arrays element-wise).
 GenerationStats Pool(const std::vector<const GenerationStats*>& runs) {
   GenerationStats p;
-  for (auto* s : runs) {
-    p.prompt_tokens += s->prompt_tokens;
-    p.generated_tokens += s->generated_tokens;
-    p.target_calls += s->target_calls;
-    p.draft_calls += s->draft_calls;
-    p.drafted += s->drafted;
-    p.accepted += s->accepted;
-    if (p.drafted_at_pos.size() < s->drafted_at_pos.size()) p.drafted_at_pos.resize(s->drafted_at_pos.size());
-    if (p.accepted_at_pos.size() < s->accepted_at_pos.size()) p.accepted_at_pos.resize(s->accepted_at_pos.size());
-    for (size_t i = 0; i < s->drafted_at_pos.size(); ++i) p.drafted_at_pos[i] += s->drafted_at_pos[i];
-    for (size_t i = 0; i < s->accepted_at_pos.size(); ++i) p.accepted_at_pos[i] += s->accepted_at_pos[i];
-    p.k_per_step.insert(p.k_per_step.end(), s->k_per_step.begin(), s->k_per_step.end());
-    p.prefill_s += s->prefill_s;
-    p.draft_s += s->draft_s;
-    p.verify_s += s->verify_s;
-    p.other_s += s->other_s;
-    p.retokenize_s += s->retokenize_s;
-    p.total_s += s->total_s;
-  }
+  for (auto* s : runs) AddStats(p, *s);
   return p;
 }
 
@@ -119,14 +102,6 @@ double Tps(const GenerationStats& s) { return s.tokens_per_s; }
 double Latency(const GenerationStats& s) { return s.mean_next_token_latency_s; }
 
 json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-// Stable seed for a point's bootstrap (FNV-1a of its key): the same raw data always
-// gives the same interval.
-uint64_t SeedOf(const std::string& key) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // T_target(n) from the measured [n_max] costs; beyond n_max, their least-squares fit
 // (harness/report/fit.h; only adaptive K policies draft past the measured range). One
@@ -241,6 +216,8 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["time_unit"] = "ms";
 
   out["per_prompt_prompt_tokens"] = r.prompt_tokens;
+  if (!r.prompt_categories.empty()) out["per_prompt_category"] = r.prompt_categories;
+  if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
   out["per_prompt_tokens_per_s"] = PerPrompt(r, Tps);
   out["per_prompt_mean_next_token_latency_s"] = PerPrompt(r, Latency);
   out["per_prompt_acceptance_rate"] = PerPrompt(r, [](const GenerationStats& s) { return s.acceptance_rate(); });

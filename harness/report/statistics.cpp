@@ -63,4 +63,10 @@ Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level, i
   return r;
 }
 
+uint64_t SeedOf(std::string_view key) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace specsweep

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace specsweep {
 
@@ -16,6 +17,10 @@ struct Interval {
   int n = 0;
   double half_width_rel() const;       // (high - low) / 2 / mean
 };
+
+// A bootstrap seed from text (FNV-1a, e.g. of a point's key): the same raw data always
+// gives the same interval.
+uint64_t SeedOf(std::string_view key);
 
 // Percentile bootstrap of the mean: `resamples` resamples with replacement drawn by a
 // generator seeded with `seed`, interval [(1-level)/2, (1+level)/2] of their means.

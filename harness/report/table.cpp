@@ -92,6 +92,8 @@ bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::st
   return a.size() < b.size();
 }
 
+}  // namespace
+
 std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) {
   std::vector<json> out;
   for (auto& r : recs) {
@@ -102,7 +104,7 @@ std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) 
   return out;
 }
 
-std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
+static std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
   std::vector<std::string> v;
   for (auto& f : fields) v.push_back(FieldText(r, f));
   return v;
@@ -121,6 +123,8 @@ std::vector<std::string> Varying(const std::vector<json>& recs, const std::vecto
   }
   return out;
 }
+
+namespace {
 
 bool IsSpeculative(const json& r) { return FieldText(r, "decoder") != "ar"; }
 

@@ -43,6 +43,16 @@ Table MainTableLong(const std::vector<nlohmann::json>& records, const Filters& f
 Table LatencyTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 Table QuantTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 
+// The records whose fields equal every filter's value.
+std::vector<nlohmann::json> Filter(const std::vector<nlohmann::json>& recs, const Filters& filters);
+// Parameter fields taking more than one value among the records, except `exclude` (row
+// labels); a lookup draft's n-gram range is part of its draft label already.
+std::vector<std::string> Varying(const std::vector<nlohmann::json>& recs, const std::vector<std::string>& exclude);
+// Spec-Bench's layout (report/category.h): rows = speculative configurations, columns =
+// the prompts' report groups and overall, each cell speedup and mean accepted tokens
+// with their intervals. Error when the records carry no per-prompt categories.
+Table SpecBenchTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+
 // A metric value as shown in tables (speedup "1.23x", seconds as ms, NaN as "-").
 std::string FormatMetric(const std::string& metric, double v);
 

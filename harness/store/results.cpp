@@ -138,7 +138,7 @@ json RawToJson(const RawRecord& r) {
   for (auto& run : r.runs)
     runs.push_back(json{{"prompt", run.prompt}, {"rep", run.rep}, {"round", run.round}, {"slot", run.slot},
                         {"output", run.output_hash}, {"stats", StatsToJson(run.stats)}});
-  return json{{"key", r.key},
+  json out{{"key", r.key},
               {"baseline_key", r.baseline_key},
               {"name", r.name},
               {"params", r.params},
@@ -154,6 +154,9 @@ json RawToJson(const RawRecord& r) {
               {"host", r.host.ToJson()},
               {"prompt_tokens", r.prompt_tokens},
               {"runs", runs}};
+  if (!r.prompt_categories.empty()) out["prompt_categories"] = r.prompt_categories;
+  if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
+  return out;
 }
 
 RawRecord RawFromJson(const json& in, const std::string& what) {
@@ -190,6 +193,12 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     r.host.steal = h.at("steal").get<double>();
     r.host.busy = h.at("busy").get<bool>();
     r.prompt_tokens = j.at("prompt_tokens").get<std::vector<int>>();
+    if (j.contains("prompt_categories")) {
+      r.prompt_categories = j.at("prompt_categories").get<std::vector<std::string>>();
+      if (r.prompt_categories.size() != r.prompt_tokens.size())
+        Fail("{}: prompt_categories: {} entries for {} prompts", what, r.prompt_categories.size(), r.prompt_tokens.size());
+    }
+    if (j.contains("prompt_set")) r.prompt_set = j.at("prompt_set");
     for (auto& run : j.at("runs")) {
       RawRun x;
       x.prompt = run.at("prompt").get<int>();
@@ -219,6 +228,7 @@ std::string RawRecord::Difference(const RawRecord& x) const {
   if (warmup != x.warmup) return differ("warmup", warmup, x.warmup);
   if (prompt_tokens != x.prompt_tokens || identity.prompt_sha256 != x.identity.prompt_sha256)
     return "prompts: the prompt token ids differ (prompt file, prompts.count or tokenizer changed)";
+  if (prompt_categories != x.prompt_categories) return "prompts: the prompts' categories differ (prompts.groups changed)";
   for (auto& [file, sha] : x.identity.model_sha256) {
     auto it = identity.model_sha256.find(file);
     if (it == identity.model_sha256.end()) return fmt::format("model files: {} was not used by the results", file);
@@ -345,7 +355,7 @@ const std::vector<std::string>& ParamFields() {
   static const std::vector<std::string> f = {
       "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
       "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category"};
+      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category", "category"};
   return f;
 }
 

@@ -57,7 +57,10 @@ struct RawRecord {
   Identity identity;
   CallCosts costs;           // verify-cost model inputs, measured with the runs
   HostLoad host;             // the machine while the point's group was measured
-  std::vector<int> prompt_tokens;  // [n_prompts] prompt lengths in tokens
+  std::vector<int> prompt_tokens;  // [n_prompts] prompt lengths in tokens (first turns)
+  // [n_prompts] each prompt's report group (a question set's category, mapped), or {}.
+  std::vector<std::string> prompt_categories;
+  nlohmann::json prompt_set = nlohmann::json::object();  // file, sha256, template, selection ({}: plain)
   std::vector<RawRun> runs;        // [n_prompts * repetitions]
 
   // "" when `other` (the record the experiment asks for now) describes the same

@@ -15,11 +15,42 @@ namespace specsweep {
 
 using namespace schema;
 
+namespace {
+
+// The prompts: keys of a question set (a .jsonl file); Error for them on a prompt file.
+void ParseQuestionKeys(const Ctx& c, const json& p, PromptSet& ps) {
+  for (const char* k : {"turns", "categories", "per_category", "select", "max_chars", "groups"})
+    if (p.contains(k) && !ps.questions)
+      c.Bad(std::string("prompts.") + k, "applies to a question set (a .jsonl prompts.file) only");
+  if (!ps.questions) return;
+  if (p.contains("count")) c.Bad("prompts.count", "a question set takes per_category (questions per group)");
+  QuestionSelection& s = ps.selection;
+  if (p.contains("turns")) {
+    const std::string t = c.Str(p["turns"], "prompts.turns");
+    if (t != "first" && t != "all") c.Bad("prompts.turns", fmt::format("'{}' (expected first, all)", t));
+    ps.all_turns = t == "all";
+  }
+  if (p.contains("categories"))
+    for (auto& [x, xp] : c.Axis(p["categories"], "prompts.categories")) s.categories.push_back(c.Str(x, xp));
+  if (p.contains("per_category")) s.per_category = int(c.Int(p["per_category"], "prompts.per_category", 1, 100000));
+  if (p.contains("select")) {
+    s.select = c.Str(p["select"], "prompts.select");
+    if (s.select != "first" && s.select != "shortest")
+      c.Bad("prompts.select", fmt::format("'{}' (expected first, shortest)", s.select));
+  }
+  if (p.contains("max_chars")) s.max_chars = int(c.Int(p["max_chars"], "prompts.max_chars", 16, 1 << 24));
+  if (p.contains("groups"))
+    for (auto& [raw, g] : c.Map(p["groups"], "prompts.groups").items())
+      s.groups[raw] = c.Str(g, "prompts.groups." + raw);
+}
+
+}  // namespace
+
 Experiment ParseExperiment(const json& doc, const std::string& file, const std::string& models_dir) {
   Ctx c{file};
   if (!doc.is_object()) Fail("{}: top level: expected a map, got {}", file, TypeName(doc));
   c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
-                        "warmup"});
+                        "warmup", "template"});
   Experiment e;
   e.file = file;
   e.models_dir = models_dir;
@@ -46,7 +77,8 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   e.prompts.count = 4;
   if (doc.contains("prompts")) {
     const json& p = c.Map(doc["prompts"], "prompts");
-    c.CheckKeys(p, "prompts", {"file", "count", "passages", "input_lengths", "category"});
+    c.CheckKeys(p, "prompts", {"file", "count", "passages", "input_lengths", "category", "turns", "categories",
+                               "per_category", "select", "max_chars", "groups"});
     if (p.contains("category")) {
       e.prompts.category = c.Str(p["category"], "prompts.category");
       if (e.prompts.category != "free" && e.prompts.category != "grounded")
@@ -61,8 +93,13 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
         global.input_length.push_back(int(c.Int(x, xp, 1, 1 << 20)));
     }
   }
-  e.prompts.file = ResolvePath(prompt_file, file);
+  e.prompts.file = ResolvePath(prompt_file, file, models_dir);
   e.prompts.passages = ResolvePath(passages, file);
+  e.prompts.questions = fs::path(e.prompts.file).extension() == ".jsonl";
+  if (doc.contains("prompts")) ParseQuestionKeys(c, doc["prompts"], e.prompts);
+  if (doc.contains("template")) {
+    e.chat_template = ParseChatTemplate(c.Str(doc["template"], "template"), file + ": template");
+  }
 
   if (doc.contains("repetitions")) e.repetitions = int(c.Int(doc["repetitions"], "repetitions", 1, 1000));
   if (doc.contains("warmup")) e.warmup = int(c.Int(doc["warmup"], "warmup", 0, 1000));

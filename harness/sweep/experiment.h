@@ -11,15 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/sweep/point.h"
+#include "harness/sweep/questions.h"
 #include "harness/sweep/yaml.h"
+#include "models/chat_template.h"
 
 namespace specsweep {
 
 struct PromptSet {
-  std::string file;      // natural prompts, one per line (used when input_length == 0)
+  std::string file;      // natural prompts, one per line, or a .jsonl question set (input_length == 0)
   std::string passages;  // long text, passages separated by blank lines (input_length cuts)
   int count = 0;         // prompts taken from the file / passages used per input length
   std::string category = "free";  // free | grounded (Point::prompt_category)
+  bool questions = false;         // `file` is a question set (harness/sweep/questions.h)
+  bool all_turns = false;         // turns: all (each question a conversation) | first
+  QuestionSelection selection;    // which questions, and their report groups
 };
 
 struct Experiment {
@@ -28,6 +33,7 @@ struct Experiment {
   std::string models_dir;
   std::vector<std::string> models;
   PromptSet prompts;
+  ChatTemplate chat_template{"none", ""};  // `template`: wraps each turn before tokenization
   int repetitions = 1;   // measured runs of every prompt
   int warmup = 0;        // unmeasured generations before each point
   // Expanded grid: each baseline right before the speculative points comparing to it.

@@ -154,7 +154,7 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
   }
 }
 
-std::string ResolvePath(const std::string& p, const std::string& exp_file) {
+std::string ResolvePath(const std::string& p, const std::string& exp_file, const std::string& models_dir) {
   if (fs::path(p).is_absolute()) return p;
   fs::path beside = fs::path(exp_file).parent_path() / p;
   if (fs::exists(beside)) return beside.lexically_normal().string();
@@ -162,6 +162,8 @@ std::string ResolvePath(const std::string& p, const std::string& exp_file) {
   if (fs::exists(src)) return src.string();
   fs::path src_exp = fs::path(SourceDir()) / "experiments" / p;
   if (fs::exists(src_exp)) return src_exp.string();
+  fs::path shared = fs::path(ResolveModelsDir(models_dir)).parent_path() / p;
+  if (fs::exists(shared)) return shared.lexically_normal().string();
   return beside.lexically_normal().string();
 }
 

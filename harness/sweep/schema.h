@@ -105,7 +105,8 @@ std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::st
 bool ModelExists(const std::string& name, const std::string& models_dir);
 // Applies the axis keys present in `m` (a map) on top of `a`.
 void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a, const std::string& models_dir);
-// Relative to the experiment file's directory, then the source tree (and its experiments/).
-std::string ResolvePath(const std::string& p, const std::string& exp_file);
+// Relative to the experiment file's directory, then the source tree (and its experiments/),
+// then the shared data folder (the models directory's parent: prompts/spec-bench/...).
+std::string ResolvePath(const std::string& p, const std::string& exp_file, const std::string& models_dir = "");
 
 }  // namespace specsweep::schema

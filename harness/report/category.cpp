@@ -1,0 +1,93 @@
+#include "harness/report/category.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "harness/report/aggregate.h"
+#include "harness/report/statistics.h"
+#include "harness/store/results.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+namespace {
+
+json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// rec[field][i] for the prompts i in `idx` (non-numbers left out).
+std::vector<double> Pick(const json& rec, const std::string& field, const std::vector<size_t>& idx) {
+  std::vector<double> out;
+  if (!rec.contains(field) || !rec[field].is_array()) return out;
+  const json& a = rec[field];
+  for (size_t i : idx)
+    if (i < a.size() && a[i].is_number()) out.push_back(a[i].get<double>());
+  return out;
+}
+
+json GroupRecord(const json& rec, const std::string& group, const std::vector<size_t>& idx) {
+  json out;
+  for (auto& f : ParamFields())
+    if (rec.contains(f)) out[f] = rec[f];
+  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa",
+                        "threads_used", "prompt_set"})
+    if (rec.contains(f)) out[f] = rec[f];
+  out["category"] = group;
+  out["prompts"] = int(idx.size());
+  const uint64_t seed = SeedOf(rec.value("key", "") + "#" + group);
+  for (auto [metric, field] : {std::pair{"speedup", "per_prompt_speedup"},
+                               std::pair{"mean_accepted_length", "per_prompt_mean_accepted_length"}}) {
+    const std::vector<double> v = Pick(rec, field, idx);
+    if (v.empty()) continue;
+    const Interval ci = BootstrapMean(v, seed + (metric[0] == 's'));
+    out[metric] = NumOrNull(ci.mean);
+    out[std::string(metric) + "_ci_low"] = NumOrNull(ci.low);
+    out[std::string(metric) + "_ci_high"] = NumOrNull(ci.high);
+    out[std::string(metric) + "_n"] = ci.n;
+    if (std::string(metric) == "speedup") out["wide_ci"] = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+  }
+  for (auto [metric, field] : {std::pair{"tokens_per_s", "per_prompt_tokens_per_s"},
+                               std::pair{"acceptance_rate", "per_prompt_acceptance_rate"},
+                               std::pair{"generated_tokens", "per_prompt_generated_tokens"},
+                               std::pair{"prompt_tokens", "per_prompt_prompt_tokens"}}) {
+    const std::vector<double> v = Pick(rec, field, idx);
+    if (!v.empty()) out[metric] = NumOrNull(Mean(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> CategoryOrder(const std::vector<json>& records) {
+  std::vector<std::string> order;
+  for (auto& r : records)
+    if (r.contains("per_prompt_category") && r["per_prompt_category"].is_array())
+      for (auto& c : r["per_prompt_category"])
+        if (c.is_string() && std::find(order.begin(), order.end(), c.get<std::string>()) == order.end())
+          order.push_back(c.get<std::string>());
+  return order;
+}
+
+std::vector<json> SplitByCategory(const std::vector<json>& records) {
+  std::vector<json> out;
+  for (auto& r : records) {
+    if (!r.contains("per_prompt_category") || !r["per_prompt_category"].is_array()) {
+      out.push_back(r);
+      continue;
+    }
+    const json& cats = r["per_prompt_category"];
+    std::vector<size_t> all(cats.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    for (auto& g : CategoryOrder({r})) {
+      std::vector<size_t> idx;
+      for (size_t i = 0; i < cats.size(); ++i)
+        if (cats[i] == g) idx.push_back(i);
+      out.push_back(GroupRecord(r, g, idx));
+    }
+    out.push_back(GroupRecord(r, kOverallCategory, all));
+  }
+  return out;
+}
+
+}  // namespace specsweep

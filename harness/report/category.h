@@ -1,0 +1,25 @@
+// Per-category figures: a record whose prompts carry report groups (a question set,
+// per_prompt_category) split into one record per group plus "overall", each computed
+// from the record's per-prompt values (Spec-Bench's convention: a group's speedup is the
+// mean over its questions of each question's tokens/s ratio to autoregressive decoding).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace specsweep {
+
+inline constexpr const char* kOverallCategory = "overall";
+
+// Records with per_prompt_category become one record per group (in the order the
+// prompts list them) and one "overall", each with a `category` field, its parameters
+// and name, `prompts` (questions in it) and, from its prompts' values: speedup and
+// mean_accepted_length with bootstrap intervals over questions (_ci_low, _ci_high, _n),
+// tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci. Records
+// without categories pass unchanged.
+std::vector<nlohmann::json> SplitByCategory(const std::vector<nlohmann::json>& records);
+// The report groups of the records, in the order their prompts list them.
+std::vector<std::string> CategoryOrder(const std::vector<nlohmann::json>& records);
+
+}  // namespace specsweep

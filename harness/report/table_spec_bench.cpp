@@ -1,0 +1,91 @@
+// `table --table spec-bench`: Spec-Bench's leaderboard layout over a question set's
+// per-category records (report/category.h).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "harness/report/aggregate.h"
+#include "harness/report/category.h"
+#include "harness/report/table.h"
+#include "harness/store/results.h"
+#include "base/error.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+namespace {
+
+// "1.45x [1.32, 1.58]" or "2.31 [2.10, 2.50]"; no interval from fewer than two questions.
+std::string WithInterval(const json& r, const std::string& metric) {
+  const double mean = FieldNumber(r, metric), lo = FieldNumber(r, metric + "_ci_low"),
+               hi = FieldNumber(r, metric + "_ci_high");
+  std::string c = FormatMetric(metric, mean);
+  if (std::isfinite(lo) && std::isfinite(hi))
+    c += fmt::format(" [{:.2f}, {:.2f}]", lo, hi);
+  return c;
+}
+
+}  // namespace
+
+Table SpecBenchTable(const std::vector<json>& records, const Filters& filters) {
+  const std::vector<json> kept = Filter(records, filters);
+  const std::vector<std::string> groups = CategoryOrder(kept);
+  if (groups.empty())
+    Fail("table: --table spec-bench: the records carry no prompt categories (run a question set: "
+         "prompts.file: a .jsonl, see docs/spec-bench.md)");
+  std::vector<json> spec;
+  for (auto& r : SplitByCategory(kept))
+    if (FieldText(r, "decoder") != "ar" && r.contains("category")) spec.push_back(r);
+  if (spec.empty()) Fail("table: --table spec-bench: no speculative points in the results");
+
+  // Rows: what varies among the configurations (the name when nothing does).
+  std::vector<std::string> label = Varying(spec, {"category", "decoder", "prompt_category"});
+  if (label.empty()) label = {"name"};
+  std::vector<std::string> columns = groups;
+  columns.push_back(kOverallCategory);
+  std::vector<std::vector<std::string>> row_keys;
+  std::map<std::vector<std::string>, std::map<std::string, json>> cell;
+  for (auto& r : spec) {
+    std::vector<std::string> key;
+    for (auto& f : label) key.push_back(f == "k" ? KLabelOf(r) : FieldText(r, f));
+    if (!cell.count(key)) row_keys.push_back(key);
+    cell[key][FieldText(r, "category")] = r;
+  }
+
+  Table t;
+  t.title = "Spec-Bench: speedup and mean accepted tokens per task group";
+  t.header = label;
+  for (auto& c : columns) t.header.push_back(c);
+  t.label_cols = label.size();
+  bool busy = false, wide = false;
+  int min_n = 1 << 30;
+  for (auto& key : row_keys) {
+    std::vector<std::string> row = key;
+    for (auto& c : columns) {
+      auto it = cell[key].find(c);
+      if (it == cell[key].end()) {
+        row.push_back("-");
+        continue;
+      }
+      const json& r = it->second;
+      std::string s = WithInterval(r, "speedup") + " · τ " + WithInterval(r, "mean_accepted_length");
+      if (FieldText(r, "busy") == "true") s += "†", busy = true;
+      if (FieldText(r, "wide_ci") == "true") s += "‡", wide = true;
+      min_n = std::min(min_n, r.value("prompts", 0));
+      row.push_back(s);
+    }
+    t.rows.push_back(row);
+  }
+  t.notes.push_back("speedup: mean over a group's questions of each question's tokens/s over autoregressive "
+                    "decoding's in the same rounds (mean over repetitions); τ: mean accepted tokens per "
+                    "target call, bonus token included; [low, high]: 95% bootstrap interval over questions");
+  if (min_n < 10)
+    t.notes.push_back(fmt::format("a group holds as few as {} question(s): its interval says little, and none "
+                                  "is shown for one question", min_n));
+  if (busy) t.notes.push_back("† other processes used the machine while this group was measured");
+  if (wide) t.notes.push_back(fmt::format("‡ speedup interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
+  return t;
+}
+
+}  // namespace specsweep

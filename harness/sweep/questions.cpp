@@ -1,0 +1,105 @@
+#include "harness/sweep/questions.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace specsweep {
+
+const std::vector<std::string>& SpecBenchGroupOrder() {
+  static const std::vector<std::string> g = {"multi-turn conversation", "translation", "summarization",
+                                             "question answering", "math reasoning", "RAG"};
+  return g;
+}
+
+const std::map<std::string, std::string>& SpecBenchGroups() {
+  static const std::map<std::string, std::string> m = {
+      {"writing", "multi-turn conversation"}, {"roleplay", "multi-turn conversation"},
+      {"reasoning", "multi-turn conversation"}, {"math", "multi-turn conversation"},
+      {"coding", "multi-turn conversation"}, {"extraction", "multi-turn conversation"},
+      {"stem", "multi-turn conversation"}, {"humanities", "multi-turn conversation"},
+      {"translation", "translation"}, {"summarization", "summarization"},
+      {"qa", "question answering"}, {"math_reasoning", "math reasoning"}, {"rag", "RAG"}};
+  return m;
+}
+
+std::vector<Question> ReadQuestions(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) Fail("{}: cannot open question file", path);
+  std::vector<Question> out;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      Question q;
+      q.id = j.at("question_id").get<int>();
+      q.category = j.at("category").get<std::string>();
+      q.turns = j.at("turns").get<std::vector<std::string>>();
+      if (q.turns.empty()) Fail("{}:{}: turns: empty list", path, n);
+      out.push_back(std::move(q));
+    } catch (const nlohmann::json::exception& e) {
+      Fail("{}:{}: not a question ({{question_id, category, turns}}): {}", path, n, e.what());
+    }
+  }
+  if (out.empty()) Fail("{}: no questions", path);
+  return out;
+}
+
+std::vector<Question> SelectQuestions(std::vector<Question> all, const QuestionSelection& s, const std::string& what) {
+  const auto& groups = s.groups.empty() ? SpecBenchGroups() : s.groups;
+  std::vector<std::string> order;  // groups by first appearance
+  std::map<std::string, std::vector<Question>> by_group;
+  std::set<std::string> known;
+  for (Question& q : all) {
+    auto it = groups.find(q.category);
+    q.group = it == groups.end() ? q.category : it->second;  // unmapped: its own group
+    known.insert(q.category);
+    known.insert(q.group);
+    if (!s.categories.empty() && std::find(s.categories.begin(), s.categories.end(), q.category) == s.categories.end() &&
+        std::find(s.categories.begin(), s.categories.end(), q.group) == s.categories.end())
+      continue;
+    if (!by_group.count(q.group)) order.push_back(q.group);
+    by_group[q.group].push_back(std::move(q));
+  }
+  for (auto& c : s.categories)
+    if (!known.count(c)) Fail("{}: prompts.categories: '{}' is neither a category nor a group of the file", what, c);
+  std::vector<Question> out;
+  for (auto& g : order) {
+    std::vector<Question>& qs = by_group[g];
+    if (s.select == "shortest")
+      std::stable_sort(qs.begin(), qs.end(), [](const Question& a, const Question& b) {
+        auto len = [](const Question& q) {
+          size_t n = 0;
+          for (auto& t : q.turns) n += t.size();
+          return n;
+        };
+        return len(a) < len(b);
+      });
+    if (s.per_category > int(qs.size()))
+      Fail("{}: prompts.per_category: {} asked, group '{}' has {} questions", what, s.per_category, g, qs.size());
+    const size_t n = s.per_category > 0 ? size_t(s.per_category) : qs.size();
+    for (size_t i = 0; i < n; ++i) {
+      for (auto& t : qs[i].turns) t = CutTurn(t, s.max_chars);
+      out.push_back(std::move(qs[i]));
+    }
+  }
+  return out;
+}
+
+std::string CutTurn(const std::string& turn, int max_chars) {
+  if (max_chars <= 0 || int(turn.size()) <= max_chars) return turn;
+  auto back_to_char_start = [&](size_t i) {
+    while (i > 0 && i < turn.size() && (static_cast<unsigned char>(turn[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const size_t head = back_to_char_start(size_t(max_chars) / 2);
+  const size_t tail = back_to_char_start(turn.size() - size_t(max_chars) / 2);
+  return turn.substr(0, head) + " ... " + turn.substr(tail);
+}
+
+}  // namespace specsweep
