@@ -34,6 +34,7 @@ class SpeculativeDecoder : public Decoder {
     c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
     return c;
   }
+  std::map<std::string, int> draft_types() const override { return drafter_->matrix_types(); }
 
  private:
   LoadedModel target_;
@@ -93,6 +94,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     verify_in.assign(1, seq.back());
     verify_in.insert(verify_in.end(), draft.tokens.begin(), draft.tokens.end());
     std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [kd+1][vocab]
+    CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
     ++st.target_calls;
     const Verdict v = greedy ? VerifyGreedy(draft.tokens, tl, vocab)
                       : draft.probs.empty()

@@ -19,7 +19,7 @@ struct TableArgs {
 void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
   Results res = LoadResults(a.results);
-  for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s, skipped\n", w.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   Filters filters;
   for (auto& w : a.where) {

@@ -24,6 +24,8 @@ class ModelCache {
   const std::vector<std::vector<int>>& Prompts(const std::string& model, int input_length);
   // sha256 of each file the model was read from (hashed once).
   const std::map<std::string, std::string>& FileHashes(const std::string& name);
+  // The point's identity of its models: (role, file name, sha256) of target and draft.
+  ModelFiles ModelFilesOf(const Point& p);
 
  private:
   const Experiment& e_;
