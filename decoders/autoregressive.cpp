@@ -42,6 +42,10 @@ class AutoregressiveDecoder : public Decoder {
     std::span<const float> logits = Forward(m, prompt, 0, cache, /*all_logits=*/false);  // [1][vocab]
     st.prefill_s = Seconds(t0, Clock::now());
     int n_seq = static_cast<int>(prompt.size());
+    // The prefill yields the first token, so it is a target call like every later one
+    // (mean accepted length: tokens per token-yielding target call, exactly 1 here).
+    CheckLogits(logits, c.vocab_size, target_.name, n_seq - 1, st.target_calls);
+    ++st.target_calls;
     while (st.generated_tokens < opt_.max_new_tokens && n_seq < c.max_seq_len) {
       t0 = Clock::now();
       int tok;
@@ -65,6 +69,7 @@ class AutoregressiveDecoder : public Decoder {
       t0 = Clock::now();
       logits = Forward(m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
       st.verify_s += Seconds(t0, Clock::now());
+      CheckLogits(logits, c.vocab_size, target_.name, n_seq - 1, st.target_calls);
       ++st.target_calls;
     }
     FinishStats(st, start, first, Clock::now());

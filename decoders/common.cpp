@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "decoders/sampler.h"
 #include "models/forward.h"
 
 namespace specsweep {
@@ -24,6 +25,14 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
   const std::string full = tok->Decode(all), head = tok->Decode(prompt);
   if (full.compare(0, head.size(), head) == 0) return full.substr(head.size());
   return tok->Decode(tokens);
+}
+
+void CheckLogits(std::span<const float> rows, int vocab, const std::string& model, int position, int step) {
+  const int i = FirstNonFinite(rows);
+  if (i < 0) return;
+  Fail("{}: logits: non-finite value {} at position {} (token id {}), decoding step {}: the forward pass "
+       "overflowed or the weights hold NaN/Inf",
+       model, rows[i], position + i / vocab, i % vocab, step);
 }
 
 std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,

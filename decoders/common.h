@@ -21,6 +21,12 @@ void AddStats(GenerationStats& into, const GenerationStats& s);
 // Throws Error unless 1 <= prompt.size() <= context and every id is in the vocabulary.
 void CheckPrompt(std::span<const int> prompt, int vocab_size, int context, const std::string& model);
 
+// Throws Error naming the model, the position and the decoding step when a row of
+// logits holds a NaN or infinity (a forward pass that overflowed, weights that hold
+// them): a token picked from such a row, and any acceptance measured with it, is garbage.
+// rows: [n][vocab]; position: the sequence position of row 0; step: target calls so far.
+void CheckLogits(std::span<const float> rows, int vocab, const std::string& model, int position, int step);
+
 // Generated text: Decode(prompt + tokens) minus Decode(prompt) when the latter is a
 // prefix (keeps SentencePiece's leading space right), else Decode(tokens); "" without
 // a tokenizer (synthetic models).

@@ -31,6 +31,7 @@ class CrossTokenizerDrafter : public Drafter {
         tb_(std::move(target_tok)), db_(std::move(draft_tok)) {}
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
+  std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
     return TimeForwardCalls(*model_, layers_, kv_type_, ids, 2, reps, false);
@@ -73,7 +74,9 @@ class CrossTokenizerDrafter : public Drafter {
     bool eos = false;
     std::span<const int> feed = std::span<const int>(dseq_).subspan(keep);
     for (int i = 0; i < kd; ++i) {
+      const int pos = cache_->length() + static_cast<int>(feed.size()) - 1;
       std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      CheckLogits(logits, model_->config.vocab_size, "draft " + name(), pos, st.target_calls);
       cached_.insert(cached_.end(), feed.begin(), feed.end());
       ++st.draft_calls;
       const DraftAction act = policy.OnDraft(i + 1, policy.UsesTopProb() ? MaxSoftmaxProb(logits) : 1.0f);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,7 +49,10 @@ struct DecoderOptions {
 struct GenerationStats {
   int prompt_tokens = 0;
   int generated_tokens = 0;
-  int target_calls = 0;   // target Forward calls after prefill
+  // Target Forward calls that yield tokens: the prefill counts when it yields the first
+  // token (autoregressive), not when it yields none (speculative: the last prompt token
+  // goes with the first draft block).
+  int target_calls = 0;
   int draft_calls = 0;    // draft Forward calls (including catch-up of accepted tokens)
   int64_t drafted = 0;    // draft tokens proposed
   int64_t accepted = 0;   // draft tokens accepted
@@ -65,7 +69,8 @@ struct GenerationStats {
   bool stopped_at_eos = false;           // generation ended on EOS (EOS not emitted)
 
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
-  // Tokens emitted per target call, bonus token included (Spec-Bench/vLLM convention).
+  // Tokens emitted per token-yielding target call, bonus token included (Spec-Bench/vLLM
+  // convention): exactly 1 for autoregressive decoding.
   double mean_accepted_length() const {
     return target_calls ? double(generated_tokens) / double(target_calls) : 0.0;
   }
@@ -100,6 +105,9 @@ class Decoder {
   // Times target calls of n = 1..target_n_max positions (none for 0) and the draft's
   // calls, `reps` times each, at the end of `prompt`; caches of its own.
   virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) = 0;
+  // What the draft's matrices are stored as (MatrixTypeCounts of the blocks it runs);
+  // {} without a draft model.
+  virtual std::map<std::string, int> draft_types() const { return {}; }
 };
 
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,

@@ -108,6 +108,7 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       } catch (const Error&) {
         Fail("{}: '{}' is not self, layers=N, model=NAME, lookup or a quant type (q8_0, q4_0, ...)", what, part);
       }
+      if (!CanQuantizeTo(*d.quant)) Fail("{}: {}", what, LoadOnlyReason(*d.quant));
     }
     if (plus == std::string_view::npos) break;
     start = plus + 1;

@@ -62,6 +62,8 @@ class Drafter {
   // (the catch-up batch) right after `prompt` (target ids); empty for a drafter without
   // a model, whose cost is what the loop measures.
   virtual std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) { return {}; }
+  // Decoder::draft_types.
+  virtual std::map<std::string, int> matrix_types() const { return {}; }
 };
 
 struct TreeShape;

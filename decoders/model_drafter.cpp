@@ -33,7 +33,9 @@ class ModelDrafter : public Drafter {
     const bool greedy = sampling_.greedy();
     std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
     for (int i = 0; i < k; ++i) {
+      const int pos = cache_->length() + static_cast<int>(feed.size()) - 1;
       std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      CheckLogits(logits, model_->config.vocab_size, "draft " + name_, pos, st.target_calls);
       ++st.draft_calls;
       float top;
       if (greedy) {
@@ -57,6 +59,7 @@ class ModelDrafter : public Drafter {
     if (!cache_->has_tree()) cache_->Truncate(std::min(cache_->length(), keep));
   }
   // A draft call returns the last position's logits only.
+  std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
   }

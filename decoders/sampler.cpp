@@ -1,6 +1,8 @@
 #include "decoders/sampler.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 
@@ -13,6 +15,16 @@ int Argmax(std::span<const float> x) {
   for (int i = 1; i < static_cast<int>(x.size()); ++i)
     if (x[i] > x[best]) best = i;  // strict: the first maximum is kept
   return best;
+}
+
+int FirstNonFinite(std::span<const float> x) {
+  constexpr uint32_t kExp = 0x7f800000u;  // all exponent bits set: Inf or NaN
+  uint32_t any = 0;
+  for (float v : x) any |= uint32_t((std::bit_cast<uint32_t>(v) & kExp) == kExp);
+  if (!any) return -1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i])) return static_cast<int>(i);
+  return -1;
 }
 
 float MaxSoftmaxProb(std::span<const float> logits) {

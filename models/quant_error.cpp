@@ -52,8 +52,10 @@ QuantErrorStats MeasureQuantError(const QMatrix& m, QType type) {
 ModelQuantError MeasureModelQuantError(const Model& m, QType type) {
   ModelQuantError out;
   out.type = type;
+  CheckQuantizable(m, type);
   auto add = [&](std::string name, const QMatrix& w) {
-    TensorQuantError t{std::move(name), MeasureQuantError(w, type)};
+    const QType stored = StoredQType(type, w.cols);
+    TensorQuantError t{std::move(name), stored, MeasureQuantError(w, stored)};
     out.total.Add(t.stats);
     out.tensors.push_back(std::move(t));
   };

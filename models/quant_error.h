@@ -29,6 +29,7 @@ QuantErrorStats MeasureQuantError(const QMatrix& m, QType type);
 
 struct TensorQuantError {
   std::string name;  // "layers.0.wq", ..., "output"
+  QType stored = QType::F32;  // what QuantizeModel stores it as (StoredQType: F16 when no block fits)
   QuantErrorStats stats;
 };
 struct ModelQuantError {
@@ -36,7 +37,8 @@ struct ModelQuantError {
   std::vector<TensorQuantError> tensors;  // every matrix QuantizeModel converts
   QuantErrorStats total;                  // over all of them
 };
-// What QuantizeModel(m, type) would lose, per tensor and in total.
+// What QuantizeModel(m, type) would lose, per tensor and in total: each tensor at the
+// type it would be stored as. Error where QuantizeModel refuses (type covers no matrix).
 ModelQuantError MeasureModelQuantError(const Model& m, QType type);
 
 }  // namespace specsweep

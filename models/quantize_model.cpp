@@ -1,9 +1,14 @@
 // In-memory quantization of a whole model and the weight inventory for `inspect`.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
 
 #include "models/model.h"
 
 #include <cstring>
+
+#include "base/error.h"
 
 #include "quant/packed.h"
 #include "quant/matmul.h"
@@ -43,7 +48,53 @@ QType StoredQType(QType type, int cols) {
   return IsQuantized(type) && cols % BlockSize(type) != 0 ? QType::F16 : type;
 }
 
+std::map<std::string, int> MatrixTypeCounts(const Model& m, int layers) {
+  std::map<std::string, int> n;
+  const std::string past = "layers." + std::to_string(layers) + ".";
+  bool skip = false;
+  ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
+    if (layers > 0 && name.starts_with(past)) skip = true;  // blocks come in order, the classifier last
+    if (name == "output") skip = false;
+    if (name != "tok_embeddings" && !skip) ++n[std::string(QTypeName(w.type))];
+  });
+  return n;
+}
+
+std::string StoredTypesLabel(const std::string& asked, const std::map<std::string, int>& counts) {
+  int total = 0, not_asked = 0;
+  std::vector<std::string> others;  // "3 f16"
+  for (auto& [type, n] : counts) {
+    total += n;
+    if (type == asked || n == 0) continue;
+    not_asked += n;
+    others.push_back(fmt::format("{} {}", n, type));
+  }
+  if (others.empty()) return asked;
+  if (others.size() == 1) return fmt::format("{} ({} of {} {})", asked, not_asked, total, others[0].substr(others[0].find(' ') + 1));
+  return fmt::format("{} ({} of {}: {})", asked, not_asked, total, fmt::join(others, ", "));
+}
+
+void CheckQuantizable(const Model& m, QType type) {
+  if (!CanQuantizeTo(type))
+    Fail("{}: quantizing to {}: {}", m.source.path, QTypeName(type), LoadOnlyReason(type));
+  if (IsQuantized(type)) {
+    std::set<int> widths;
+    bool covered = false;
+    ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
+      if (name == "tok_embeddings") return;
+      widths.insert(w.cols);
+      covered |= StoredQType(type, w.cols) == type;
+    });
+    if (!covered)
+      Fail("{}: {} covers no matrix: rows of {} values are not a whole number of its {}-value blocks (every matrix "
+           "would stay {}); pick a type with smaller blocks (q8_0, q4_0)",
+           m.source.path.empty() ? m.source.format : m.source.path, QTypeName(type), fmt::join(widths, ", "),
+           BlockSize(type), QTypeName(StoredQType(type, *widths.begin())));
+  }
+}
+
 Model QuantizeModel(const Model& m, QType type) {
+  CheckQuantizable(m, type);
   auto convert = [type](const QMatrix& w) { return Convert(w, StoredQType(type, w.cols)); };
   Model q;
   q.config = m.config;

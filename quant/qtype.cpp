@@ -71,4 +71,17 @@ QType ParseQType(std::string_view name, std::string_view what) {
        what, name);
 }
 
+bool CanQuantizeTo(QType t) { return t != QType::Q2_K && t != QType::Q3_K; }
+
+std::string LoadOnlyReason(QType t) {
+  return fmt::format("{} is load-only (GGUF files of it are read and run; there is no quantizer for it): use "
+                     "q4_k, q5_k, q6_k, q4_0 or q8_0", QTypeName(t));
+}
+
+QType ParseQuantizeTarget(std::string_view name, std::string_view what) {
+  const QType t = ParseQType(name, what);
+  if (!CanQuantizeTo(t)) Fail("{}: {}", what, LoadOnlyReason(t));
+  return t;
+}
+
 }  // namespace specsweep

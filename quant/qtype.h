@@ -35,5 +35,13 @@ std::string_view QTypeName(QType t);  // "f32", "f16", "bf16", "q8_0", "q4_0", "
                                       // "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"
 // Parses a name as above (case-insensitive); throws Error naming `what` on failure.
 QType ParseQType(std::string_view name, std::string_view what = "quant type");
+// Whether weights can be quantized to t (--quant, --draft-quant, draft_quant,
+// target_quant, `quantize`). Q2_K and Q3_K are load-only: GGUF files holding them are
+// read and run, but specsweep has no quantizer for them.
+bool CanQuantizeTo(QType t);
+// Why CanQuantizeTo(t) is false, for error messages.
+std::string LoadOnlyReason(QType t);
+// ParseQType for a type to quantize to: also refuses the load-only types.
+QType ParseQuantizeTarget(std::string_view name, std::string_view what);
 
 }  // namespace specsweep

@@ -51,6 +51,8 @@ void ExpectFamiliesAgree(Load load) {
   testing::KernelIsaGuard guard;
   for (QType t : kModelTypes) {
     SCOPED_TRACE(QTypeName(t));
+    // A type that covers no matrix of the model is refused (it would run as F16 throughout).
+    if (!testing::ErrorOf([&] { CheckQuantizable(*load(), t); }).empty()) continue;
     ASSERT_TRUE(ForceKernelIsa("scalar"));
     const std::vector<float> ref = RunLogits(QuantizeModel(*load(), t));
     for (const std::string& isa : AvailableFamilies()) {
@@ -65,7 +67,8 @@ void ExpectFamiliesAgree(Load load) {
 
 TEST(KernelFamilies, SyntheticModelLogitsBitIdentical) {
   ModelConfig c = TinyTestConfig();
-  c.hidden_dim = 800;  // w2 is wider than one column chunk (Layout::kColChunks under avx512)
+  c.hidden_dim = 1024;  // w2 is wider than one column chunk (Layout::kColChunks under avx512), and
+                       // whole 256-value blocks: the K-quants cover it
   c.vocab_size = 300;
   ExpectFamiliesAgree([&] { return std::make_shared<const Model>(MakeSyntheticModel(c, 21)); });
 }

@@ -13,6 +13,8 @@
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
 #include "harness/pipeline.h"
+#include "harness/report/check.h"
+#include "harness/report/load.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
 #include "tests/test_util.h"
@@ -89,7 +91,9 @@ TEST(ResultsIntegrity, RecordsCarryIdentityAndRoundsRotate) {
   auto recs = ReadJsonl(s.jsonl_path).records;
   ASSERT_EQ(recs.size(), 3u);
   for (auto& r : recs) {
-    EXPECT_EQ(r.identity.model_sha256.size(), 1u);
+    ASSERT_EQ(r.identity.model_files.size(), 1u);
+    EXPECT_EQ(r.identity.model_files[0].role, "target");
+    EXPECT_EQ(r.identity.model_files[0].file, "tiny.gguf");
     EXPECT_EQ(r.identity.group.size(), 3u);
     EXPECT_EQ(r.identity.prompt_sha256.size(), 64u);
     EXPECT_EQ(r.identity.experiment_sha256.size(), 64u);
@@ -141,7 +145,28 @@ TEST(ResultsIntegrity, SwappedModelFileIsNotReused) {
   RunExperiment(e, Opts(dir));
   fs::copy_file(Files().other_model, model, fs::copy_options::overwrite_existing);
   std::string err = ErrorOf(e, Opts(dir, ResumeMode::Same));
-  EXPECT_NE(err.find("model files: " + model + " has sha256"), std::string::npos) << err;
+  EXPECT_NE(err.find("model files: target m.gguf has sha256"), std::string::npos) << err;
+}
+
+// #30: a model's identity is its content and file name, never its directory: the same
+// weights behind a symlinked models folder resume and pass `check`; other bytes under
+// the same name are refused with both hashes.
+TEST(ResultsIntegrity, SameWeightsAtAnotherPathAreTheSamePoint) {
+  const std::string models = TempDir(), link = TempDir() + "/models-link", dir = TempDir(), dir2 = TempDir();
+  fs::copy_file(Files().model, models + "/m.gguf");
+  fs::create_directory_symlink(models, link);
+  const std::string exp = Exp("mv.yaml", "mv", "m.gguf", 1, 2);
+  RunSummary first = RunExperiment(LoadExperiment(exp, models), Opts(dir));
+  // --resume through the symlink reuses every point.
+  EXPECT_EQ(RunExperiment(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same)).resumed, 3);
+  // A fresh run through the symlink passes check against the first.
+  RunSummary second = RunExperiment(LoadExperiment(exp, link), Opts(dir2));
+  EXPECT_TRUE(CheckRegressions(LoadResults(second.json_path).records, LoadResults(first.json_path).records, 0.02).ok());
+  // Other bytes under the same name: refused, both hashes named.
+  fs::copy_file(Files().other_model, models + "/m.gguf", fs::copy_options::overwrite_existing);
+  const std::string err = ErrorOf(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same));
+  EXPECT_NE(err.find("model files: target m.gguf has sha256 "), std::string::npos) << err;
+  EXPECT_NE(err.find("the results were measured with "), std::string::npos) << err;
 }
 
 TEST(ResultsIntegrity, AnotherExperimentWithTheSameNameIsRefused) {
@@ -170,6 +195,24 @@ TEST(ResultsIntegrity, CorruptMiddleLineIsSetAsideAndTheRestKept) {
   EXPECT_EQ(s.measured, 0);
   EXPECT_EQ(ReadFile(s.jsonl_path + ".corrupt"), "{not json at all\n");
   EXPECT_EQ(ReadJsonl(s.jsonl_path).corrupt.size(), 0u);
+}
+
+// #30: a second, differing record of a point is set aside in .duplicate, not erased.
+TEST(ResultsIntegrity, DifferingSecondRecordIsSetAsideAsDuplicate) {
+  const std::string dir = TempDir();
+  Experiment e = LoadExperiment(Exp("d.yaml", "d", Files().model, 1, 2));
+  RunSummary s = RunExperiment(e, Opts(dir));
+  const std::string text = ReadFile(s.jsonl_path);
+  const std::string first = text.substr(0, text.find('\n') + 1);
+  std::string other = first;
+  const size_t at = other.find("\"total_s\":");
+  ASSERT_NE(at, std::string::npos);
+  other.insert(at + 10, "1");  // another timing: a differing record of the same point
+  WriteFile(s.jsonl_path, text + first + other);
+  s = RunExperiment(e, Opts(dir, ResumeMode::Same));
+  EXPECT_EQ(s.resumed, 3);
+  EXPECT_EQ(ReadFile(s.jsonl_path + ".duplicate"), other);  // the identical copy is dropped, the differing kept
+  EXPECT_EQ(ReadJsonl(s.jsonl_path).duplicates.size(), 0u);
 }
 
 TEST(ResultsIntegrity, SecondWriterIsRefusedWithThePid) {

@@ -214,6 +214,35 @@ TEST(Merge, RefusesOtherExperimentsAndNonShards) {
   fails({unhashed}, "old.json: context.experiment_sha256: missing");
 }
 
+// #30: shards measured with other weights or prompts (same experiment file, other
+// bytes) are refused, naming the point and both hashes.
+TEST(Merge, RefusesShardsOfOtherWeightsOrPrompts) {
+  auto with = [](Results r, const std::string& sha, const std::string& prompt) {
+    for (auto& rec : r.records) {
+      rec["name"] = "m/" + rec["key"].get<std::string>();
+      rec["model"] = "m";
+      rec["input_length"] = 0;
+      rec["model_files"] = json::array({json{{"role", "target"}, {"file", "m.gguf"}, {"sha256", sha}}});
+      rec["prompt_sha256"] = prompt;
+    }
+    return r;
+  };
+  EXPECT_EQ(MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
+                         with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "p")}, {}).report.merged_points, 2u);
+  testing::ExpectError(
+      [&] {
+        MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
+                     with(FakeShard("s1.json", 1, 2, {"b"}), "bbbb", "p")}, {});
+      },
+      {"s1.json: point m/b: model file target m.gguf has sha256 bbbb", "point m/a in s0.json", "sha256 aaaa"});
+  testing::ExpectError(
+      [&] {
+        MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
+                     with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "q")}, {});
+      },
+      {"point m/b: the prompt set of m (input_length 0) has sha256 q", "sha256 p"});
+}
+
 // ------------------------------------------------------------------------- CLI
 
 struct Files {
@@ -275,6 +304,13 @@ TEST(Cli, ShardedRunMergesToTheFullRun) {
   EXPECT_EQ(table.exit_code, 0) << table.err;
   auto check = RunCli({"check", dir + "/merged.json", "--baseline", dir + "/full/two.json"});
   EXPECT_EQ(check.exit_code, 0) << check.err;
+
+  // #30: an -o that is one of the inputs is refused (it would overwrite that shard).
+  const std::string shard0 = dir + "/shards/two.shard-0-of-2.json", before = ReadFile(shard0);
+  auto onto = RunCli({"merge", dir + "/shards", "-o", shard0});
+  EXPECT_EQ(onto.exit_code, 1);
+  EXPECT_NE(onto.err.find("is one of the input shards"), std::string::npos) << onto.err;
+  EXPECT_EQ(ReadFile(shard0), before);
 
   // The same shard twice: duplicated points are an error.
   auto dup = RunCli({"merge", dir + "/shards", dir + "/shards/two.shard-0-of-2.json", "-o", dir + "/d.json"});

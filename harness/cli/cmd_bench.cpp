@@ -7,7 +7,12 @@
 // once per call, or every float multiply-add at the peak, whichever takes longer.
 // With --compare, the same run under several environments or builds, as child processes
 // in interleaved rounds (harness/bench/bench_compare.h).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -31,6 +36,8 @@
 #include "quant/bandwidth.h"
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
+
+namespace fs = std::filesystem;
 
 namespace specsweep {
 namespace {
@@ -178,6 +185,19 @@ void RunBench(const BenchArgs& a) {
     kvs.push_back(ParseKvType(k, "--kv-type"));
     if (std::count(kvs.begin(), kvs.end(), kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
   }
+  // Every option is checked before anything is timed: a mistake found after minutes of
+  // measuring loses them.
+  for (int k : a.decode_ks)
+    if (k < 1) Fail("--decode-k: {} must be at least 1", k);
+  if (!a.decode_ks.empty() && a.decode_tokens < 1) Fail("--decode-tokens: {} must be at least 1", a.decode_tokens);
+  for (const std::string& q : a.quants)
+    if (q != "none") ParseQuantizeTarget(q, "--quant");
+  if (!a.json.empty()) {
+    const fs::path dir = fs::path(a.json).has_parent_path() ? fs::path(a.json).parent_path() : fs::path(".");
+    if (!fs::is_directory(dir)) Fail("--json: {}: the folder {} does not exist", a.json, dir.string());
+    if (access(dir.c_str(), W_OK) != 0 || (fs::exists(a.json) && access(a.json.c_str(), W_OK) != 0))
+      Fail("--json: {}: cannot write: {}", a.json, std::strerror(errno));
+  }
 
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
@@ -188,6 +208,12 @@ void RunBench(const BenchArgs& a) {
   const int max_n = *std::max_element(ns.begin(), ns.end());
   if (a.ctx + max_n > c.max_seq_len)
     Fail("--ctx: {} + n {} exceeds the model's context length {}", a.ctx, max_n, c.max_seq_len);
+  if (!a.decode_ks.empty()) {
+    if (a.ctx < 1) Fail("--ctx: the decode loop needs a prompt of at least 1 token");
+    if (int64_t(a.ctx) + a.decode_tokens + *std::max_element(a.decode_ks.begin(), a.decode_ks.end()) > c.max_seq_len)
+      Fail("--decode-tokens: {} after --ctx {} with --decode-k up to {} exceed the context length {}", a.decode_tokens,
+           a.ctx, *std::max_element(a.decode_ks.begin(), a.decode_ks.end()), c.max_seq_len);
+  }
 
   // Fixed pseudo-random tokens: timing does not depend on which ids are used.
   std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
@@ -198,7 +224,7 @@ void RunBench(const BenchArgs& a) {
   for (const std::string& q : quants) {
     std::shared_ptr<const Model> model = lm.model;
     const std::string format = q == "none" ? loaded_type : q;
-    if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQType(q, "--quant")));
+    if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQuantizeTarget(q, "--quant")));
     for (const Variant& o : vs)
       if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
     for (KvType kv : kvs) for (TeamPolicy team : teams) {  // the weights are shared, each variant has its own cache
@@ -348,9 +374,6 @@ void RunBench(const BenchArgs& a) {
   }
 
   if (!a.decode_ks.empty()) {
-    if (a.ctx < 1) Fail("--ctx: the decode loop needs a prompt of at least 1 token");
-    if (a.ctx + a.decode_tokens + *std::max_element(a.decode_ks.begin(), a.decode_ks.end()) > c.max_seq_len)
-      Fail("--decode-tokens: {} after --ctx {} exceed the context length {}", a.decode_tokens, a.ctx, c.max_seq_len);
     RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
                        a.reps, recs);
   }

@@ -18,6 +18,11 @@ struct CheckArgs {
 
 void CheckCommand(const CheckArgs& a) {
   Results cur = LoadResults(a.results), base = LoadResults(a.baseline);
+  // A corrupt line is a point the gate would silently not compare.
+  for (const Results* r : {&cur, &base})
+    if (!r->warnings.empty())
+      Fail("{}{}: a gate that skipped it could pass without comparing it", r->warnings[0],
+           r->warnings.size() > 1 ? fmt::format(" (and {} more)", r->warnings.size() - 1) : "");
   CheckReport rep = CheckRegressions(cur.records, base.records, a.tolerance, a.baseline);
   if (rep.ok()) {
     std::printf("check: %d of %d speculative points of %s compared: none regressed (greedy at tolerance 0, "

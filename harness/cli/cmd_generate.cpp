@@ -82,7 +82,7 @@ DraftSpec DraftFromArgs(const GenerateArgs& a) {
   } else {
     d.model = a.draft_model;
     d.layers = a.draft_layers;
-    if (!a.draft_quant.empty()) d.quant = ParseQType(a.draft_quant, "--draft-quant");
+    if (!a.draft_quant.empty()) d.quant = ParseQuantizeTarget(a.draft_quant, "--draft-quant");
     d.lookup = a.draft_lookup;
     for (auto [o, v, field] : {std::tuple{a.draft_parts[4], a.max_ngram, &d.max_ngram},
                                std::tuple{a.draft_parts[5], a.min_ngram, &d.min_ngram}}) {
@@ -212,7 +212,7 @@ void RunGenerate(const GenerateArgs& a) {
   LoadedModel target = LoadModel(a.model, Globals().models_dir);
   // "none" (the experiment files' name) keeps the weights as loaded.
   const bool quantize = !a.quant.empty() && a.quant != "none";
-  if (quantize) target = WithQuant(target, ParseQType(a.quant, "--quant"));
+  if (quantize) target = WithQuant(target, ParseQuantizeTarget(a.quant, "--quant"));
   DecoderOptions o;
   o.kind = ParseDecoderKind(a.decoder);
   o.k = a.k;
@@ -232,6 +232,16 @@ void RunGenerate(const GenerateArgs& a) {
                                       ? target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default())
                                       : ChatEncoder(*target.tokenizer, tpl, "--template").EncodeTurns({a.prompt}, {});
   const bool spec = o.kind != DecoderKind::Autoregressive;
+  // What the asked types actually cover: a partial fallback is part of the label.
+  const std::map<std::string, int> target_types = MatrixTypeCounts(*target.model), draft_types = dec->draft_types();
+  const std::string target_label =
+      quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))), target_types) : "none";
+  const std::string draft_label =
+      o.draft.quant ? StoredTypesLabel(std::string(QTypeName(*o.draft.quant)), draft_types) : "none";
+  for (auto [who, label] : {std::pair{"target", &target_label}, {"draft", &draft_label}})
+    if (label->find(' ') != std::string::npos)
+      fmt::print(stderr, "notice: {} weights are {} (the other matrices' rows are no whole number of blocks)\n",
+                 who, *label);
   const double ready_s = SecondsSinceProcessStart();
   auto notice_context = [&](const GenerationResult& r) {
     if (StopReason(r.stats, a.n) == "context")
@@ -242,7 +252,8 @@ void RunGenerate(const GenerateArgs& a) {
   if (a.json) {
     GenerationResult r = dec->Generate(prompt);
     nlohmann::json j = {{"model", a.model},
-                        {"quant", quantize ? std::string(QTypeName(ParseQType(a.quant, "--quant"))) : "none"},
+                        {"quant", target_label},
+                        {"target_types", target_types},
                         {"decoder", DecoderKindName(o.kind)},
                         {"kv_type", KvTypeName(o.kv_type)},
                         {"prompt", a.prompt},
@@ -264,7 +275,8 @@ void RunGenerate(const GenerateArgs& a) {
                           {"draft_p_min", a.draft_p_min},
                           {"draft", o.draft.Label()},
                           {"draft_base", o.draft.BaseLabel()},
-                          {"draft_quant", o.draft.quant ? std::string(QTypeName(*o.draft.quant)) : "none"},
+                          {"draft_quant", draft_label},
+                          {"draft_types", draft_types},
                           {"max_ngram", o.draft.max_ngram},
                           {"min_ngram", o.draft.min_ngram}};
     fmt::print("{}\n", DumpJson(j, 2));
@@ -293,11 +305,11 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
   cmd->add_option("--template", a->chat_template,
                   "Chat format around the prompt: none (default), vicuna, llama-3, chatml, or a format with {prompt}");
-  cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(IntAtLeast(0));
   cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
   cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");
   cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
-  cmd->add_option("--seed", a->seed, "Sampling seed");
+  cmd->add_option("--seed", a->seed, "Sampling seed")->check(SeedRange());
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
   cmd->add_option("--decoder", a->decoder,
                   "ar | speculative; aliases of speculative: assisted (a separate draft model), self-spec (the "

@@ -18,18 +18,20 @@ struct InspectArgs {
 
 void PrintQuantError(const Model& m, QType type) {
   ModelQuantError e = MeasureModelQuantError(m, type);
-  fmt::print("\nquantization error vs loaded weights, {}:\n", QTypeName(type));
-  fmt::print("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "tensor", "max|err|", "mean|err|", "rmse", "SNR dB");
-  auto row = [](const std::string& name, const QuantErrorStats& s) {
-    fmt::print("  {:<20} {:>12.3e} {:>12.3e} {:>12.3e} {:>9.2f}\n", name, s.max_abs, s.mean_abs, s.rmse, s.snr_db);
+  fmt::print("\nquantization error vs loaded weights, {} (each tensor as it would be stored):\n", QTypeName(type));
+  fmt::print("  {:<20} {:<7} {:>12} {:>12} {:>12} {:>9}\n", "tensor", "stored", "max|err|", "mean|err|", "rmse",
+             "SNR dB");
+  auto row = [](const std::string& name, std::string_view stored, const QuantErrorStats& s) {
+    fmt::print("  {:<20} {:<7} {:>12.3e} {:>12.3e} {:>12.3e} {:>9.2f}\n", name, stored, s.max_abs, s.mean_abs, s.rmse,
+               s.snr_db);
   };
-  for (auto& t : e.tensors) row(t.name, t.stats);
-  row("TOTAL", e.total);
+  for (auto& t : e.tensors) row(t.name, QTypeName(t.stored), t.stats);
+  row("TOTAL", "", e.total);
 }
 
 void RunInspect(const InspectArgs& a) {
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
-  if (!a.quant.empty() && a.quant != "none") lm = WithQuant(lm, ParseQType(a.quant, "--quant"));
+  if (!a.quant.empty() && a.quant != "none") lm = WithQuant(lm, ParseQuantizeTarget(a.quant, "--quant"));
   const Model& m = *lm.model;
   const ModelConfig& c = m.config;
   fmt::print("model       {}\nformat      {}\npath        {}\n", lm.name, m.source.format, m.source.path);
@@ -49,7 +51,7 @@ void RunInspect(const InspectArgs& a) {
     fmt::print("  {:<48} {:<6} [{}] {} bytes\n", t.name, t.dtype, fmt::join(t.shape, ", "), t.bytes);
   fmt::print("\nin-memory weights:\n");
   for (auto& line : DescribeWeights(m)) fmt::print("  {}\n", line);
-  for (auto& t : a.quant_error) PrintQuantError(m, ParseQType(t, "--quant-error"));
+  for (auto& t : a.quant_error) PrintQuantError(m, ParseQuantizeTarget(t, "--quant-error"));
 }
 
 CommandRegistrar reg(20, [](CLI::App& app) {

@@ -55,7 +55,8 @@ void PrintList(const char* what, const std::vector<std::string>& keys) {
 
 void MergeCommand(const MergeArgs& a) {
   std::vector<Results> shards;
-  for (auto& f : FindShardFiles(a.inputs)) shards.push_back(LoadResults(f));
+  const std::vector<std::string> files = FindShardFiles(a.inputs);
+  for (auto& f : files) shards.push_back(LoadResults(f));
   MergedResults m = MergeShards(shards, ExpectedKeys(a, shards[0]));
   const MergeReport& r = m.report;
   if (!r.missing_shards.empty()) {
@@ -72,6 +73,12 @@ void MergeCommand(const MergeArgs& a) {
   std::string out = a.out;
   if (fs::is_directory(out) || fs::path(out).extension() != ".json")
     out = (fs::path(out) / (m.doc["context"].value("experiment", "merged") + ".json")).string();
+  // Writing over an input would lose that shard's results.
+  for (auto& f : files) {
+    std::error_code ec;
+    if (fs::equivalent(f, out, ec))
+      Fail("merge: -o {}: is one of the input shards; write the merged results elsewhere", out);
+  }
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
   {
     std::ofstream f(out + ".tmp", std::ios::trunc);

@@ -135,11 +135,11 @@ const CommandRegistrar kRegister(46, [](CLI::App& app) {
   cmd->add_option("experiment", a->experiment, "Experiment file (.yaml, .yml or .json)")->required();
   cmd->add_option("-o,--out", a->out_dir, "Output directory (shard results, logs/, scripts, merged <name>.json)")
       ->required();
-  cmd->add_option("--shards", a->shards, "Number of shards (array tasks)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--shards", a->shards, "Number of shards (array tasks)")->required()->check(IntAtLeast(1));
   cmd->add_option("--partition", a->partition, "Slurm partition");
   cmd->add_option("--time", a->time, "Time limit per task (Slurm syntax, e.g. 2-00:00:00)");
   cmd->add_option("--cpus-per-task", a->cpus_per_task, "CPUs per task (the run's threads)")
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   cmd->add_option("--mem", a->mem, "Memory per task (Slurm syntax, e.g. 32G)");
   cmd->add_flag("--submit", a->submit, "Submit both jobs with sbatch and print their ids");
   cmd->add_option("--sbatch", a->sbatch, "sbatch command to submit with");

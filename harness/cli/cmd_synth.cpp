@@ -182,7 +182,7 @@ const CommandRegistrar kRegister(61, [](CLI::App& app) {
   cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0 or q4_0 for the matrices (hf: f32, f16, bf16)");
   cmd->add_option("--ctx", args->ctx, "Context length written into the model (default: the published one)");
   cmd->add_option("--shards", args->shards, "hf: number of safetensors shards (with model.safetensors.index.json)");
-  cmd->add_option("--seed", args->seed, "Random seed");
+  cmd->add_option("--seed", args->seed, "Random seed")->check(SeedRange());
   cmd->callback([args] { RunSynth(*args); });
 });
 

@@ -1,6 +1,9 @@
 // CLI subcommand registry: each harness/cmd_*.cpp registers its subcommands with a
 // static CommandRegistrar, so adding a command touches no shared file.
 #pragma once
+#include <charconv>
+#include <climits>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -14,6 +17,31 @@ struct GlobalOptions {
   int threads = 0;         // --threads (0: all cores)
 };
 GlobalOptions& Globals();
+
+// A seed: decimal digits in [0, 2^64). CLI11 alone wraps -1 to 2^64 - 1 and clamps 1e26.
+inline CLI::Validator SeedRange() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+          return "'" + s + "' is not an integer in [0, 2^64 - 1]";
+        return "";
+      },
+      "UINT64");
+}
+// CLI11's NonNegativeNumber names its bound as a 309-digit number; this says what it means.
+inline CLI::Validator IntAtLeast(int lo) {
+  return CLI::Validator(
+      [lo](std::string& s) -> std::string {
+        long long v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > INT_MAX)
+          return "'" + s + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(INT_MAX) + "]";
+        return "";
+      },
+      "INT>=" + std::to_string(lo));
+}
 
 using CommandFactory = std::function<void(CLI::App& app)>;
 struct CommandRegistrar {

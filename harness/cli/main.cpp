@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   auto& g = Globals();
   app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
   app.add_option("--threads", g.threads, "Threads for the forward pass (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntAtLeast(0));
   app.parse_complete_callback([&] { SetNumThreads(g.threads); });
   auto& reg = Registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
@@ -103,6 +103,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says "A subcommand is required" for a mistyped one: name it instead.
+    if (app.get_subcommands().empty())
+      for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--models" || arg == "--threads") {
+          ++i;  // the global option's value
+          continue;
+        }
+        if (arg.starts_with("-")) continue;
+        std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
+        return 1;
+      }
     return app.exit(e);
   } catch (const Error& e) {
     std::fflush(stdout);

@@ -45,6 +45,17 @@ const std::map<std::string, std::string>& ModelCache::FileHashes(const std::stri
   return hashes_[name] = h;
 }
 
+ModelFiles ModelCache::ModelFilesOf(const Point& p) {
+  ModelFiles out;
+  auto add = [&](const std::string& model, const char* role) {
+    for (auto& [f, h] : FileHashes(model)) out.push_back({role, std::filesystem::path(f).filename().string(), h});
+  };
+  add(p.model, "target");
+  if (!p.draft.model.empty()) add(p.draft.model, "draft");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& model, int input_length) {
   auto key = std::make_pair(model, input_length);
   auto it = prompts_.find(key);
@@ -170,9 +181,7 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
     r.prompt_set = cache.PromptSetJson(p->input_length);
     r.identity.experiment_sha256 = experiment_sha;
     r.identity.prompt_sha256 = PromptSha(prompts);
-    r.identity.model_sha256 = cache.FileHashes(p->model);
-    if (!p->draft.model.empty())
-      for (auto& [f, h] : cache.FileHashes(p->draft.model)) r.identity.model_sha256[f] = h;
+    r.identity.model_files = cache.ModelFilesOf(*p);
     r.identity.group = keys;
     out.push_back(std::move(r));
   }
@@ -297,6 +306,11 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     }
   const HostLoad host = HostLoadBetween(before, SampleHost());
   for (int j = 0; j < n; ++j) {
+    const Point& p = *g.points[j];
+    records[j].target_types = MatrixTypeCounts(*cache.Target(p.model, p.target_quant).model);
+    records[j].draft_types = decoders[j]->draft_types();
+    for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.draft.quant}})
+      if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
     records[j].threads_used = NumThreads();
     records[j].kernel_isa = ActiveKernelIsa();
     records[j].costs.target_s = target_s;

@@ -34,6 +34,8 @@ class ModelCache {
   nlohmann::json PromptSetJson(int input_length);
   // sha256 of each file the model was read from (hashed once).
   const std::map<std::string, std::string>& FileHashes(const std::string& name);
+  // The point's identity of its models: (role, file name, sha256) of target and draft.
+  ModelFiles ModelFilesOf(const Point& p);
 
  private:
   const Experiment& e_;

@@ -29,7 +29,7 @@ namespace {
 // What to do with the records already in the .jsonl.
 struct ResumePlan {
   std::set<size_t> reused_groups;
-  std::vector<std::string> keep_lines, replaced_lines, corrupt_lines;
+  std::vector<std::string> keep_lines, replaced_lines, corrupt_lines, duplicate_lines;
   bool rewrite = false;  // the .jsonl must be rewritten with keep_lines
 };
 
@@ -42,8 +42,16 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
     progress.Note(fmt::format("{}:{}: corrupt line moved to {}.corrupt", path, line, path));
     plan.corrupt_lines.push_back(text);
   }
-  for (auto& [line, key] : c.duplicates)
-    progress.Note(fmt::format("{}:{}: second record of point {} ignored (the first is kept)", path, line, key));
+  for (auto& d : c.duplicates) {
+    if (d.same) {
+      progress.Note(fmt::format("{}:{}: second, identical record of point {} dropped (the first is kept)", path,
+                                d.line, d.name));
+      continue;
+    }
+    progress.Note(fmt::format("warning: {}:{}: second, differing record of point {} moved to {}.duplicate (the "
+                              "first is kept)", path, d.line, d.name, path));
+    plan.duplicate_lines.push_back(d.text);
+  }
   plan.rewrite = !c.corrupt.empty() || !c.duplicates.empty() || c.complete_bytes != fs::file_size(path);
 
   std::map<std::string, const RawRecord*> found;
@@ -117,11 +125,12 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
       plan = PlanResume(dir, e, groups, expected, o.resume, progress);
       dir.SetAside(".corrupt", plan.corrupt_lines);
       dir.SetAside(".replaced", plan.replaced_lines);
+      dir.SetAside(".duplicate", plan.duplicate_lines);
       if (!plan.replaced_lines.empty())
         progress.Note(fmt::format("{}: {} record(s) of changed or foreign points moved to {}.replaced", s.jsonl_path,
                                   plan.replaced_lines.size(), s.jsonl_path));
       if (plan.rewrite) dir.RewriteJsonl(plan.keep_lines);
-      s.set_aside = int(plan.replaced_lines.size() + plan.corrupt_lines.size());
+      s.set_aside = int(plan.replaced_lines.size() + plan.corrupt_lines.size() + plan.duplicate_lines.size());
     }
   }
   for (size_t gi : plan.reused_groups) s.resumed += int(groups[gi].points.size());

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "decoders/common.h"
 #include "harness/report/fit.h"
 #include "harness/report/statistics.h"
+#include "models/model.h"
 
 using nlohmann::json;
 
@@ -185,8 +187,19 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["busy"] = r.host.busy;
   // Identity, so that check and merge match records by what they measured, not by name.
   out["prompt_sha256"] = r.identity.prompt_sha256;
-  out["model_sha256"] = r.identity.model_sha256;
+  out["model_files"] = ModelFilesToJson(r.identity.model_files);
   out["experiment_sha256"] = r.identity.experiment_sha256;
+  // What ran: a quant type that covered only some matrices shows in the labels.
+  for (auto [field, types, label] : {std::tuple{"target_types", &r.target_types, "target_quant"},
+                                     std::tuple{"draft_types", &r.draft_types, "draft_quant"}}) {
+    if (types->empty()) continue;
+    out[field] = *types;
+    const std::string asked = FieldText(out, label), shown = StoredTypesLabel(asked, *types);
+    if (asked != "none" && asked != "-" && shown != asked) {
+      out[label] = shown;
+      if (std::string(label) == "draft_quant") out["draft"] = FieldText(out, "draft") + shown.substr(asked.size());
+    }
+  }
 
   // Group runs by repetition; each group is the full prompt set.
   std::map<int, std::vector<const GenerationStats*>> reps;

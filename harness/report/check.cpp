@@ -12,12 +12,14 @@ namespace specsweep {
 
 namespace {
 
-// The identity field on which two records with the same key differ ("" if none): the
-// same key measured on other prompts or other model files is another point.
+// How two records with the same key differ in identity ("" if they do not): the same
+// key measured on other prompts or other model files (by content, not path) is another point.
 std::string IdentityMismatch(const json& base, const json& cur) {
-  for (const char* id : {"prompt_sha256", "model_sha256"})
-    if (base.contains(id) && (!cur.contains(id) || cur[id] != base[id])) return id;
-  return "";
+  if (base.contains("prompt_sha256") && (!cur.contains("prompt_sha256") || cur["prompt_sha256"] != base["prompt_sha256"]))
+    return "prompt_sha256 differs";
+  const ModelFiles was = ModelFilesFromJson(base);
+  if (was.empty()) return "";
+  return ModelFilesDifference(was, ModelFilesFromJson(cur));
 }
 
 }  // namespace
@@ -70,7 +72,7 @@ Table CheckReport::AsTable() const {
   t.label_cols = 2;
   for (auto& f : failures) {
     if (f.metric == "missing" || f.metric.starts_with("identity")) {
-      t.rows.push_back({f.name, f.metric == "missing" ? "missing point" : f.metric + " differs", "", "", "", ""});
+      t.rows.push_back({f.name, f.metric == "missing" ? "missing point" : f.metric, "", "", "", ""});
       continue;
     }
     t.rows.push_back({f.name, f.metric, fmt::format("{:.4f}", f.baseline), fmt::format("{:.4f}", f.current),

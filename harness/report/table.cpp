@@ -57,7 +57,7 @@ bool NaturalLess(const std::string& a, const std::string& b) {
 double QuantRank(const std::string& v) {
   if (v.empty() || v == "-" || v == "none") return -1e9;
   try {
-    const QType q = ParseQType(v);
+    const QType q = ParseQType(v.substr(0, v.find(' ')));  // "q4_0 (2 of 14 f16)": a partial fallback
     return -8.0 * double(BlockBytes(q)) / double(BlockSize(q));
   } catch (const Error&) {
     return 0;  // not a quant name: after the known ones, by name

@@ -44,6 +44,35 @@ json CommonContext(const std::vector<Results>& shards) {
   return common;
 }
 
+// Shards measured with other weights or other prompts are not one experiment, although
+// their experiment files hash alike (the files hash the model *names*): every file
+// (role, name) must have one sha256 and every (model, input length) one prompt set.
+void CheckSameInputs(const std::vector<Results>& shards) {
+  struct Seen {
+    std::string sha, point, path;
+  };
+  std::map<std::string, Seen> files, prompts;
+  auto agree = [](std::map<std::string, Seen>& seen, const std::string& what, const std::string& sha,
+                  const std::string& point, const std::string& path) {
+    auto [it, fresh] = seen.try_emplace(what, Seen{sha, point, path});
+    if (!fresh && it->second.sha != sha)
+      Fail("merge: {}: point {}: {} has sha256 {}, but point {} in {} was measured with sha256 {}", path, point, what,
+           sha, it->second.point, it->second.path, it->second.sha);
+  };
+  for (auto& r : shards)
+    for (auto& rec : r.records) {
+      const std::string point = FieldText(rec, "name");
+      for (auto& f : ModelFilesFromJson(rec))
+        agree(files, fmt::format("model file {}{}", f.role.empty() ? "" : f.role + " ", f.file), f.sha256, point,
+              r.path);
+      if (rec.contains("prompt_sha256"))
+        agree(prompts,
+              fmt::format("the prompt set of {} (input_length {})", FieldText(rec, "model"),
+                          FieldText(rec, "input_length")),
+              FieldText(rec, "prompt_sha256"), point, r.path);
+    }
+}
+
 }  // namespace
 
 MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<std::string>& expected_keys) {
@@ -66,6 +95,7 @@ MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<
   }
   for (int i = 0; i < rep.shard_count; ++i)
     if (!seen_shards.count(i)) rep.missing_shards.push_back(i);
+  CheckSameInputs(shards);
 
   // First record per key wins; later copies are reported.
   std::map<std::string, json> by_key;

@@ -1,5 +1,6 @@
 #include "harness/store/results.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <cmath>
@@ -148,7 +149,7 @@ json RawToJson(const RawRecord& r) {
               {"kernel_isa", r.kernel_isa},
               {"identity", json{{"experiment_sha256", r.identity.experiment_sha256},
                                 {"prompt_sha256", r.identity.prompt_sha256},
-                                {"model_sha256", r.identity.model_sha256},
+                                {"model_files", ModelFilesToJson(r.identity.model_files)},
                                 {"group", r.identity.group}}},
               {"costs", json{{"target_s", r.costs.target_s}, {"draft_s", r.costs.draft_s}}},
               {"host", r.host.ToJson()},
@@ -156,6 +157,8 @@ json RawToJson(const RawRecord& r) {
               {"runs", runs}};
   if (!r.prompt_categories.empty()) out["prompt_categories"] = r.prompt_categories;
   if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
+  if (!r.target_types.empty()) out["target_types"] = r.target_types;
+  if (!r.draft_types.empty()) out["draft_types"] = r.draft_types;
   return out;
 }
 
@@ -182,7 +185,8 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     const json& id = j.at("identity");
     r.identity.experiment_sha256 = id.at("experiment_sha256").get<std::string>();
     r.identity.prompt_sha256 = id.at("prompt_sha256").get<std::string>();
-    r.identity.model_sha256 = id.at("model_sha256").get<std::map<std::string, std::string>>();
+    if (!id.contains("model_files") && !id.contains("model_sha256")) Fail("{}: identity.model_files: missing", what);
+    r.identity.model_files = ModelFilesFromJson(id);
     r.identity.group = id.at("group").get<std::vector<std::string>>();
     r.costs.target_s = j.at("costs").at("target_s").get<std::vector<double>>();
     r.costs.draft_s = j.at("costs").at("draft_s").get<std::vector<double>>();
@@ -199,6 +203,8 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
         Fail("{}: prompt_categories: {} entries for {} prompts", what, r.prompt_categories.size(), r.prompt_tokens.size());
     }
     if (j.contains("prompt_set")) r.prompt_set = j.at("prompt_set");
+    if (j.contains("target_types")) r.target_types = j.at("target_types").get<std::map<std::string, int>>();
+    if (j.contains("draft_types")) r.draft_types = j.at("draft_types").get<std::map<std::string, int>>();
     for (auto& run : j.at("runs")) {
       RawRun x;
       x.prompt = run.at("prompt").get<int>();
@@ -217,6 +223,56 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
   return r;
 }
 
+ModelFiles ModelFilesFromJson(const json& j) {
+  ModelFiles out;
+  if (!j.is_object()) return out;
+  if (j.contains("model_files")) {
+    for (auto& f : j.at("model_files"))
+      out.push_back({f.at("role").get<std::string>(), f.at("file").get<std::string>(),
+                     f.at("sha256").get<std::string>()});
+  } else if (j.contains("model_sha256")) {
+    for (auto& [path, sha] : j.at("model_sha256").items())
+      out.push_back({"", fs::path(path).filename().string(), sha.get<std::string>()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+json ModelFilesToJson(const ModelFiles& m) {
+  json out = json::array();
+  for (auto& f : m) out.push_back(json{{"role", f.role}, {"file", f.file}, {"sha256", f.sha256}});
+  return out;
+}
+
+std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now_in) {
+  auto roleless = [](const ModelFiles& m) { return std::any_of(m.begin(), m.end(), [](auto& f) { return f.role.empty(); }); };
+  const bool roles = !roleless(was_in) && !roleless(now_in);
+  auto normal = [&](ModelFiles m) {
+    if (!roles)
+      for (auto& f : m) f.role.clear();
+    std::sort(m.begin(), m.end());
+    return m;
+  };
+  const ModelFiles was = normal(was_in), now = normal(now_in);
+  if (was == now) return "";
+  auto name = [](const ModelFile& f) { return f.role.empty() ? f.file : f.role + " " + f.file; };
+  auto list = [&](const ModelFiles& m) {
+    std::string s;
+    for (auto& f : m) s += fmt::format("{}{} (sha256 {}...)", s.empty() ? "" : ", ", name(f), f.sha256.substr(0, 12));
+    return s.empty() ? std::string("none") : s;
+  };
+  for (auto& f : now) {
+    auto same_name = std::find_if(was.begin(), was.end(), [&](auto& w) { return w.role == f.role && w.file == f.file; });
+    if (same_name == was.end())
+      return fmt::format("model files: {} (sha256 {}...) was not used by the results (they used {})", name(f),
+                         f.sha256.substr(0, 12), list(was));
+    if (same_name->sha256 != f.sha256)
+      return fmt::format("model files: {} has sha256 {}..., the results were measured with {}...", name(f),
+                         f.sha256.substr(0, 12), same_name->sha256.substr(0, 12));
+  }
+  return fmt::format("model files: the results used other files ({}; now {})", list(was), list(now));
+}
+
 std::string RawRecord::Difference(const RawRecord& x) const {
   auto differ = [](const std::string& field, const auto& was, const auto& now) {
     return fmt::format("{}: {} in the results, {} now", field, json(was).dump(), json(now).dump());
@@ -229,15 +285,7 @@ std::string RawRecord::Difference(const RawRecord& x) const {
   if (prompt_tokens != x.prompt_tokens || identity.prompt_sha256 != x.identity.prompt_sha256)
     return "prompts: the prompt token ids differ (prompt file, prompts.count or tokenizer changed)";
   if (prompt_categories != x.prompt_categories) return "prompts: the prompts' categories differ (prompts.groups changed)";
-  for (auto& [file, sha] : x.identity.model_sha256) {
-    auto it = identity.model_sha256.find(file);
-    if (it == identity.model_sha256.end()) return fmt::format("model files: {} was not used by the results", file);
-    if (it->second != sha)
-      return fmt::format("model files: {} has sha256 {}..., the results were measured with {}...", file,
-                         sha.substr(0, 12), it->second.substr(0, 12));
-  }
-  if (identity.model_sha256.size() != x.identity.model_sha256.size())
-    return "model files: the results used other files";
+  if (std::string d = ModelFilesDifference(identity.model_files, x.identity.model_files); !d.empty()) return d;
   if (identity.group != x.identity.group)
     return "group: the points measured together (interleaved) differ";
   return "";
@@ -250,7 +298,7 @@ JsonlContents ReadJsonl(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string all = ss.str();
-  std::map<std::string, bool> seen;
+  std::map<std::string, std::string> seen;  // key -> the kept record's line
   size_t pos = 0;
   int line_no = 0;
   while (pos < all.size()) {
@@ -269,11 +317,12 @@ JsonlContents ReadJsonl(const std::string& path) {
       out.corrupt.emplace_back(line_no, std::move(line));
       continue;
     }
-    if (seen[r.key]) {
-      out.duplicates.emplace_back(line_no, r.key);
+    if (auto it = seen.find(r.key); it != seen.end()) {
+      const bool same = it->second == line;
+      out.duplicates.push_back({line_no, r.key, r.name, std::move(line), same});
       continue;
     }
-    seen[r.key] = true;
+    seen[r.key] = line;
     out.records.push_back(std::move(r));
   }
   return out;
@@ -287,7 +336,7 @@ Results ReadResults(const std::string& path) {
   if (ext == ".jsonl") {
     JsonlContents c = ReadJsonl(path);
     for (auto& [line, text] : c.corrupt)
-      res.warnings.push_back(fmt::format("{}:{}: corrupt line skipped", path, line));
+      res.warnings.push_back(fmt::format("{}:{}: corrupt line (not a record)", path, line));
     res.raw = std::move(c.records);
     return res;
   }

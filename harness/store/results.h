@@ -36,12 +36,31 @@ struct RawRun {
   std::string output_hash;   // sha256 prefix of the generated ids (lossless checks)
 };
 
+// One file a record's model was read from. Its identity is the content (sha256) and
+// the file name, never the directory: the same weights give the same record at any path
+// (another checkout, a CI runner, a symlinked models folder).
+struct ModelFile {
+  std::string role;    // "target" or "draft"; "" in results written before roles
+  std::string file;    // file name without its directory
+  std::string sha256;
+  auto operator<=>(const ModelFile&) const = default;
+};
+using ModelFiles = std::vector<ModelFile>;  // sorted
+
+// `model_files` ([{role, file, sha256}]) of a record or identity object, or the older
+// `model_sha256` ({path: sha256}, read as file names without a role); {} when neither.
+ModelFiles ModelFilesFromJson(const nlohmann::json& j);
+nlohmann::json ModelFilesToJson(const ModelFiles& m);
+// "" when `now` names the same files (role, name, sha256) as `was`, else the first
+// difference naming both hashes. Roles are compared only when both sides have them.
+std::string ModelFilesDifference(const ModelFiles& was, const ModelFiles& now);
+
 // What makes a record what it is. A resumed sweep reuses a record only when the
 // experiment asks for exactly this again (RawRecord::Difference).
 struct Identity {
   std::string experiment_sha256;  // canonical parsed experiment (provenance; merge)
   std::string prompt_sha256;      // the point's prompt token ids
-  std::map<std::string, std::string> model_sha256;  // file -> sha256, target and draft
+  ModelFiles model_files;         // target's and draft's files
   std::vector<std::string> group;  // keys of the points measured with it, interleaved
 };
 
@@ -57,6 +76,9 @@ struct RawRecord {
   Identity identity;
   CallCosts costs;           // verify-cost model inputs, measured with the runs
   HostLoad host;             // the machine while the point's group was measured
+  // What the target's and the draft's multiplied matrices were stored as while measured
+  // (type name -> count; the asked quant type listed even at 0). Empty before #30.
+  std::map<std::string, int> target_types, draft_types;
   std::vector<int> prompt_tokens;  // [n_prompts] prompt lengths in tokens (first turns)
   // [n_prompts] each prompt's report group (a question set's category, mapped), or {}.
   std::vector<std::string> prompt_categories;
@@ -88,10 +110,15 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 // (the point in flight): it is not a record and ends `valid_bytes`. A complete line that
 // does not parse is corrupt: it is reported with its line number and the records after
 // it are still read. The first record of a key is kept; later ones are `duplicates`.
+struct JsonlDuplicate {
+  int line = 0;
+  std::string key, name, text;
+  bool same = false;  // the line is identical to the kept record's: nothing is lost without it
+};
 struct JsonlContents {
   std::vector<RawRecord> records;
   std::vector<std::pair<int, std::string>> corrupt;  // (line number, text)
-  std::vector<std::pair<int, std::string>> duplicates;  // (line number, key)
+  std::vector<JsonlDuplicate> duplicates;
   size_t complete_bytes = 0;  // bytes up to the last newline
 };
 JsonlContents ReadJsonl(const std::string& path);
@@ -103,7 +130,7 @@ struct Results {
   nlohmann::json context;                // {} for a .jsonl
   std::vector<nlohmann::json> records;   // flat benchmark records
   std::vector<RawRecord> raw;            // a .jsonl's records, not yet aggregated
-  std::vector<std::string> warnings;     // corrupt lines skipped in a .jsonl
+  std::vector<std::string> warnings;     // a .jsonl's corrupt lines ("FILE:LINE: corrupt line ...")
 };
 Results ReadResults(const std::string& path);
 

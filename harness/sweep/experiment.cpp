@@ -50,7 +50,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   Ctx c{file};
   if (!doc.is_object()) Fail("{}: top level: expected a map, got {}", file, TypeName(doc));
   c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
-                        "warmup", "template"});
+                        "warmup", "template", "max_points"});
   Experiment e;
   e.file = file;
   e.models_dir = models_dir;
@@ -114,9 +114,12 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   bool uses_passages = false;
 
   if (!doc.contains("decoders")) c.Bad("decoders", "missing");
+  PointBudget budget{kDefaultMaxPoints, "the default max_points"};
+  if (doc.contains("max_points"))
+    budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
   std::vector<Point> spec, ar;
   for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders")) {
-    ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, models_dir, ar, spec);
+    ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, models_dir, ar, spec, budget);
   }
   bool uses_file = false;
   for (auto* v : {&ar, &spec})
@@ -135,12 +138,7 @@ Experiment LoadExperiment(const std::string& path, const std::string& models_dir
   std::string ext = fs::path(path).extension().string();
   json doc;
   if (ext == ".json") {
-    std::ifstream f(path);
-    try {
-      doc = json::parse(f);
-    } catch (const json::exception& e) {
-      Fail("{}: json: {}", path, e.what());
-    }
+    doc = ReadJsonStrict(path);
   } else if (ext == ".yaml" || ext == ".yml") {
     doc = ReadYamlAsJson(path);
   } else {

@@ -14,7 +14,8 @@ using namespace schema;
 
 void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std::string& dp, const Axes& global,
                         const std::vector<std::string>& models, const std::string& prompt_category,
-                        const std::string& models_dir, std::vector<Point>& ar, std::vector<Point>& spec) {
+                        const std::string& models_dir, std::vector<Point>& ar, std::vector<Point>& spec,
+                        const PointBudget& budget) {
   Axes a = global;
   std::string kind_name;
   if (d.is_string()) {
@@ -124,6 +125,27 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
       if (dr.IsSelf())
         c.Bad(draft_path, fmt::format("{} needs a draft (layers=N, a quant type, model=NAME or lookup)", kind_name));
     }
+  // Count first: refuse a grid too large to plan before allocating any of it.
+  {
+    const std::vector<std::pair<const char*, size_t>> axes = {
+        {"models", models.size()}, {"target_quant", a.target_quant.size()}, {"input_length", a.input_length.size()},
+        {"max_new_tokens", a.max_new_tokens.size()}, {"temperature", a.temperature.size()},
+        {"top_k", a.top_k.size()}, {"top_p", a.top_p.size()}, {"seed", a.seed.size()}, {"threads", a.threads.size()},
+        {"kv_type", a.kv_type.size()}, {"k", ks.size()}, {"k_policy", kps.size()},
+        {"draft_p_min", a.draft_p_min.size()}, {"drafts", concrete.size()}};
+    double n = 1;  // a double: the product of a hostile file's axes overflows 64 bits
+    std::string product;
+    for (auto& [name, size] : axes) {
+      n *= double(size);
+      if (size > 1) product += fmt::format("{}{} {}", product.empty() ? "" : " x ", size, name);
+    }
+    const double planned = n + double(ar.size() + spec.size());
+    if (planned > double(budget.max_points))
+      c.Bad(dp, fmt::format("plans {:.0f} points ({}{}), above {} of {}: raise max_points to plan it",
+                            n, product.empty() ? "1" : product,
+                            ar.size() + spec.size() ? fmt::format("; {} before it", ar.size() + spec.size()) : "",
+                            budget.where, budget.max_points));
+  }
   for (auto& model : models)
     for (auto& tq : a.target_quant)
       for (int in : a.input_length)

@@ -1,6 +1,7 @@
 // Grid expansion: one decoder entry of an experiment into its points (the cartesian
 // product of its axes, drafts made concrete), and the grid's order into groups.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,12 +12,20 @@
 
 namespace specsweep {
 
+// Grids are counted before they are expanded: a few lines of axes can multiply to
+// millions of points, each costing memory before anything is measured.
+inline constexpr int64_t kDefaultMaxPoints = 100000;
+struct PointBudget {
+  int64_t max_points = kDefaultMaxPoints;  // the experiment's max_points
+  std::string where;                       // where it was set, for the error ("max_points" or "the default")
+};
+
 // Expands decoder entry `d` (a name or a map at `dp`) over `models` on top of the
 // global axes; appends autoregressive points to `ar`, speculative ones to `spec`.
 void ExpandDecoderEntry(const schema::Ctx& c, const nlohmann::json& doc, const nlohmann::json& d,
                         const std::string& dp, const schema::Axes& global, const std::vector<std::string>& models,
                         const std::string& prompt_category, const std::string& models_dir,
-                        std::vector<Point>& ar, std::vector<Point>& spec);
+                        std::vector<Point>& ar, std::vector<Point>& spec, const PointBudget& budget);
 
 // Each baseline (explicit AR point or added) followed by its speculative points, groups
 // in order of first appearance; duplicates dropped.

@@ -27,12 +27,15 @@ const char* TypeName(const json& v) {
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path) {
   std::string s = c.Str(v, path);
   if (s == "none") return std::nullopt;
+  QType t;
   try {
-    return ParseQType(s);
+    t = ParseQType(s);
   } catch (const Error& e) {
     c.Bad(path, fmt::format("unknown quantization type '{}' (expected none, f32, f16, bf16, q8_0, q4_0, "
-                            "q4_g64, q4_g128)", s));
+                            "q4_g64, q4_g128, q4_k, q5_k, q6_k)", s));
   }
+  if (!CanQuantizeTo(t)) c.Bad(path, LoadOnlyReason(t));
+  return t;
 }
 
 bool ModelExists(const std::string& name, const std::string& models_dir) {

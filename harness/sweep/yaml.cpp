@@ -1,7 +1,10 @@
 #include "harness/sweep/yaml.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -32,7 +35,14 @@ static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& 
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second, budget, path, depth + 1);
+      std::map<std::string, int> lines;  // key -> its line: a repeated key would silently win
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        const int line = kv.first.Mark().line + 1;
+        if (auto [it, fresh] = lines.try_emplace(key, line); !fresh)
+          Fail("{}:{}: yaml: key '{}' given twice, on lines {} and {}", path, line, key, it->second, line);
+        o[key] = YamlToJson(kv.second, budget, path, depth + 1);
+      }
       return o;
     }
     case YAML::NodeType::Scalar: break;
@@ -61,11 +71,57 @@ json ReadYamlAsJson(const std::string& path) {
   std::ifstream f(path);
   if (!f) Fail("{}: cannot open", path);
   try {
-    YAML::Node root = YAML::Load(f);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(f);
+    if (docs.size() > 1)
+      Fail("{}:{}: yaml: a second document (after '---'): an experiment file holds one", path,
+           docs[1].Mark().line + 1);
     int64_t budget = kMaxYamlNodes;
-    return YamlToJson(root, budget, path);
+    return docs.empty() ? json(nullptr) : YamlToJson(docs[0], budget, path);
   } catch (const YAML::Exception& e) {
     Fail("{}:{}:{}: yaml: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+}
+
+namespace {
+
+// Line of the n-th (0-based) `"key":` in JSON text (0 if not found).
+int LineOfKey(const std::string& text, const std::string& key, int n) {
+  const std::string quoted = json(key).dump();
+  for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+    const size_t next = text.find_first_not_of(" \t\r\n", at + quoted.size());
+    if (next == std::string::npos || text[next] != ':' || n-- > 0) continue;
+    return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  }
+  return 0;
+}
+
+}  // namespace
+
+json ReadJsonStrict(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) Fail("{}: cannot open", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  std::vector<std::map<std::string, int>> objects;  // per open object: key -> its occurrence number
+  std::map<std::string, int> occurrences;           // per key name, over the file
+  auto check = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) objects.emplace_back();
+    if (ev == json::parse_event_t::object_end && !objects.empty()) objects.pop_back();
+    if (ev == json::parse_event_t::key && !objects.empty()) {
+      const std::string key = parsed.get<std::string>();
+      const int occ = occurrences[key]++;
+      if (auto [it, fresh] = objects.back().try_emplace(key, occ); !fresh) {
+        const int first = LineOfKey(text, key, it->second), second = LineOfKey(text, key, occ);
+        Fail("{}:{}: json: key '{}' given twice, on lines {} and {}", path, second, key, first, second);
+      }
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, check);
+  } catch (const json::exception& e) {
+    Fail("{}: json: {}", path, e.what());
   }
 }
 
