@@ -38,14 +38,17 @@ void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, C
 // a fork/join costs more than the product; the rule MatMuls applies).
 bool WorthSplitting(size_t weight_bytes);
 
-// m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
-// Layout::kPacked16 where the family has packed kernels (avx512, avx2, avx2vnni), else
+// m in the layout its format's kernel family (quant/kernel_choice.h) runs fastest:
+// Q8_0/Q4_0 re-laid out as Layout::kPacked16 where the family has packed kernels
+// (avx512, avx2, avx2vnni), wide float matrices as Layout::kColChunks under avx512, else
 // unchanged.
 QMatrix PackForKernels(const QMatrix& m);
 
-// Which kernel family MatMul dispatches to: "scalar", "avx2", "avx2vnni", "avx512".
+// The kernel family of MatMul's activations and the default of every weight format:
+// "scalar", "avx2", "avx2vnni", "avx512" (DescribeChoice in quant/kernel_choice.h names
+// the formats that run on another family).
 const char* ActiveKernelIsa();
-// Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
+// Forces a kernel family for every format (tests, benchmarks); returns false if the CPU lacks it.
 bool ForceKernelIsa(const char* isa);
 
 }  // namespace specsweep

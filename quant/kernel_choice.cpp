@@ -1,0 +1,215 @@
+#include "quant/kernel_choice.h"
+
+#include <cpuid.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/build_info.h"
+#include "base/error.h"
+#include "quant/qmatrix.h"
+
+namespace specsweep {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// A `rows` x `cols` matrix of `type` packed for k whose rows repeat a 16-row sample of
+// random weights: quantizing 4 MB into K-quants would take longer than timing it.
+QMatrix CalibrationMatrix(QType type, int rows, int cols) {
+  constexpr int kSample = 16;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<float> w(size_t(kSample) * cols);  // [16][cols]
+  for (float& v : w) v = dist(rng);
+  const QMatrix sample = Quantize(w.data(), kSample, cols, type);
+  QMatrix m = MakeQMatrix(type, rows, cols);
+  for (int r = 0; r < rows; ++r) std::copy_n(sample.Row(r % kSample), m.row_bytes, m.Row(r));
+  return m;
+}
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+KernelChoice UniformChoice(const KernelFamily& k, std::string source) {
+  KernelChoice c;
+  c.base = &k;
+  c.per_type.fill(&k);
+  c.source = std::move(source);
+  return c;
+}
+
+std::vector<const KernelFamily*> CandidateFamilies() {
+  std::vector<const KernelFamily*> v;
+  for (const char* isa : {"avx512", "avx2vnni", "avx2"})
+    if (const KernelFamily* k = FindKernelFamily(isa)) v.push_back(k);
+  return v;
+}
+
+// Q4_G64/Q4_G128 are left out: their row-layout kernels are not in the scalar order
+// (quant/kernels.h), so a family change there would change logits; Q2_K/Q3_K have only
+// the scalar kernel.
+std::vector<QType> CalibratedTypes() {
+  return {QType::F32, QType::F16, QType::BF16, QType::Q8_0, QType::Q4_0, QType::Q4_K, QType::Q5_K, QType::Q6_K};
+}
+
+json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds) {
+  constexpr int kCols = 2048, kNs[] = {1, 8};
+  constexpr size_t kBytes = size_t{4} << 20;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(size_t(8) * kCols);  // [8][kCols]
+  for (float& v : x) v = dist(rng);
+  json out = json::object();
+  for (QType t : CalibratedTypes()) {
+    const size_t row_bytes = MakeQMatrix(t, 1, kCols).row_bytes;
+    const int rows = std::max<int>(16, int(kBytes / row_bytes) / 16 * 16);
+    const QMatrix rowwise = CalibrationMatrix(t, rows, kCols);
+    std::vector<QMatrix> packed;  // [candidate]
+    for (const KernelFamily* k : candidates) packed.push_back(PackFor(*k, rowwise));
+    std::vector<float> y(size_t(8) * rows);  // [8][rows]
+    std::vector<std::array<double, 2>> best(candidates.size(), {1e30, 1e30});  // [candidate][n] seconds
+    for (int r = -1; r < rounds; ++r) {  // round -1 warms caches and frequency
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const size_t j = r % 2 ? candidates.size() - 1 - i : i;  // order alternates
+        for (int ni = 0; ni < 2; ++ni) {
+          const auto t0 = std::chrono::steady_clock::now();
+          MatMulWith(*candidates[j], packed[j], x.data(), kNs[ni], y.data());
+          if (r >= 0) best[j][ni] = std::min(best[j][ni], Seconds(t0));
+        }
+      }
+    }
+    json& e = out[std::string(QTypeName(t))];
+    for (size_t j = 0; j < candidates.size(); ++j)
+      e[candidates[j]->name] = 1e9 * std::sqrt(best[j][0] * best[j][1]);
+  }
+  return out;
+}
+
+KernelChoice ChooseKernels(const json& timings, const std::vector<const KernelFamily*>& candidates, double margin) {
+  if (candidates.empty()) return UniformChoice(ScalarKernels(), "default");
+  KernelChoice c = UniformChoice(*candidates[0], "");
+  for (int t = 0; t < kQTypeCount; ++t) {
+    const std::string type(QTypeName(static_cast<QType>(t)));
+    if (!timings.is_object() || !timings.contains(type) || !timings[type].is_object()) continue;
+    const json& e = timings[type];
+    auto score = [&](const KernelFamily* k) {
+      return e.contains(k->name) && e[k->name].is_number() ? e[k->name].get<double>() : -1.0;
+    };
+    const double def = score(candidates[0]);
+    if (!(def > 0)) continue;
+    double best = def;
+    for (const KernelFamily* k : candidates) {
+      const double s = score(k);
+      if (s > 0 && s < def * (1 - margin) && s < best) best = s, c.per_type[t] = k;
+    }
+  }
+  return c;
+}
+
+std::string CpuIdentity() {
+  unsigned r[12] = {};
+  std::string brand;
+  if (__get_cpuid(0x80000000, &r[0], &r[1], &r[2], &r[3]) && r[0] >= 0x80000004) {
+    for (unsigned leaf = 0; leaf < 3; ++leaf) __get_cpuid(0x80000002 + leaf, &r[4 * leaf], &r[4 * leaf + 1], &r[4 * leaf + 2], &r[4 * leaf + 3]);
+    brand.assign(reinterpret_cast<const char*>(r), sizeof r);
+    brand = brand.c_str();  // up to the first NUL
+    brand.erase(0, brand.find_first_not_of(' '));
+  }
+  unsigned a = 0, b, c, d;
+  __get_cpuid(1, &a, &b, &c, &d);
+  const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+  const unsigned family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
+  const unsigned model = base_family == 0x6 || base_family == 0xF ? base_model | (((a >> 16) & 0xF) << 4) : base_model;
+  return fmt::format("{} (family {} model {} stepping {})", brand.empty() ? "unknown CPU" : brand, family, model, a & 0xF);
+}
+
+std::string BuildIdentity() { return fmt::format("{} {}", *GitRev() ? GitRev() : "unknown-revision", CompilerId()); }
+
+std::filesystem::path KernelCachePath() {
+  std::filesystem::path dir;
+  if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) dir = xdg;
+  else if (const std::string home = Env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache";
+  else return {};
+  return dir / "specsweep" / fmt::format("kernels-{:016x}.json", Fnv1a(CpuIdentity() + "\n" + BuildIdentity()));
+}
+
+KernelChoice DefaultKernelChoice() {
+  if (const std::string isa = Env("SPECSWEEP_KERNEL_ISA"); !isa.empty()) {
+    if (const KernelFamily* k = FindKernelFamily(isa.c_str())) return UniformChoice(*k, "forced");
+    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports (scalar, avx2, avx2vnni, avx512)", isa);
+  }
+  const std::vector<const KernelFamily*> candidates = CandidateFamilies();
+  if (candidates.empty()) return UniformChoice(ScalarKernels(), "default");
+  const std::string mode = Env("SPECSWEEP_KERNEL_CALIBRATION");
+  if (!mode.empty() && mode != "off" && mode != "redo" && mode != "on")
+    Fail("SPECSWEEP_KERNEL_CALIBRATION: '{}' (expected on, off or redo)", mode);
+  if (mode == "off" || candidates.size() == 1) return UniformChoice(*candidates[0], "default");
+  const std::filesystem::path path = KernelCachePath();
+  if (mode != "redo" && !path.empty()) {
+    std::ifstream f(path);
+    const json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (cached.is_object() && cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
+        cached.contains("timings")) {
+      KernelChoice c = ChooseKernels(cached["timings"], candidates);
+      c.source = "cached in " + path.string();
+      return c;
+    }
+  }
+  const json timings = CalibrateKernels(candidates);
+  KernelChoice c = ChooseKernels(timings, candidates);
+  c.source = "calibrated now";
+  if (!path.empty()) {  // best effort: without a cache the next process measures again
+    json j = {{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"timings", timings}};
+    for (QType t : CalibratedTypes()) j["chosen"][std::string(QTypeName(t))] = c.per_type[int(t)]->name;
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    const std::filesystem::path tmp = path.string() + fmt::format(".{}.part", ::getpid());
+    if (std::ofstream out(tmp); out << j.dump(2) << '\n') {
+      out.close();
+      std::filesystem::rename(tmp, path, ec);
+      if (!ec) c.source = "calibrated now, cached in " + path.string();
+    }
+    std::filesystem::remove(tmp, ec);
+  }
+  return c;
+}
+
+std::string DescribeChoice(const KernelChoice& c) {
+  std::map<std::string, std::string> others;  // family -> its formats
+  for (int t = 0; t < kQTypeCount; ++t)
+    if (c.per_type[t] != c.base) {
+      std::string& s = others[c.per_type[t]->name];
+      s += (s.empty() ? "" : ", ") + std::string(QTypeName(static_cast<QType>(t)));
+    }
+  std::string out = c.base->name;
+  if (others.empty()) return out;
+  std::string list;
+  for (const auto& [family, types] : others) list += (list.empty() ? "" : "; ") + types + ": " + family;
+  return out + " (" + list + ")";
+}
+
+}  // namespace specsweep
