@@ -38,10 +38,12 @@ std::vector<const KernelFamily*> CandidateFamilies();
 // The formats the calibration times (those with a SIMD kernel in some family).
 std::vector<QType> CalibratedTypes();
 
-// Times every candidate family on every calibrated format: one thread, a ~4 MB weight
-// matrix (beyond L2), n = 1 and n = 8 activation rows, rounds interleaving the families,
-// the minimum per (family, n). Result: {"<type>": {"<family>": ns score}}, score = the
-// geometric mean of T(1) and T(8) (decode and verify weigh alike).
+// Times every candidate family on every calibrated format on one thread: n = 1 on a
+// 64 MB matrix (decode streams from memory), n = 8 on 4 MB (verify, bound by
+// arithmetic), rounds interleaving the families, the minimum thread CPU time per
+// family and run.
+// Result: {"<type>": {"<family>": score}}, score = the geometric mean over the two runs
+// of the nanoseconds per weight row.
 nlohmann::json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds = 5);
 
 // Per format the candidate with the lowest score; a family that is not at least
