@@ -7,6 +7,7 @@
 
 #include <cpuid.h>
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 #include <string_view>
 
@@ -156,8 +157,10 @@ int MatMulChunks(std::span<const MatMulTarget> targets) {
 
 namespace {
 
+// Zipped (epilogue given): chunk c is rows [16c, 16c + 16) of every target, then
+// epilogue(r0, r1) on this thread.
 void RunTargets(const KernelChoice& choice, std::span<const MatMulTarget> targets, const float* X, int n,
-                ChunkQueue& queue, int thread) {
+                ChunkQueue& queue, int thread, const std::function<void(int, int)>* epilogue = nullptr) {
   const KernelFamily& k = *choice.base;
   const Plan plan(targets, choice);
   const int cols = targets[0].W->cols;
@@ -180,6 +183,15 @@ void RunTargets(const KernelChoice& choice, std::span<const MatMulTarget> target
                     const_cast<float*>(acts.KD(i)), const_cast<int16_t*>(acts.KBSum(i)));
     A = &acts;
   }
+  if (epilogue) {
+    const int rows = targets[0].W->rows;
+    for (int ch; (ch = queue.Next(thread)) >= 0;) {
+      const int r0 = ch * kRowChunk, r1 = std::min(rows, r0 + kRowChunk);
+      for (size_t j = 0; j < targets.size(); ++j) plan.fn[j](*targets[j].W, r0, r1, X, A, n, targets[j].Y);
+      (*epilogue)(r0, r1);
+    }
+    return;
+  }
   for (int ch; (ch = queue.Next(thread)) >= 0;) {
     size_t j = 0;
     while (ch >= plan.first[j + 1]) ++j;
@@ -193,6 +205,19 @@ void RunTargets(const KernelChoice& choice, std::span<const MatMulTarget> target
 
 void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread) {
   RunTargets(Active(), targets, X, n, queue, thread);
+}
+
+int MatMulZippedChunks(std::span<const MatMulTarget> targets) {
+  Validate(targets);
+  for (const MatMulTarget& t : targets)
+    if (t.W->rows != targets[0].W->rows)
+      Fail("matmul: zipped matrices have equal rows: {} vs {}", t.W->rows, targets[0].W->rows);
+  return (targets[0].W->rows + kRowChunk - 1) / kRowChunk;
+}
+
+void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread,
+                       const std::function<void(int, int)>& epilogue) {
+  RunTargets(Active(), targets, X, n, queue, thread, &epilogue);
 }
 
 void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y) {

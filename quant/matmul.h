@@ -4,6 +4,7 @@
 // X row i, computed with a fixed reduction order; never on n, on the other rows of X,
 // or on the thread count. Hence batch-of-n logits are bit-identical to n single steps.
 #pragma once
+#include <functional>
 #include <span>
 
 #include "quant/chunk_queue.h"
@@ -34,6 +35,13 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n);
 int MatMulChunks(std::span<const MatMulTarget> targets);
 void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue,
                  int thread);
+// Zipped team form for matrices of equal rows (gate and up): chunk c computes rows
+// [16c, 16c + 16) of every target, then calls epilogue(r0, r1) on the same thread, so an
+// elementwise step over those rows of the outputs (SwiGLU) needs no barrier of its own.
+// The queue is Reset to MatMulZippedChunks(targets). Y_j is exactly what MatMul gives.
+int MatMulZippedChunks(std::span<const MatMulTarget> targets);
+void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread,
+                       const std::function<void(int, int)>& epilogue);
 // Whether a product of this many weight bytes is worth splitting over threads (below,
 // a fork/join costs more than the product; the rule MatMuls applies).
 bool WorthSplitting(size_t weight_bytes);
