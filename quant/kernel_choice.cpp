@@ -159,7 +159,16 @@ std::string CpuIdentity() {
   return fmt::format("{} (family {} model {} stepping {})", brand.empty() ? "unknown CPU" : brand, family, model, a & 0xF);
 }
 
-std::string BuildIdentity() { return fmt::format("{} {}", *GitRev() ? GitRev() : "unknown-revision", CompilerId()); }
+// The git revision is the one at configure time: a rebuild from an edited tree keeps it,
+// so the executable's size and modification time stand for the code itself.
+std::string BuildIdentity() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto size = ec ? 0 : std::filesystem::file_size(exe, ec);
+  const auto mtime = ec ? 0 : std::filesystem::last_write_time(exe, ec).time_since_epoch().count();
+  return fmt::format("{} {}, executable of {} bytes modified at {}", *GitRev() ? GitRev() : "unknown revision",
+                     CompilerId(), ec ? 0 : size, ec ? 0 : mtime);
+}
 
 std::filesystem::path KernelCachePath() {
   std::filesystem::path dir;

@@ -5,7 +5,7 @@
 // (AVX-512 on 256-bit units) the avx2 Q4_K kernel beat the avx512 one (issue #32). So the
 // families are timed once per CPU model and build (CalibrateKernels), the fastest is kept
 // per format (ChooseKernels) and the timings are cached as JSON under the user's cache
-// directory (KernelCachePath), keyed by the CPU and the binary's revision.
+// directory (KernelCachePath), keyed by the CPU and the binary.
 //
 // SPECSWEEP_KERNEL_ISA=F forces family F for every format (no calibration).
 // SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format without
@@ -54,7 +54,7 @@ KernelChoice ChooseKernels(const nlohmann::json& timings, const std::vector<cons
                            double margin = 0.05);
 
 // The CPU model (cpuid brand string, family, model, stepping) and the build the timings
-// belong to (git revision, compiler).
+// belong to (git revision, compiler, the executable's size and modification time).
 std::string CpuIdentity();
 std::string BuildIdentity();
 // $XDG_CACHE_HOME/specsweep (else $HOME/.cache/specsweep)/kernels-<hash of CPU and build>.json;
