@@ -5,7 +5,8 @@
 // (AVX-512 on 256-bit units) the avx2 Q4_K kernel beat the avx512 one (issue #32). So the
 // families are timed once per CPU model and build (CalibrateKernels), the fastest is kept
 // per format (ChooseKernels) and the timings are cached as JSON under the user's cache
-// directory (KernelCachePath), keyed by the CPU and the binary.
+// directory (KernelCachePath), keyed by the CPU and the binary (and valid for one
+// thread count).
 //
 // SPECSWEEP_KERNEL_ISA=F forces family F for every format (no calibration).
 // SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format without
@@ -38,10 +39,10 @@ std::vector<const KernelFamily*> CandidateFamilies();
 // The formats the calibration times (those with a SIMD kernel in some family).
 std::vector<QType> CalibratedTypes();
 
-// Times every candidate family on every calibrated format on one thread: n = 1 on a
-// 64 MB matrix (decode streams from memory), n = 8 on 4 MB (verify, bound by
-// arithmetic), rounds interleaving the families, the minimum thread CPU time per
-// family and run.
+// Times every candidate family on every calibrated format: n = 1 on a 64 MB matrix on
+// the whole team (omp_get_max_threads; decode streams from memory on every thread), n = 8
+// on 4 MB on one thread (verify, bound by arithmetic), rounds interleaving the families;
+// the minimum of the wall time (team) or thread CPU time (one thread) per family and run.
 // Result: {"<type>": {"<family>": score}}, score = the geometric mean over the two runs
 // of the nanoseconds per weight row.
 nlohmann::json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds = 5);

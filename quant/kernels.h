@@ -107,9 +107,9 @@ const KernelFamily& ActiveKernels();
 // Family k's kernel for W in its current layout, and m in the layout k runs fastest.
 RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W);
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m);
-// Y[n][W.rows] = X * W^T on family k alone, on the calling thread (calibration, tests);
-// W packed for k (PackFor).
-void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y);
+// Y[n][W.rows] = X * W^T on family k alone, on `threads` threads (1: the calling thread;
+// calibration, tests); W packed for k (PackFor).
+void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y, int threads = 1);
 
 // Activation length kernels expect for a matrix: cols_padded rounded up to 128.
 inline int ActsCols(const QMatrix& W) { return (W.cols_padded + 127) / 128 * 128; }

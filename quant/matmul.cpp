@@ -220,11 +220,13 @@ void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, in
   RunTargets(Active(), targets, X, n, queue, thread, &epilogue);
 }
 
-void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y) {
+void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y, int threads) {
   const MatMulTarget t[] = {{&W, Y}};
   const KernelChoice choice = UniformChoice(k, "forced");
-  ChunkQueue queue(Plan(t, choice).first[1], 1);
-  RunTargets(choice, t, X, n, queue, 0);
+  ChunkQueue queue(Plan(t, choice).first[1], threads);
+  if (threads <= 1) return RunTargets(choice, t, X, n, queue, 0);
+#pragma omp parallel num_threads(threads)
+  RunTargets(choice, t, X, n, queue, omp_get_thread_num());
 }
 
 RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
