@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -221,7 +222,7 @@ TeamPolicy g_team_policy = TeamPolicy::kAuto;
 void SetTeamPolicy(TeamPolicy p) { g_team_policy = p; }
 TeamPolicy GetTeamPolicy() { return g_team_policy; }
 
-// A team pays for itself only when each of a layer's ~6 barrier intervals holds enough
+// A team pays for itself only when each of a layer's 5 barrier intervals holds enough
 // work: the multiply-adds of one layer for n positions (its products, plus attention's
 // scores and weighted values over the context) against kTeamLayerMacs (README, "Per-call
 // overhead and thread waiting", has the measurement). Tiny models decode several times
@@ -238,9 +239,9 @@ int ForwardTeamSize(const Model& model, int n, int start_pos) {
 }
 
 // One OpenMP region per call. Every thread walks all layers: the products split their
-// row chunks over the team (MatMulsTeam), attention splits by KV head, SwiGLU by
-// element; each is followed by a barrier, which costs a third of the fork/join it
-// replaces (0.5 vs 1.4 us here; 6 per layer). The small per-position steps
+// row chunks over the team (MatMulsTeam), attention splits by KV head, SwiGLU follows
+// each chunk of gate and up rows (MatMulsZippedTeam); each is followed by a barrier, which costs a third of the fork/join it
+// replaces (0.5 vs 1.4 us here; 5 per layer). The small per-position steps
 // between (norms, residual adds, activation quantization) every thread computes for
 // itself into its own buffers (Scratch::Own) with the same code on the same inputs, so
 // the copies are equal and nobody waits for a single thread to do them.
@@ -321,7 +322,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
     ChunkQueue* lq = &s.queues[4 * size_t(l)];
     lq[0].Reset(MatMulChunks(P.qkv), threads);
     lq[1].Reset(MatMulChunks(P.wo), threads);
-    lq[2].Reset(MatMulChunks(P.gate_up), threads);
+    lq[2].Reset(MatMulZippedChunks(P.gate_up), threads);
     lq[3].Reset(MatMulChunks(P.w2), threads);
   }
   s.queues[4 * size_t(n_layers)].Reset(MatMulChunks(classifier), threads);
@@ -387,6 +388,15 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   };
   // t of nt threads (nt may fall short of `threads`: the queues' stealing covers
   // the products, and the other splits below use nt).
+  // hb = SwiGLU(gate, up) over rows [r0, r1) of every position.
+  const std::function<void(int, int)> swiglu = [&](int r0, int r1) {
+    for (int i = 0; i < n; ++i) {
+      float* g = hb + size_t(i) * hidden;
+      const float* u = hb2 + size_t(i) * hidden;
+#pragma omp simd
+      for (int r = r0; r < r1; ++r) g[r] = SwiGlu(g[r], u[r]);
+    }
+  };
   auto team = [&](int t, int nt) {
     const int att_parts = std::min(n_kv, nt);
     float* x = s.own[t].x.data();    // [n][dim]
@@ -420,11 +430,9 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       // SwiGLU feed-forward block.
       for (int i = 0; i < n; ++i)
         RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c.norm_eps);
-      MatMulsTeam(P.gate_up, xb, n, lq[2], t);
-#pragma omp barrier
-      const long ffn_elems = long(n) * hidden, e1 = ffn_elems * (t + 1) / nt;
-#pragma omp simd
-      for (long e = ffn_elems * t / nt; e < e1; ++e) hb[e] = SwiGlu(hb[e], hb2[e]);
+      // Gate and up of the same rows in one chunk, SwiGLU on them at once: no barrier
+      // between the products and the activation.
+      MatMulsZippedTeam(P.gate_up, xb, n, lq[2], t, swiglu);
 #pragma omp barrier
       MatMulsTeam(P.w2, hb, n, lq[3], t);
 #pragma omp barrier

@@ -101,8 +101,15 @@ const KernelFamily& Avx2VnniKernels();  // avx2 with AVX-VNNI packed integer ker
 const KernelFamily& Avx512Kernels();
 // The family by name if compiled in and supported by this CPU, else nullptr.
 const KernelFamily* FindKernelFamily(const char* isa);
-// The family MatMul currently uses.
+// The family MatMul currently uses for activations (each weight format may run on
+// another family: quant/kernel_choice.h).
 const KernelFamily& ActiveKernels();
+// Family k's kernel for W in its current layout, and m in the layout k runs fastest.
+RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W);
+QMatrix PackFor(const KernelFamily& k, const QMatrix& m);
+// Y[n][W.rows] = X * W^T on family k alone, on `threads` threads (1: the calling thread;
+// calibration, tests); W packed for k (PackFor).
+void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y, int threads = 1);
 
 // Activation length kernels expect for a matrix: cols_padded rounded up to 128.
 inline int ActsCols(const QMatrix& W) { return (W.cols_padded + 127) / 128 * 128; }

@@ -239,7 +239,11 @@ inline void PairPass(const QMatrix& W, int r, int r1, int i0, int nc, const Quan
   __m512 lanes[C > 0 ? C : kMaxCols];
   for (int c = 0; c < nc; ++c) lanes[c] = _mm512_setzero_ps();
   for (int s = 0; s < nsb; ++s) {
-    window.Reach(row1 + (s + 1) * bytes - 1);
+    // The pair's bytes (row1 follows row0) counted as consumed at their average pace:
+    // reaching row1's position at once burst the whole of row0 at the start of each
+    // pair. 96 MB Q4_K, one thread, n = 1, Zen 4, time relative to the avx2 kernel in
+    // the same process: 0.98-1.01 -> 0.86-0.94.
+    window.Reach(row0 + size_t(r1 - r + 1) * (s + 1) * bytes - 1);
     Pair u;
     UnpackPair<T>(row0 + s * bytes, row1 + s * bytes, u);
     for (int c = 0; c < nc; ++c) {

@@ -7,11 +7,13 @@
 
 #include <cpuid.h>
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 #include <string_view>
 
 #include "base/error.h"
 #include "quant/chunk_queue.h"
+#include "quant/kernel_choice.h"
 #include "quant/kernels.h"
 #include "quant/kquants.h"
 #include "quant/packed.h"
@@ -55,20 +57,8 @@ bool CpuHas(const char* isa) {
   return false;
 }
 
-const KernelFamily* BestFamily() {
-  // SPECSWEEP_KERNEL_ISA pins a family for whole-program experiments.
-  if (const char* env = std::getenv("SPECSWEEP_KERNEL_ISA")) {
-    if (const KernelFamily* k = FindKernelFamily(env)) return k;
-    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports "
-         "(scalar, avx2, avx2vnni, avx512)", env);
-  }
-  for (const char* isa : {"avx512", "avx2vnni", "avx2"})
-    if (const KernelFamily* k = FindKernelFamily(isa)) return k;
-  return &ScalarKernels();
-}
-
-const KernelFamily*& Active() {
-  static const KernelFamily* active = BestFamily();
+KernelChoice& Active() {
+  static KernelChoice active = DefaultKernelChoice();
   return active;
 }
 
@@ -118,7 +108,8 @@ const KernelFamily* FindKernelFamily(const char* isa) {
   return nullptr;
 }
 
-const KernelFamily& ActiveKernels() { return *Active(); }
+const KernelFamily& ActiveKernels() { return *Active().base; }
+const KernelChoice& ActiveKernelChoice() { return Active(); }
 
 void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
   const MatMulTarget t[] = {{&W, Y}};
@@ -138,16 +129,10 @@ struct Plan {
   bool kquant = false;     // some target takes Q8_K activations
   size_t bytes = 0;
 
-  Plan(std::span<const MatMulTarget> targets, const KernelFamily& k) {
+  Plan(std::span<const MatMulTarget> targets, const KernelChoice& k) {
     for (size_t j = 0; j < targets.size(); ++j) {
       const QMatrix& W = *targets[j].W;
-      const int t = static_cast<int>(W.type);
-      // A packed matrix under a family without packed kernels (forced after packing) runs
-      // on the scalar reference: slow, never wrong.
-      fn[j] = IsKQuant(W.type)           ? KQuantRows(k, W.type)
-              : W.layout == Layout::kRows ? k.rows[t]
-              : k.packed[t]               ? k.packed[t]
-                                          : ScalarKernels().packed[t];
+      fn[j] = KernelFor(*k.per_type[static_cast<int>(W.type)], W);
       first[j + 1] = first[j] + (W.rows + kRowChunk - 1) / kRowChunk;
       quantized |= IsQuantized(W.type) && !IsKQuant(W.type);
       kquant |= IsKQuant(W.type);
@@ -167,12 +152,17 @@ void Validate(std::span<const MatMulTarget> targets) {
 
 int MatMulChunks(std::span<const MatMulTarget> targets) {
   Validate(targets);
-  return Plan(targets, ActiveKernels()).first[targets.size()];
+  return Plan(targets, Active()).first[targets.size()];
 }
 
-void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread) {
-  const KernelFamily& k = ActiveKernels();
-  const Plan plan(targets, k);
+namespace {
+
+// Zipped (epilogue given): chunk c is rows [16c, 16c + 16) of every target, then
+// epilogue(r0, r1) on this thread.
+void RunTargets(const KernelChoice& choice, std::span<const MatMulTarget> targets, const float* X, int n,
+                ChunkQueue& queue, int thread, const std::function<void(int, int)>* epilogue = nullptr) {
+  const KernelFamily& k = *choice.base;
+  const Plan plan(targets, choice);
   const int cols = targets[0].W->cols;
   // Per thread, reused across calls: [n][ActsCols] quantized activations, the same for
   // every target (ActsCols rounds the shared column count up to 128). Each thread of a
@@ -193,6 +183,15 @@ void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, C
                     const_cast<float*>(acts.KD(i)), const_cast<int16_t*>(acts.KBSum(i)));
     A = &acts;
   }
+  if (epilogue) {
+    const int rows = targets[0].W->rows;
+    for (int ch; (ch = queue.Next(thread)) >= 0;) {
+      const int r0 = ch * kRowChunk, r1 = std::min(rows, r0 + kRowChunk);
+      for (size_t j = 0; j < targets.size(); ++j) plan.fn[j](*targets[j].W, r0, r1, X, A, n, targets[j].Y);
+      (*epilogue)(r0, r1);
+    }
+    return;
+  }
   for (int ch; (ch = queue.Next(thread)) >= 0;) {
     size_t j = 0;
     while (ch >= plan.first[j + 1]) ++j;
@@ -202,12 +201,50 @@ void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, C
   }
 }
 
+}  // namespace
+
+void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread) {
+  RunTargets(Active(), targets, X, n, queue, thread);
+}
+
+int MatMulZippedChunks(std::span<const MatMulTarget> targets) {
+  Validate(targets);
+  for (const MatMulTarget& t : targets)
+    if (t.W->rows != targets[0].W->rows)
+      Fail("matmul: zipped matrices have equal rows: {} vs {}", t.W->rows, targets[0].W->rows);
+  return (targets[0].W->rows + kRowChunk - 1) / kRowChunk;
+}
+
+void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread,
+                       const std::function<void(int, int)>& epilogue) {
+  RunTargets(Active(), targets, X, n, queue, thread, &epilogue);
+}
+
+void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y, int threads) {
+  const MatMulTarget t[] = {{&W, Y}};
+  const KernelChoice choice = UniformChoice(k, "forced");
+  ChunkQueue queue(Plan(t, choice).first[1], threads);
+  if (threads <= 1) return RunTargets(choice, t, X, n, queue, 0);
+#pragma omp parallel num_threads(threads)
+  RunTargets(choice, t, X, n, queue, omp_get_thread_num());
+}
+
+RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
+  const int t = static_cast<int>(W.type);
+  // A packed matrix under a family without packed kernels (forced after packing) runs
+  // on the scalar reference: slow, never wrong.
+  return IsKQuant(W.type)           ? KQuantRows(k, W.type)
+         : W.layout == Layout::kRows ? k.rows[t]
+         : k.packed[t]               ? k.packed[t]
+                                     : ScalarKernels().packed[t];
+}
+
 bool WorthSplitting(size_t weight_bytes) { return weight_bytes >= kParallelBytes; }
 
 void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
   if (n <= 0 || targets.empty()) return;
   Validate(targets);
-  const Plan plan(targets, ActiveKernels());
+  const Plan plan(targets, Active());
   const int chunks = plan.first[targets.size()];
   const int threads = WorthSplitting(plan.bytes) ? std::min(omp_get_max_threads(), chunks) : 1;
   ChunkQueue queue(chunks, threads);
@@ -216,8 +253,10 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
   MatMulsTeam(targets, X, n, queue, omp_get_thread_num());
 }
 
-QMatrix PackForKernels(const QMatrix& m) {
-  const bool has = m.layout == Layout::kRows && ActiveKernels().packed[static_cast<int>(m.type)];
+QMatrix PackForKernels(const QMatrix& m) { return PackFor(*Active().per_type[static_cast<int>(m.type)], m); }
+
+QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
+  const bool has = m.layout == Layout::kRows && k.packed[static_cast<int>(m.type)];
   return has ? packed::Pack(m) : m;
 }
 
@@ -226,8 +265,10 @@ const char* ActiveKernelIsa() { return ActiveKernels().name; }
 bool ForceKernelIsa(const char* isa) {
   const KernelFamily* k = FindKernelFamily(isa);
   if (!k) return false;
-  Active() = k;
+  Active() = UniformChoice(*k, "forced");
   return true;
 }
+
+void SetKernelChoice(const KernelChoice& c) { Active() = c; }
 
 }  // namespace specsweep

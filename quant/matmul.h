@@ -4,6 +4,7 @@
 // X row i, computed with a fixed reduction order; never on n, on the other rows of X,
 // or on the thread count. Hence batch-of-n logits are bit-identical to n single steps.
 #pragma once
+#include <functional>
 #include <span>
 
 #include "quant/chunk_queue.h"
@@ -34,18 +35,28 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n);
 int MatMulChunks(std::span<const MatMulTarget> targets);
 void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue,
                  int thread);
+// Zipped team form for matrices of equal rows (gate and up): chunk c computes rows
+// [16c, 16c + 16) of every target, then calls epilogue(r0, r1) on the same thread, so an
+// elementwise step over those rows of the outputs (SwiGLU) needs no barrier of its own.
+// The queue is Reset to MatMulZippedChunks(targets). Y_j is exactly what MatMul gives.
+int MatMulZippedChunks(std::span<const MatMulTarget> targets);
+void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread,
+                       const std::function<void(int, int)>& epilogue);
 // Whether a product of this many weight bytes is worth splitting over threads (below,
 // a fork/join costs more than the product; the rule MatMuls applies).
 bool WorthSplitting(size_t weight_bytes);
 
-// m in the layout the active kernel family runs fastest: Q8_0/Q4_0 re-laid out as
-// Layout::kPacked16 where the family has packed kernels (avx512, avx2, avx2vnni), else
+// m in the layout its format's kernel family (quant/kernel_choice.h) runs fastest:
+// Q8_0/Q4_0 re-laid out as Layout::kPacked16 where the family has packed kernels
+// (avx512, avx2, avx2vnni), wide float matrices as Layout::kColChunks under avx512, else
 // unchanged.
 QMatrix PackForKernels(const QMatrix& m);
 
-// Which kernel family MatMul dispatches to: "scalar", "avx2", "avx2vnni", "avx512".
+// The kernel family of MatMul's activations and the default of every weight format:
+// "scalar", "avx2", "avx2vnni", "avx512" (DescribeChoice in quant/kernel_choice.h names
+// the formats that run on another family).
 const char* ActiveKernelIsa();
-// Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
+// Forces a kernel family for every format (tests, benchmarks); returns false if the CPU lacks it.
 bool ForceKernelIsa(const char* isa);
 
 }  // namespace specsweep

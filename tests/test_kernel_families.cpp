@@ -15,6 +15,7 @@
 #include "models/forward.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
+#include "quant/kernel_choice.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
 #include "tests/test_util.h"
@@ -71,6 +72,31 @@ TEST(KernelFamilies, SyntheticModelLogitsBitIdentical) {
                        // whole 256-value blocks: the K-quants cover it
   c.vocab_size = 300;
   ExpectFamiliesAgree([&] { return std::make_shared<const Model>(MakeSyntheticModel(c, 21)); });
+}
+
+// A per-format choice (quant/kernel_choice.h) mixes families within one forward pass:
+// every format on another family than its neighbours still gives the scalar bits.
+TEST(KernelFamilies, MixedChoiceLogitsBitIdentical) {
+  IsaGuard guard;
+  const std::vector<const KernelFamily*> simd = CandidateFamilies();
+  if (simd.size() < 2) GTEST_SKIP() << "fewer than two SIMD families on this CPU";
+  ModelConfig c = TinyTestConfig();
+  c.hidden_dim = 800;
+  c.vocab_size = 300;
+  const Model base = MakeSyntheticModel(c, 23);
+  for (int shift = 0; shift < 2; ++shift) {
+    KernelChoice mixed = UniformChoice(*simd[shift], "test");
+    for (int t = 0; t < kQTypeCount; ++t) mixed.per_type[t] = simd[(t + shift) % simd.size()];
+    for (QType t : kModelTypes) {
+      SCOPED_TRACE(QTypeName(t));
+      ASSERT_TRUE(ForceKernelIsa("scalar"));
+      const std::vector<float> ref = RunLogits(QuantizeModel(base, t));
+      SetKernelChoice(mixed);
+      const std::vector<float> got = RunLogits(QuantizeModel(base, t));
+      ASSERT_EQ(got.size(), ref.size());
+      EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), 4 * ref.size())) << DescribeChoice(mixed);
+    }
+  }
 }
 
 TEST(KernelFamilies, SharedModelsLogitsBitIdentical) {

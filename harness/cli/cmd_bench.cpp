@@ -34,6 +34,7 @@
 #include "models/forward.h"
 #include "models/loader.h"
 #include "quant/bandwidth.h"
+#include "quant/kernel_choice.h"
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
 
@@ -294,9 +295,9 @@ void RunBench(const BenchArgs& a) {
   for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
 
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
-             "kernels {}, {}\n",
+             "kernels {} ({}), {}\n",
              lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
-             ActiveKernelIsa(), a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
   fmt::print("team size under --team auto per n:");
   for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
@@ -387,6 +388,7 @@ void RunBench(const BenchArgs& a) {
         {"num_cpus", std::thread::hardware_concurrency()},
         {"threads", NumThreads()},
         {"kernel_isa", ActiveKernelIsa()},
+        {"kernels", DescribeChoice(ActiveKernelChoice())},
         {"git_rev", GitRev()},
         {"compiler", CompilerId()},
         {"model", lm.name},

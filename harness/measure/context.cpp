@@ -17,6 +17,7 @@
 
 #include "base/build_info.h"
 #include "models/forward.h"
+#include "quant/kernel_choice.h"
 #include "quant/matmul.h"
 
 using nlohmann::json;
@@ -63,6 +64,7 @@ json MachineContext() {
   c["num_cpus"] = int(std::thread::hardware_concurrency());
   c["threads"] = NumThreads();
   c["kernel_isa"] = ActiveKernelIsa();
+  c["kernels"] = DescribeChoice(ActiveKernelChoice());  // the family per format where it differs
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) == 3) c["load_avg"] = {load[0], load[1], load[2]};
   AddRuntimeSettings(c);

@@ -1,0 +1,76 @@
+// Which kernel family runs each weight format, chosen by measurement on this CPU.
+//
+// Every family gives the scalar reference's bits for every format (quant/kernels.h), so
+// the choice changes speed only. The widest family is not always the fastest: on AMD Zen 4
+// (AVX-512 on 256-bit units) the avx2 Q4_K kernel beat the avx512 one (issue #32). So the
+// families are timed once per CPU model and build (CalibrateKernels), the fastest is kept
+// per format (ChooseKernels) and the timings are cached as JSON under the user's cache
+// directory (KernelCachePath), keyed by the CPU and the binary (and valid for one
+// thread count).
+//
+// SPECSWEEP_KERNEL_ISA=F forces family F for every format (no calibration).
+// SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format without
+// measuring; =redo measures again and rewrites the cache.
+#pragma once
+#include <array>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quant/kernels.h"
+#include "quant/qtype.h"
+
+namespace specsweep {
+
+struct KernelChoice {
+  const KernelFamily* base = nullptr;  // activation quantization, FMA probe, the name
+  std::array<const KernelFamily*, kQTypeCount> per_type{};  // the family per weight format
+  std::string source;  // "forced", "default", "calibrated", "cached <path>"
+};
+
+// Every format on one family.
+KernelChoice UniformChoice(const KernelFamily& k, std::string source);
+
+// The SIMD families this CPU runs, widest first (the default order).
+std::vector<const KernelFamily*> CandidateFamilies();
+
+// The formats the calibration times (those with a SIMD kernel in some family).
+std::vector<QType> CalibratedTypes();
+
+// Times every candidate family on every calibrated format: n = 1 on a 64 MB matrix on
+// the whole team (omp_get_max_threads; decode streams from memory on every thread), n = 8
+// on 4 MB on one thread (verify, bound by arithmetic), rounds interleaving the families;
+// the minimum of the wall time (team) or thread CPU time (one thread) per family and run.
+// Result: {"<type>": {"<family>": score}}, score = the geometric mean over the two runs
+// of the nanoseconds per weight row.
+nlohmann::json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds = 5);
+
+// Per format the candidate with the lowest score; a family that is not at least
+// `margin` faster than the first candidate (the default) does not replace it, so noise
+// never moves a format off the widest family. Formats or families missing from the
+// timings keep the first candidate.
+KernelChoice ChooseKernels(const nlohmann::json& timings, const std::vector<const KernelFamily*>& candidates,
+                           double margin = 0.05);
+
+// The CPU model (cpuid brand string, family, model, stepping) and the build the timings
+// belong to (git revision, compiler, the executable's size and modification time).
+std::string CpuIdentity();
+std::string BuildIdentity();
+// $XDG_CACHE_HOME/specsweep (else $HOME/.cache/specsweep)/kernels-<hash of CPU and build>.json;
+// empty when neither variable is set.
+std::filesystem::path KernelCachePath();
+
+// The process's choice: forced, from the cache, or calibrated now (and cached).
+KernelChoice DefaultKernelChoice();
+
+// The choice MatMul uses (set on first use from DefaultKernelChoice), and replacing it
+// (tests; ForceKernelIsa sets a uniform one). Matrices packed before keep their layout.
+const KernelChoice& ActiveKernelChoice();
+void SetKernelChoice(const KernelChoice& c);
+
+// "avx512" or e.g. "avx512 (q4_k, q5_k: avx2)".
+std::string DescribeChoice(const KernelChoice& c);
+
+}  // namespace specsweep
