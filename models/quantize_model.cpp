@@ -3,6 +3,8 @@
 
 #include "models/model.h"
 
+#include "base/error.h"
+
 #include <cstring>
 
 #include "quant/packed.h"
@@ -40,10 +42,40 @@ size_t Model::WeightBytes() const {
 }
 
 QType StoredQType(QType type, int cols) {
-  return IsQuantized(type) && cols % BlockSize(type) != 0 ? QType::F16 : type;
+  auto fits = [cols](QType t) { return cols % BlockSize(t) == 0; };
+  if (!IsQuantized(type) || fits(type)) return type;
+  QType fallback = QType::F16;
+  switch (type) {
+    case QType::Q4_K: fallback = QType::Q5_0; break;
+    case QType::Q5_K: fallback = QType::Q5_1; break;
+    case QType::Q6_K: fallback = QType::Q8_0; break;
+    case QType::Q2_K:
+    case QType::Q3_K:
+    case QType::IQ4_XS: fallback = QType::IQ4_NL; break;
+    default: break;
+  }
+  return fits(fallback) ? fallback : QType::F16;
+}
+
+std::vector<std::pair<QType, int>> MatrixTypeCounts(const Model& m) {
+  int count[kQTypeCount] = {};
+  ForEachMatrix(m, [&](const std::string&, const QMatrix& w) { ++count[static_cast<int>(w.type)]; });
+  std::vector<std::pair<QType, int>> out;
+  for (int t = 0; t < kQTypeCount; ++t)
+    if (count[t]) out.emplace_back(static_cast<QType>(t), count[t]);
+  return out;
+}
+
+std::string DescribeTypeCounts(const Model& m) {
+  std::string s;
+  for (const auto& [t, n] : MatrixTypeCounts(m)) s += fmt::format("{}{} x{}", s.empty() ? "" : ", ", QTypeName(t), n);
+  return s;
 }
 
 Model QuantizeModel(const Model& m, QType type) {
+  if (!CanQuantize(type))
+    Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; quantize to another type)",
+         QTypeName(type));
   auto convert = [type](const QMatrix& w) { return Convert(w, StoredQType(type, w.cols)); };
   Model q;
   q.config = m.config;

@@ -14,6 +14,7 @@
 #include "quant/chunk_queue.h"
 #include "quant/kernels.h"
 #include "quant/kquants.h"
+#include "quant/legacy_quants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -145,6 +146,7 @@ struct Plan {
       // A packed matrix under a family without packed kernels (forced after packing) runs
       // on the scalar reference: slow, never wrong.
       fn[j] = IsKQuant(W.type)           ? KQuantRows(k, W.type)
+              : IsLegacyQuant(W.type)     ? LegacyRows(k, W.type)
               : W.layout == Layout::kRows ? k.rows[t]
               : k.packed[t]               ? k.packed[t]
                                           : ScalarKernels().packed[t];
