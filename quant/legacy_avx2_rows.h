@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "quant/kquant_simd.h"
 #include "quant/legacy_quants.h"
 #include "quant/legacy_simd.h"
 #include "quant/prefetch.h"
@@ -32,13 +33,8 @@ inline __m256i BitsToBytes(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
-// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) of t = even + odd: LaneTreeSum16.
-inline float LaneSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// kquant_simd::LaneSum of t = even + odd is LaneTreeSum16 of the 16 lanes.
+using kquant_simd::LaneSum;
 
 template <class Dot, QType T, int C>
 inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window,

@@ -56,6 +56,19 @@ inline uint32_t HighBits(const uint8_t* row, int b) {
   return h;
 }
 
+// The 8 sub-block scales d (ls - 32) of IQ4_XS super-block `blk`.
+inline __m256 Iq4XsScales(const uint8_t* blk) {
+  const auto& k = *reinterpret_cast<const BlockIQ4_XS*>(blk);
+  uint32_t lo;
+  std::memcpy(&lo, k.scales_l, 4);
+  const __m256i l = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(lo)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                     _mm256_set1_epi32(15));
+  const __m256i h = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(k.scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                     _mm256_set1_epi32(3));
+  const __m256i ls = _mm256_or_si256(l, _mm256_slli_epi32(h, 4));
+  return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(k.d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
+}
+
 // The float scales of blocks b and b1 (b1 == b for a lone last block): [d_b, d_b1, ..]
 // or, with a min, [d_b, m_b, d_b1, m_b1]. IQ4_XS: the sub-block scales d (ls - 32).
 template <QType T>
@@ -65,7 +78,7 @@ inline __m128 Scales(const uint8_t* row, int b, int b1) {
       const auto& k = reinterpret_cast<const BlockIQ4_XS*>(row)[s / 8];
       const int j = s % 8;
       const int ls = ((k.scales_l[j / 2] >> 4 * (j % 2)) & 0x0F) | ((k.scales_h >> 2 * j) & 3) << 4;
-      return F16ToF32(k.d) * static_cast<float>(ls - 32);
+      return _cvtsh_ss(k.d) * static_cast<float>(ls - 32);
     };
     return _mm_setr_ps(dl(b), dl(b1), 0, 0);
   } else if constexpr (HasMin(T)) {

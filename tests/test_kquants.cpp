@@ -27,6 +27,7 @@
 #include "quant/qmatrix.h"
 #include "models/quant_error.h"
 #include "tests/gguf_fixture.h"
+#include "tests/kernel_checks.h"
 #include "tests/test_util.h"
 
 namespace specsweep {
@@ -275,44 +276,20 @@ TEST(KQuantKernels, ScalarReferenceApproximatesFloatProduct) {
   for (QType t : kKTypes) {
     const QMatrix W = KMatrix(t, 40, 768, 5);
     const auto X = Gaussian(size_t(3) * W.cols, 9, 1.0f);
-    const auto y = Reference(W, X, 3);
-    const auto wf = Dequantize(W);
-    for (int i = 0; i < 3; ++i)
-      for (int r = 0; r < W.rows; ++r) {
-        double exact = 0, mag = 0;
-        for (int c = 0; c < W.cols; ++c) {
-          exact += double(wf[size_t(r) * W.cols + c]) * X[size_t(i) * W.cols + c];
-          mag += std::fabs(double(wf[size_t(r) * W.cols + c]) * X[size_t(i) * W.cols + c]);
-        }
-        EXPECT_NEAR(y[size_t(i) * W.rows + r], exact, 0.02 * mag + 1e-6) << QTypeName(t) << " r " << r;
-      }
+    testing_kernels::ExpectNearFloatProduct(W, X, 3, Reference(W, X, 3), 0.02);
   }
 }
 
 TEST(KQuantKernels, EveryFamilyBitIdenticalForAnyNAndThreads) {
-  const char* before = ActiveKernelIsa();
   for (QType t : kKTypes)
     for (int cols : {768, 300}) {
       // > 64 KB: split over threads; an odd row count leaves the pairing kernels
       // (avx512: two rows per pass) a single last row.
       const QMatrix W = KMatrix(t, cols == 768 ? 300 : 301, cols, 21 + cols);
       const auto X = Gaussian(size_t(17) * cols, 23, 1.0f);  // 17: a second pass of 16 activation rows
-      const auto want = Reference(W, X, 17);
-      for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
-        if (!ForceKernelIsa(isa)) continue;
-        for (int threads : {1, 2}) {
-          SetNumThreads(threads);
-          for (int n = 1; n <= 17; ++n) {
-            std::vector<float> y(size_t(n) * W.rows);
-            MatMul(W, X.data(), n, y.data());
-            EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
-                << QTypeName(t) << " cols " << cols << " " << isa << " threads " << threads << " n " << n;
-          }
-        }
-      }
+      testing_kernels::ExpectEveryFamilyBitIdentical(W, X, 17, Reference(W, X, 17),
+                                                     std::string(QTypeName(t)) + " cols " + std::to_string(cols));
     }
-  ForceKernelIsa(before);
-  SetNumThreads(0);
 }
 
 // ---- in-memory quantization and our own GGUF files ---------------------------------
