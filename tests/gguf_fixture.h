@@ -26,6 +26,22 @@ namespace specsweep::testing_fixture {
 // shared/fixtures/<name> (beside the models folder, testing::SharedFile), "" when not available.
 inline std::string FixtureDir(const std::string& name) { return testing::SharedFile("fixtures/" + name); }
 
+// A test parameterized by a fixture's ref name (FILE.ref.json in Folder()): loads the ref
+// and finds its GGUF, skipping when the folder or the file is not available.
+class GgufFixtureTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  virtual std::string Folder() const = 0;  // below shared/fixtures
+  void SetUp() override {
+    dir_ = FixtureDir(Folder());
+    if (dir_.empty()) GTEST_SKIP() << "shared/fixtures/" << Folder() << " not available";
+    ref_ = nlohmann::json::parse(testing::ReadFile(dir_ + "/" + GetParam() + ".ref.json"));
+    gguf_ = dir_ + "/" + ref_["file"].get<std::string>();
+    if (!std::filesystem::exists(gguf_)) GTEST_SKIP() << gguf_ << " is not shipped";
+  }
+  std::string dir_, gguf_;
+  nlohmann::json ref_;
+};
+
 inline void ExpectDequantizesBitIdentically(const std::string& gguf, const nlohmann::json& ref, const std::string& label) {
   const std::string bytes = testing::ReadFile(gguf);
   const GgufHeader h = ParseGgufHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), gguf);

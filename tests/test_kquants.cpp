@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -33,7 +32,6 @@
 namespace specsweep {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr QType kKTypes[] = {QType::Q2_K, QType::Q3_K, QType::Q4_K, QType::Q5_K, QType::Q6_K};
 
 // ---- layouts: ggml's dequantization loops, transcribed as ggml writes them ----------
@@ -325,17 +323,8 @@ TEST(KQuantModel, QuantizeWriteLoadGivesIdenticalLogits) {
 
 // ---- llama.cpp fixtures ------------------------------------------------------------
 
-class KQuantFixture : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = testing_fixture::FixtureDir("kquants");
-    if (dir_.empty()) GTEST_SKIP() << "../shared/fixtures/kquants not available";
-    ref_ = nlohmann::json::parse(testing::ReadFile(dir_ + "/" + GetParam() + ".ref.json"));
-    gguf_ = dir_ + "/" + ref_["file"].get<std::string>();
-    if (!fs::exists(gguf_)) GTEST_SKIP() << gguf_ << " is not shipped";
-  }
-  std::string dir_, gguf_;
-  nlohmann::json ref_;
+class KQuantFixture : public testing_fixture::GgufFixtureTest {
+  std::string Folder() const override { return "kquants"; }
 };
 
 TEST_P(KQuantFixture, EveryTensorDequantizesBitIdentically) {

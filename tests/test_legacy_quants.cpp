@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <random>
 
 #include "decoders/decoder.h"
@@ -25,7 +24,6 @@
 namespace specsweep {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr QType kTypes[] = {QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
 
 // ---- layouts: ggml's dequantization loops, transcribed as ggml writes them ----------
@@ -268,17 +266,8 @@ TEST(LegacyKernels, EveryFamilyBitIdenticalForAnyNAndThreads) {
 
 // ---- llama.cpp fixtures ------------------------------------------------------------
 
-class LegacyFixture : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = testing_fixture::FixtureDir("gguf-types");
-    if (dir_.empty()) GTEST_SKIP() << "../shared/fixtures/gguf-types not available";
-    ref_ = nlohmann::json::parse(testing::ReadFile(dir_ + "/" + GetParam() + ".ref.json"));
-    gguf_ = dir_ + "/" + ref_["file"].get<std::string>();
-    if (!fs::exists(gguf_)) GTEST_SKIP() << gguf_ << " is not shipped";
-  }
-  std::string dir_, gguf_;
-  nlohmann::json ref_;
+class LegacyFixture : public testing_fixture::GgufFixtureTest {
+  std::string Folder() const override { return "gguf-types"; }
 };
 
 TEST_P(LegacyFixture, EveryTensorDequantizesBitIdentically) {
