@@ -27,12 +27,15 @@ std::string_view GgufValueTypeName(GgufValueType t);
 
 // ggml tensor type ids used by specsweep (the rest are recognised only by name).
 enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12,
+  Q5_K = 13, Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30
 };
 // "F32", "Q6_K", ... for any ggml id; "" for ids ggml does not define.
 std::string_view GgmlTypeName(uint32_t ggml_type);
 // Maps our storage type to ggml; throws Error for types GGUF cannot hold (Q4_G64/G128).
 GgmlType ToGgmlType(QType t, std::string_view what);
+// The storage type of a ggml type id; false for types specsweep does not hold.
+bool FromGgmlType(uint32_t ggml_type, QType* t);
 
 // One metadata value. Scalars use the member matching their type class; arrays hold
 // elements of one type (nested arrays are allowed by the format but unused here).

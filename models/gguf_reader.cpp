@@ -64,9 +64,25 @@ GgmlType ToGgmlType(QType t, std::string_view what) {
     case QType::Q4_K: return GgmlType::Q4_K;
     case QType::Q5_K: return GgmlType::Q5_K;
     case QType::Q6_K: return GgmlType::Q6_K;
+    case QType::Q4_1: return GgmlType::Q4_1;
+    case QType::Q5_0: return GgmlType::Q5_0;
+    case QType::Q5_1: return GgmlType::Q5_1;
+    case QType::IQ4_NL: return GgmlType::IQ4_NL;
+    case QType::IQ4_XS: return GgmlType::IQ4_XS;
     default: break;
   }
-  Fail("{}: {} has no GGUF equivalent (use q4_0, q8_0, q2_k..q6_k, f16, bf16 or f32)", what, QTypeName(t));
+  Fail("{}: {} has no GGUF equivalent (use any type but q4_g64 and q4_g128)", what, QTypeName(t));
+}
+
+bool FromGgmlType(uint32_t ggml_type, QType* t) {
+  for (int k = 0; k < kQTypeCount; ++k) {
+    const QType q = static_cast<QType>(k);
+    if (q != QType::Q4_G64 && q != QType::Q4_G128 && static_cast<uint32_t>(ToGgmlType(q, "")) == ggml_type) {
+      *t = q;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool GgufValue::is_int() const {
@@ -88,19 +104,10 @@ struct GgmlGeometry {
   int bytes;     // bytes per block
 };
 bool Geometry(uint32_t t, GgmlGeometry* g) {
-  switch (static_cast<GgmlType>(t)) {
-    case GgmlType::F32: *g = {QType::F32, 1, 4}; return true;
-    case GgmlType::F16: *g = {QType::F16, 1, 2}; return true;
-    case GgmlType::BF16: *g = {QType::BF16, 1, 2}; return true;
-    case GgmlType::Q8_0: *g = {QType::Q8_0, 32, 34}; return true;
-    case GgmlType::Q4_0: *g = {QType::Q4_0, 32, 18}; return true;
-    case GgmlType::Q2_K: *g = {QType::Q2_K, 256, 84}; return true;
-    case GgmlType::Q3_K: *g = {QType::Q3_K, 256, 110}; return true;
-    case GgmlType::Q4_K: *g = {QType::Q4_K, 256, 144}; return true;
-    case GgmlType::Q5_K: *g = {QType::Q5_K, 256, 176}; return true;
-    case GgmlType::Q6_K: *g = {QType::Q6_K, 256, 210}; return true;
-  }
-  return false;
+  QType q;
+  if (!FromGgmlType(t, &q)) return false;
+  *g = {q, BlockSize(q), static_cast<int>(BlockBytes(q))};
+  return true;
 }
 
 // Smallest encoding of one value of a type (for "is this count absurd" checks).
@@ -287,7 +294,7 @@ GgufHeader ParseGgufHeader(const uint8_t* bytes, size_t size, const std::string&
     if (!Geometry(ti.type, &g)) {
       std::string_view tn = GgmlTypeName(ti.type);
       if (tn.empty()) Fail("{}: {}.type: unknown ggml tensor type {}", file, field, ti.type);
-      Fail("{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K)", file, field, tn,
+      Fail("{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS)", file, field, tn,
            ti.type);
     }
     if (ti.ne[0] % g.block)

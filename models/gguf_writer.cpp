@@ -121,7 +121,7 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
          vocab.scores.size(), vocab.types.size());
 
   // Tensors, in llama.cpp's convert order. Padded block-quantized matrices (not made by
-  // QuantizeModel, which follows StoredQType) are re-encoded as F16 (kept alive in
+  // QuantizeModel, which follows StoredQType and never pads) are re-encoded as F16 (kept alive in
   // `converted`), since GGUF rows cannot be padded.
   std::deque<QMatrix> converted;
   std::vector<Pending> tensors;
@@ -145,9 +145,9 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
       converted.push_back(packed::Unpack(m));
       p.m = &converted.back();
     }
-    if (const QType stored = StoredQType(m.type, m.cols); stored != m.type) {  // padded in memory
+    if (m.padded()) {  // F16 holds the padded matrix's values exactly
       ToGgmlType(m.type, path + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
-      converted.push_back(Convert(*p.m, stored));
+      converted.push_back(Convert(*p.m, QType::F16));
       p.m = &converted.back();
       p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
                            m.cols, BlockSize(m.type));

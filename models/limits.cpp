@@ -73,11 +73,12 @@ void CheckFinite(const QMatrix& w, std::string_view file, std::string_view tenso
       case QType::F32: bad = FirstNonFinite<uint32_t>(row, per_row, 0x7F800000u); break;
       case QType::F16: bad = FirstNonFinite<uint16_t>(row, per_row, 0x7C00u); break;
       case QType::BF16: bad = FirstNonFinite<uint16_t>(row, per_row, 0x7F80u); break;
-      default:  // block types: an f16 scale leads every block
+      default:  // block types: an f16 scale leads every block (Q4_1/Q5_1: then an f16 min)
         for (size_t b = 0; b < per_row; ++b) {
-          uint16_t d;
-          std::memcpy(&d, row + b * block_bytes, 2);
-          if ((d & 0x7C00u) == 0x7C00u) {
+          uint16_t d[2];
+          std::memcpy(d, row + b * block_bytes, 4);
+          const bool min = w.type == QType::Q4_1 || w.type == QType::Q5_1;
+          if ((d[0] & 0x7C00u) == 0x7C00u || (min && (d[1] & 0x7C00u) == 0x7C00u)) {
             bad = b;
             break;
           }

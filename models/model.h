@@ -80,10 +80,12 @@ void ForEachMatrix(M& m, F&& f) {
   f(std::string("output"), m.output);
 }
 
-// The type a matrix of `cols` columns is stored as when quantized to `type`: `type`,
-// unless it is a block format whose block does not divide `cols` (260K's FFN width 172
-// and q4_0): then F16. GGUF rows cannot be padded, so this one rule serves both
-// QuantizeModel and WriteGguf: a model quantized in memory and the file `specsweep
+// The type a matrix of `cols` columns is stored as when quantized to `type` (its
+// effective type): `type`, unless it is a block format whose block does not divide `cols`.
+// Then llama.cpp's fallback (llama-quant.cpp) where its 32-value block divides: q4_k ->
+// q5_0, q5_k -> q5_1, q6_k -> q8_0, q2_k/q3_k/iq4_xs -> iq4_nl (Qwen2.5-0.5B's width 896);
+// else F16 (260K's FFN width 172). GGUF rows cannot be padded, so this one rule serves
+// QuantizeModel and `quantize`: a model quantized in memory and the file `specsweep
 // quantize` writes of it hold the same types and give bit-identical logits.
 QType StoredQType(QType type, int cols);
 
@@ -94,6 +96,8 @@ std::map<std::string, int> MatrixTypeCounts(const Model& m, int layers = 0);
 // `asked` when every matrix in `counts` is stored as it, else "q4_0 (2 of 14 f16)":
 // the matrices that are not, by type.
 std::string StoredTypesLabel(const std::string& asked, const std::map<std::string, int>& counts);
+// "q5_0 x12, q8_0 x2": MatrixTypeCounts of the whole model, for `inspect`.
+std::string DescribeTypeCounts(const Model& m);
 
 // Which tensors QuantizeModel converts: all layer matrices and the classifier, each to
 // StoredQType(type, cols). The embedding table is only gathered from, so it stays as

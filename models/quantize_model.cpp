@@ -6,6 +6,8 @@
 
 #include "models/model.h"
 
+#include "base/error.h"
+
 #include <cstring>
 
 #include "base/error.h"
@@ -45,7 +47,25 @@ size_t Model::WeightBytes() const {
 }
 
 QType StoredQType(QType type, int cols) {
-  return IsQuantized(type) && cols % BlockSize(type) != 0 ? QType::F16 : type;
+  auto fits = [cols](QType t) { return cols % BlockSize(t) == 0; };
+  if (!IsQuantized(type) || fits(type)) return type;
+  QType fallback = QType::F16;
+  switch (type) {
+    case QType::Q4_K: fallback = QType::Q5_0; break;
+    case QType::Q5_K: fallback = QType::Q5_1; break;
+    case QType::Q6_K: fallback = QType::Q8_0; break;
+    case QType::Q2_K:
+    case QType::Q3_K:
+    case QType::IQ4_XS: fallback = QType::IQ4_NL; break;
+    default: break;
+  }
+  return fits(fallback) ? fallback : QType::F16;
+}
+
+std::string DescribeTypeCounts(const Model& m) {
+  std::string s;
+  for (const auto& [t, n] : MatrixTypeCounts(m)) s += fmt::format("{}{} x{}", s.empty() ? "" : ", ", t, n);
+  return s;
 }
 
 std::map<std::string, int> MatrixTypeCounts(const Model& m, int layers) {
@@ -83,11 +103,11 @@ void CheckQuantizable(const Model& m, QType type) {
     ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
       if (name == "tok_embeddings") return;
       widths.insert(w.cols);
-      covered |= StoredQType(type, w.cols) == type;
+      covered |= IsQuantized(StoredQType(type, w.cols));  // the type or its quantized fallback
     });
     if (!covered)
-      Fail("{}: {} covers no matrix: rows of {} values are not a whole number of its {}-value blocks (every matrix "
-           "would stay {}); pick a type with smaller blocks (q8_0, q4_0)",
+      Fail("{}: {} covers no matrix: rows of {} values are not a whole number of its {}-value blocks nor of its "
+           "fallback type's (every matrix would stay {}); pick a type with smaller blocks (q8_0, q4_0)",
            m.source.path.empty() ? m.source.format : m.source.path, QTypeName(type), fmt::join(widths, ", "),
            BlockSize(type), QTypeName(StoredQType(type, *widths.begin())));
   }

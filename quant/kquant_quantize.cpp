@@ -179,7 +179,7 @@ bool CanQuantizeK(QType type) { return type == QType::Q4_K || type == QType::Q5_
 
 void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int row) {
   if (!CanQuantizeK(type))
-    Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; use q4_k, q5_k or q6_k)",
+    Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; use another type)",
          QTypeName(type));
   for (int s = 0; s < cols_padded / kQK; ++s) {
     uint8_t* blk = out + s * BlockBytes(type);

@@ -16,6 +16,7 @@
 #include "quant/kernel_choice.h"
 #include "quant/kernels.h"
 #include "quant/kquants.h"
+#include "quant/legacy_quants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -234,6 +235,7 @@ RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
   // A packed matrix under a family without packed kernels (forced after packing) runs
   // on the scalar reference: slow, never wrong.
   return IsKQuant(W.type)           ? KQuantRows(k, W.type)
+         : IsLegacyQuant(W.type)     ? LegacyRows(k, W.type)
          : W.layout == Layout::kRows ? k.rows[t]
          : k.packed[t]               ? k.packed[t]
                                      : ScalarKernels().packed[t];

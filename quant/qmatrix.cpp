@@ -14,6 +14,7 @@
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/kquants.h"
+#include "quant/legacy_quants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -224,6 +225,10 @@ QMatrix Quantize(const float* w, int rows, int cols, QType type) {
           QuantizeRowK(type, buf.data(), m.cols_padded, dst, r);
           break;
         }
+        if (IsLegacyQuant(type)) {
+          QuantizeRowLegacy(type, buf.data(), m.cols_padded, dst, r);
+          break;
+        }
         for (int g = 0; g < m.cols_padded / bs; ++g) {
           const float* x = buf.data() + g * bs;
           switch (type) {
@@ -291,6 +296,11 @@ void DequantizeRow(const QMatrix& m, int r, float* out) {
     case QType::Q4_K:
     case QType::Q5_K:
     case QType::Q6_K: DequantizeRowK(m.type, row, m.cols, out); return;
+    case QType::Q4_1:
+    case QType::Q5_0:
+    case QType::Q5_1:
+    case QType::IQ4_NL:
+    case QType::IQ4_XS: DequantizeRowLegacy(m.type, row, m.cols, out); return;
   }
   Fail("dequantize: type {}: unsupported", QTypeName(m.type));
 }

@@ -21,10 +21,19 @@ enum class QType : uint8_t {
   Q4_K,
   Q5_K,
   Q6_K,
+  // ggml's other GGUF block types (quant/blocks_legacy.h): 32-value blocks, IQ4_XS in
+  // 256-value super-blocks of 32-value sub-blocks. Their kernels: quant/legacy_quants.h.
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  IQ4_NL,
+  IQ4_XS,
 };
-constexpr int kQTypeCount = static_cast<int>(QType::Q6_K) + 1;
+constexpr int kQTypeCount = static_cast<int>(QType::IQ4_XS) + 1;
 // Q2_K..Q6_K.
 constexpr bool IsKQuant(QType t) { return t >= QType::Q2_K && t <= QType::Q6_K; }
+// Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS.
+constexpr bool IsLegacyQuant(QType t) { return t >= QType::Q4_1 && t <= QType::IQ4_XS; }
 
 // Elements per block (1 for the float types).
 int BlockSize(QType t);
@@ -32,7 +41,8 @@ int BlockSize(QType t);
 size_t BlockBytes(QType t);
 bool IsQuantized(QType t);
 std::string_view QTypeName(QType t);  // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_g64", "q4_g128",
-                                      // "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"
+                                      // "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_1",
+                                      // "q5_0", "q5_1", "iq4_nl", "iq4_xs"
 // Parses a name as above (case-insensitive); throws Error naming `what` on failure.
 QType ParseQType(std::string_view name, std::string_view what = "quant type");
 // Whether weights can be quantized to t (--quant, --draft-quant, draft_quant,

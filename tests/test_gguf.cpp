@@ -296,9 +296,9 @@ TEST_F(GgufCorrupt, UnknownAndUnsupportedTensorType) {
   std::string msg = Load(s);
   EXPECT_CONTAINS(msg, "tensor 'token_embd.weight'.type");
   EXPECT_CONTAINS(msg, "unknown ggml tensor type 77");
-  Poke<uint32_t>(s, type_pos, 3);  // Q4_1: a ggml type specsweep does not load
+  Poke<uint32_t>(s, type_pos, 16);  // IQ2_XXS: a ggml type specsweep does not load
   msg = Load(s);
-  EXPECT_CONTAINS(msg, "Q4_1");
+  EXPECT_CONTAINS(msg, "IQ2_XXS");
   EXPECT_CONTAINS(msg, "not supported");
 }
 

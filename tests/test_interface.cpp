@@ -47,7 +47,13 @@ TEST(StoredQType, BlockFormatsThatDoNotDivideTheWidthBecomeF16) {
   EXPECT_EQ(StoredQType(QType::Q4_0, 172), QType::F16);
   EXPECT_EQ(StoredQType(QType::Q8_0, 172), QType::F16);
   EXPECT_EQ(StoredQType(QType::Q4_K, 512), QType::Q4_K);
-  EXPECT_EQ(StoredQType(QType::Q4_K, 384), QType::F16);
+  EXPECT_EQ(StoredQType(QType::Q4_K, 384), QType::Q5_0);  // llama.cpp's fallback table
+  EXPECT_EQ(StoredQType(QType::Q5_K, 896), QType::Q5_1);
+  EXPECT_EQ(StoredQType(QType::Q6_K, 896), QType::Q8_0);
+  EXPECT_EQ(StoredQType(QType::Q3_K, 896), QType::IQ4_NL);
+  EXPECT_EQ(StoredQType(QType::IQ4_XS, 1152), QType::IQ4_NL);
+  EXPECT_EQ(StoredQType(QType::IQ4_NL, 1152), QType::IQ4_NL);
+  EXPECT_EQ(StoredQType(QType::Q4_K, 172), QType::F16);  // not even 32 divides
   EXPECT_EQ(StoredQType(QType::Q4_G64, 96), QType::F16);
   EXPECT_EQ(StoredQType(QType::F32, 172), QType::F32);
   EXPECT_EQ(StoredQType(QType::BF16, 3), QType::BF16);

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -26,12 +25,13 @@
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
 #include "models/quant_error.h"
+#include "tests/gguf_fixture.h"
+#include "tests/kernel_checks.h"
 #include "tests/test_util.h"
 
 namespace specsweep {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr QType kKTypes[] = {QType::Q2_K, QType::Q3_K, QType::Q4_K, QType::Q5_K, QType::Q6_K};
 
 // ---- layouts: ggml's dequantization loops, transcribed as ggml writes them ----------
@@ -274,44 +274,20 @@ TEST(KQuantKernels, ScalarReferenceApproximatesFloatProduct) {
   for (QType t : kKTypes) {
     const QMatrix W = KMatrix(t, 40, 768, 5);
     const auto X = Gaussian(size_t(3) * W.cols, 9, 1.0f);
-    const auto y = Reference(W, X, 3);
-    const auto wf = Dequantize(W);
-    for (int i = 0; i < 3; ++i)
-      for (int r = 0; r < W.rows; ++r) {
-        double exact = 0, mag = 0;
-        for (int c = 0; c < W.cols; ++c) {
-          exact += double(wf[size_t(r) * W.cols + c]) * X[size_t(i) * W.cols + c];
-          mag += std::fabs(double(wf[size_t(r) * W.cols + c]) * X[size_t(i) * W.cols + c]);
-        }
-        EXPECT_NEAR(y[size_t(i) * W.rows + r], exact, 0.02 * mag + 1e-6) << QTypeName(t) << " r " << r;
-      }
+    testing_kernels::ExpectNearFloatProduct(W, X, 3, Reference(W, X, 3), 0.02);
   }
 }
 
 TEST(KQuantKernels, EveryFamilyBitIdenticalForAnyNAndThreads) {
-  const char* before = ActiveKernelIsa();
   for (QType t : kKTypes)
     for (int cols : {768, 300}) {
       // > 64 KB: split over threads; an odd row count leaves the pairing kernels
       // (avx512: two rows per pass) a single last row.
       const QMatrix W = KMatrix(t, cols == 768 ? 300 : 301, cols, 21 + cols);
       const auto X = Gaussian(size_t(17) * cols, 23, 1.0f);  // 17: a second pass of 16 activation rows
-      const auto want = Reference(W, X, 17);
-      for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
-        if (!ForceKernelIsa(isa)) continue;
-        for (int threads : {1, 2}) {
-          SetNumThreads(threads);
-          for (int n = 1; n <= 17; ++n) {
-            std::vector<float> y(size_t(n) * W.rows);
-            MatMul(W, X.data(), n, y.data());
-            EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
-                << QTypeName(t) << " cols " << cols << " " << isa << " threads " << threads << " n " << n;
-          }
-        }
-      }
+      testing_kernels::ExpectEveryFamilyBitIdentical(W, X, 17, Reference(W, X, 17),
+                                                     std::string(QTypeName(t)) + " cols " + std::to_string(cols));
     }
-  ForceKernelIsa(before);
-  SetNumThreads(0);
 }
 
 // ---- in-memory quantization and our own GGUF files ---------------------------------
@@ -347,108 +323,17 @@ TEST(KQuantModel, QuantizeWriteLoadGivesIdenticalLogits) {
 
 // ---- llama.cpp fixtures ------------------------------------------------------------
 
-std::string FixtureDir() {
-  fs::path p = fs::path(SPECSWEEP_SOURCE_DIR) / ".." / "shared" / "fixtures" / "kquants";
-  return fs::is_directory(p) ? fs::canonical(p).string() : "";
-}
-
-QType FromGgml(uint32_t id) {
-  switch (static_cast<GgmlType>(id)) {
-    case GgmlType::F32: return QType::F32;
-    case GgmlType::F16: return QType::F16;
-    case GgmlType::BF16: return QType::BF16;
-    case GgmlType::Q8_0: return QType::Q8_0;
-    case GgmlType::Q4_0: return QType::Q4_0;
-    case GgmlType::Q2_K: return QType::Q2_K;
-    case GgmlType::Q3_K: return QType::Q3_K;
-    case GgmlType::Q4_K: return QType::Q4_K;
-    case GgmlType::Q5_K: return QType::Q5_K;
-    case GgmlType::Q6_K: return QType::Q6_K;
-  }
-  ADD_FAILURE() << "ggml type " << id;
-  return QType::F32;
-}
-
-class KQuantFixture : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = FixtureDir();
-    if (dir_.empty()) GTEST_SKIP() << "../shared/fixtures/kquants not available";
-    ref_ = nlohmann::json::parse(testing::ReadFile(dir_ + "/" + GetParam() + ".ref.json"));
-    gguf_ = dir_ + "/" + ref_["file"].get<std::string>();
-    if (!fs::exists(gguf_)) GTEST_SKIP() << gguf_ << " is not shipped";
-  }
-  std::string dir_, gguf_;
-  nlohmann::json ref_;
+class KQuantFixture : public testing_fixture::GgufFixtureTest {
+  std::string Folder() const override { return "kquants"; }
 };
 
 TEST_P(KQuantFixture, EveryTensorDequantizesBitIdentically) {
-  const std::string bytes = testing::ReadFile(gguf_);
-  const GgufHeader h = ParseGgufHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), gguf_);
-  ASSERT_EQ(h.tensors.size(), ref_["tensors"].size());
-  for (const auto& rt : ref_["tensors"]) {
-    const std::string name = rt["name"];
-    auto it = std::find_if(h.tensors.begin(), h.tensors.end(), [&](auto& t) { return t.name == name; });
-    ASSERT_NE(it, h.tensors.end()) << name;
-    EXPECT_EQ(it->type, rt["ggml_type_id"].get<uint32_t>()) << name;
-    const int cols = int(it->ne[0]), rows = it->ne.size() > 1 ? int(it->ne[1]) : 1;
-    QMatrix m = MakeQMatrix(FromGgml(it->type), rows, cols);
-    ASSERT_EQ(m.bytes(), it->bytes) << name;
-    std::memcpy(m.data.data(), bytes.data() + h.data_offset + it->offset, it->bytes);
-    const auto f = Dequantize(m);
-    const std::string hex =
-        Sha256Hex(std::string_view(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float)));
-    EXPECT_EQ(hex, rt["sha256_f32"].get<std::string>()) << GetParam() << " " << name << " " << rt["ggml_type"];
-  }
+  testing_fixture::ExpectDequantizesBitIdentically(gguf_, ref_, GetParam());
 }
-
-// The ref's ids come from llama.cpp's own kernels (another accumulation order): with
-// random weights two logits can be close enough to swap. So every file is run teacher-
-// forced on llama.cpp's ids: at each step llama.cpp's token must be our argmax or within
-// kTieGap of it (logits here span ~1). The free-running ids are also compared and must
-// match exactly up to the first such near-tie.
-constexpr float kTieGap = 0.02f;
 
 TEST_P(KQuantFixture, GreedyIdsMatchLlamaCpp) {
   if (!ref_.contains("greedy")) GTEST_SKIP() << "no greedy ids in the ref";
-  const auto& g = ref_["greedy"];
-  LoadedModel lm = LoadModel(gguf_);
-  const auto prompt = lm.tokenizer->Encode("Once upon a time", true);
-  EXPECT_EQ(prompt, g["prompt_ids_with_bos"].get<std::vector<int>>());
-  const auto want = g["generated_ids"].get<std::vector<int>>();
-  KVCache cache(lm.model->config);
-  std::vector<int> step = prompt;
-  int pos = 0, first_tie = -1;
-  float max_gap = 0, spread = 0;
-  std::vector<int> ours;  // our argmax at each teacher-forced step
-  for (size_t k = 0; k < want.size(); ++k) {
-    auto logits = Forward(*lm.model, step, pos, cache, false);
-    pos += int(step.size());
-    const int top = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const float gap = logits[top] - logits[want[k]];
-    max_gap = std::max(max_gap, gap);
-    spread = std::max(spread, logits[top] - *std::min_element(logits.begin(), logits.end()));
-    EXPECT_LE(gap, kTieGap) << GetParam() << " step " << k << ": ours " << top << ", llama.cpp " << want[k];
-    if (top != want[k] && first_tie < 0) first_tie = int(k);
-    ours.push_back(top);
-    step = {want[k]};
-  }
-  // Free-running greedy ids equal llama.cpp's until the first near-tie (all 16 if none).
-  KVCache free_cache(lm.model->config);
-  std::vector<int> got;
-  step = prompt;
-  pos = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    auto logits = Forward(*lm.model, step, pos, free_cache, false);
-    pos += int(step.size());
-    got.push_back(int(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-    step = {got.back()};
-  }
-  const size_t exact = first_tie < 0 ? want.size() : size_t(first_tie);
-  EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + exact), std::vector<int>(want.begin(), want.begin() + exact));
-  std::printf("%s: %zu of %zu greedy ids as llama.cpp before a near-tie (largest gap %.4f, logit spread %.2f); "
-              "free-running ids equal: %s\n",
-              GetParam().c_str(), exact, want.size(), max_gap, spread, got == want ? "all" : "no");
+  testing_fixture::ExpectGreedyIdsMatch(gguf_, ref_, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, KQuantFixture, ::testing::Values("F32", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"),

@@ -98,9 +98,12 @@ TEST(MeanAcceptedLength, AutoregressiveIsExactlyOne) {
 // Tiny: rows of 64 (dim) and 96 (hidden_dim) values.
 TEST(EffectiveTypes, NoCoverageIsRefusedPartialIsCountedAndLabelled) {
   const Model m = MakeSyntheticModel(TinyTestConfig(), 1);
-  ExpectError([&] { QuantizeModel(m, QType::Q4_K); },
-              {"q4_k covers no matrix", "rows of 64, 96 values", "256-value blocks"});
-  ExpectError([&] { MeasureModelQuantError(m, QType::Q4_K); }, {"q4_k covers no matrix"});
+  ExpectError([&] { QuantizeModel(m, QType::Q4_G128); },
+              {"q4_g128 covers no matrix", "rows of 64, 96 values", "128-value blocks"});
+  ExpectError([&] { MeasureModelQuantError(m, QType::Q4_G128); }, {"q4_g128 covers no matrix"});
+  // Q4_K's 256-value blocks fit no row, but llama.cpp's fallback Q5_0 (32) fits all: it
+  // quantizes, and the label says what ran.
+  EXPECT_EQ(StoredTypesLabel("q4_k", MatrixTypeCounts(QuantizeModel(m, QType::Q4_K))), "q4_k (15 of 15 q5_0)");
   ExpectError([&] { QuantizeModel(m, QType::Q2_K); }, {"q2_k is load-only"});
   ExpectError([&] { ParseQuantizeTarget("q3_k", "--quant"); }, {"--quant: q3_k is load-only"});
   // Q4_G64 fits rows of 64, not w2's 96: 13 matrices q4_g64, the two w2 f16.

@@ -122,7 +122,7 @@ TEST(Formats, GeometryMatchesGgml) {
   EXPECT_EQ(MakeQMatrix(QType::Q4_G128, 1, 172).cols_padded, 256);
   EXPECT_EQ(ParseQType("Q4_0"), QType::Q4_0);
   EXPECT_EQ(ParseQType("q5_k"), QType::Q5_K);  // K-quants: tests/test_kquants.cpp
-  EXPECT_THROW(ParseQType("q5_1", "--quant"), Error);
+  EXPECT_THROW(ParseQType("q3_1", "--quant"), Error);
 }
 
 // Hand-checked block: element j = j - 16 (max |x| = -16 at j = 0).

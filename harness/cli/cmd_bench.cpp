@@ -424,7 +424,7 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
   cmd->add_option("--n", args->ns, "Batch sizes (comma separated)")->delimiter(',');
   cmd->add_option("--quant", args->quants,
                   "Formats to compare, comma separated, timed interleaved in one run: none (as loaded), f32, f16, "
-                  "bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k")
+                  "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k, q6_k")
       ->delimiter(',');
   cmd->add_option("--reps", args->reps, "Timed calls per n (median, min, max)");
   cmd->add_option("--ctx", args->ctx, "Context position of the timed tokens (after a prefill)");

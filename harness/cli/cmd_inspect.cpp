@@ -51,6 +51,7 @@ void RunInspect(const InspectArgs& a) {
     fmt::print("  {:<48} {:<6} [{}] {} bytes\n", t.name, t.dtype, fmt::join(t.shape, ", "), t.bytes);
   fmt::print("\nin-memory weights:\n");
   for (auto& line : DescribeWeights(m)) fmt::print("  {}\n", line);
+  fmt::print("effective types  {}\n", DescribeTypeCounts(m));
   for (auto& t : a.quant_error) PrintQuantError(m, ParseQuantizeTarget(t, "--quant-error"));
 }
 
@@ -59,7 +60,7 @@ CommandRegistrar reg(20, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
   cmd->add_option("model,--model", args->model, "Model name (folder in the models dir) or path")->required();
   cmd->add_option("--quant", args->quant,
-                  "Quantize in memory first (none, f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k)");
+                  "Quantize in memory first (none or a type as in quantize --quant; q2_k/q3_k load only)");
   cmd->add_option("--quant-error", args->quant_error,
                   "Per-tensor error (max/mean abs, RMSE, SNR) of quantizing to these types")
       ->delimiter(',');

@@ -32,10 +32,10 @@ void RunQuantize(const QuantizeArgs& a) {
   for (const auto& t : written) {
     std::string note = t.note;
     // QuantizeModel's matrices (not the gathered embedding) follow StoredQType.
-    if (note.empty() && t.ne.size() == 2 && t.name != "token_embd.weight" &&
-        StoredQType(type, static_cast<int>(t.ne[0])) != type)
-      note = fmt::format("{} with {} columns (not a multiple of {}): F16, as in memory", QTypeName(type), t.ne[0],
-                         BlockSize(type));
+    if (note.empty() && t.ne.size() == 2 && t.name != "token_embd.weight")
+      if (const QType stored = StoredQType(type, static_cast<int>(t.ne[0])); stored != type)
+        note = fmt::format("{} with {} columns (not a multiple of {}): {}, as in memory (llama.cpp's fallback)",
+                           QTypeName(type), t.ne[0], BlockSize(type), QTypeName(stored));
     std::printf("%-28s %-6s %-16s %12llu%s%s\n", t.name.c_str(), t.type.c_str(),
                 fmt::format("{}", fmt::join(t.ne, "x")).c_str(), static_cast<unsigned long long>(t.bytes),
                 note.empty() ? "" : "  ", note.c_str());
@@ -54,7 +54,8 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
   cmd->add_option("model,--model", args->in, "Input model (path or name in the models directory)")->required();
   cmd->add_option("out,-o,--out", args->out, "Output .gguf file")->required();
   cmd->add_option("--quant,--type", args->quant,
-                  "f32, f16, bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k or q6_k (embedding and norms stay as "
+                  "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k or q6_k "
+                  "(embedding and norms stay as "
                   "loaded; --type: old name)");
   cmd->callback([args] { RunQuantize(*args); });
 });

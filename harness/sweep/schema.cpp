@@ -32,7 +32,7 @@ std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::st
     t = ParseQType(s);
   } catch (const Error& e) {
     c.Bad(path, fmt::format("unknown quantization type '{}' (expected none, f32, f16, bf16, q8_0, q4_0, "
-                            "q4_g64, q4_g128, q4_k, q5_k, q6_k)", s));
+                            "q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k, q6_k)", s));
   }
   if (!CanQuantizeTo(t)) c.Bad(path, LoadOnlyReason(t));
   return t;
