@@ -6,7 +6,10 @@
 //           ONE target Forward over [last, d1..dk] -> k+1 logit rows
 //           verify -> emit d1..d_a + next; target cache keeps n_seq + a positions;
 //           drafter.Rollback(n_seq + a)
+// Under a replayed acceptance source (acceptance_source.h) only "verify" differs: a is
+// drawn from the source (and, replaying a trace, K is the recorded one).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "decoders/common.h"
@@ -24,7 +27,9 @@ class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
                      AcceptRule rule)
-      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {}
+      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {
+    if (o.acceptance_source.replayed()) replay_.emplace(o.acceptance_source, o.sampling.seed);
+  }
   const DecoderOptions& options() const override { return opt_; }
   GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
   CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
@@ -40,6 +45,7 @@ class SpeculativeDecoder : public Decoder {
   std::unique_ptr<Drafter> drafter_;
   DecoderOptions opt_;
   AcceptRule rule_;
+  std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
 };
 
 GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
@@ -55,7 +61,11 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   GenerationStats& st = res.stats;
   st.prompt_tokens = static_cast<int>(prompt.size());
   Rng rng(opt_.sampling.seed);
-  auto policy = MakeDraftPolicy(opt_);
+  // Replaying a trace, K is the recorded one and every draft token is proposed (what a
+  // constant policy's OnDraft does); the recorded run's policy already decided.
+  if (replay_) replay_->BeginGeneration();
+  const bool replay_k = replay_ && replay_->NextK() >= 0;
+  auto policy = replay_k ? MakeConstantPolicy(opt_.k) : MakeDraftPolicy(opt_);
   KVCache tcache(c, 0, context, opt_.kv_type);
   // The positions this run can reach (a verify block may run K + 1 past the last token).
   const int64_t reach = int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1;
@@ -77,7 +87,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   while (!done && st.generated_tokens < opt_.max_new_tokens && static_cast<int>(seq.size()) < context) {
     const int n_seq = static_cast<int>(seq.size());
     // A step writes positions n_seq-1 .. n_seq-1+K and emits up to K+1 tokens.
-    const int k = std::max(0, std::min({policy->NextK(), context - n_seq - 1,
+    const int k = std::max(0, std::min({replay_k ? replay_->NextK() : policy->NextK(), context - n_seq - 1,
                                         opt_.max_new_tokens - st.generated_tokens - 1}));
 
     // --- draft ---
@@ -94,7 +104,8 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     verify_in.insert(verify_in.end(), draft.tokens.begin(), draft.tokens.end());
     std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true);  // [kd+1][vocab]
     ++st.target_calls;
-    const Verdict v = greedy ? VerifyGreedy(draft.tokens, tl, vocab)
+    const Verdict v = replay_ ? VerifyReplayed(replay_->Accepted(kd), tl, vocab, opt_.sampling, rng)
+                      : greedy ? VerifyGreedy(draft.tokens, tl, vocab)
                       : draft.probs.empty()
                           ? VerifySamplingOneHot(draft.tokens, tl, vocab, opt_.sampling, rng, rule_)
                           : VerifySampling(draft.tokens, draft.probs, tl, vocab, opt_.sampling, rng, rule_);
@@ -103,6 +114,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     // --- bookkeeping ---
     policy->Update(kd, v.n_accepted);
     st.k_per_step.push_back(kd);
+    st.accepted_per_step.push_back(v.n_accepted);
     st.drafted += kd;
     st.accepted += v.n_accepted;
     if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
@@ -151,6 +163,16 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
     Fail("decoder: draft_p_min: must be in (0, 1), got {}", o.draft_p_min);
   if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
   ValidateSampling(o.sampling, "decoder");
+  // A replayed trace drafts its recorded K's: k bounds them (caches, cost model).
+  const AcceptanceSource& a = o.acceptance_source;
+  if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
+    int k_max = 0;
+    for (auto& t : *a.traces)
+      for (auto& s : t) k_max = std::max(k_max, s.k);
+    if (k_max > o.k)
+      Fail("decoder: k: the trace {} drafts up to {} tokens a step; k must be at least that, got {}", a.trace, k_max,
+           o.k);
+  }
 }
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,

@@ -71,4 +71,16 @@ Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const float> 
   return {k, SampleFromProbs(p, rng)};
 }
 
+Verdict VerifyReplayed(int n_accepted, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
+                       Rng& rng) {
+  if (n_accepted < 0 || target_logits.size() < (static_cast<size_t>(n_accepted) + 1) * vocab)
+    Fail("verify: replayed: {} accepted tokens, but target_logits has {} values of [K+1][{}]", n_accepted,
+         target_logits.size(), vocab);
+  std::span<const float> row = target_logits.subspan(static_cast<size_t>(n_accepted) * vocab, vocab);
+  if (sp.greedy()) return {n_accepted, Argmax(row)};
+  std::vector<float> p;  // [vocab]
+  ComputeProbs(row, sp, p);
+  return {n_accepted, SampleFromProbs(p, rng)};
+}
+
 }  // namespace specsweep

@@ -51,6 +51,7 @@ GenerationStats Pool(const std::vector<const GenerationStats*>& runs) {
     for (size_t i = 0; i < s->drafted_at_pos.size(); ++i) p.drafted_at_pos[i] += s->drafted_at_pos[i];
     for (size_t i = 0; i < s->accepted_at_pos.size(); ++i) p.accepted_at_pos[i] += s->accepted_at_pos[i];
     p.k_per_step.insert(p.k_per_step.end(), s->k_per_step.begin(), s->k_per_step.end());
+    p.accepted_per_step.insert(p.accepted_per_step.end(), s->accepted_per_step.begin(), s->accepted_per_step.end());
     p.prefill_s += s->prefill_s;
     p.draft_s += s->draft_s;
     p.verify_s += s->verify_s;

@@ -11,6 +11,7 @@
 
 #include "base/build_info.h"
 #include "base/error.h"
+#include "harness/store/acceptance_trace.h"
 #include "models/limits.h"
 
 namespace fs = std::filesystem;
@@ -35,6 +36,7 @@ std::string Point::Key() const {
   if (speculative()) {
     k += fmt::format(";k={};kp={};draft={}", this->k, KPolicyName(k_policy), draft.Label());
     if (k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", draft_p_min);
+    if (acceptance_source.replayed()) k += ";acc=" + acceptance_source.Label();  // measured: keys as before
   }
   return k;
 }
@@ -47,6 +49,7 @@ std::string Point::Name() const {
     n += fmt::format("/{}/k={}", draft.Label(), k);
     if (k_policy != KPolicy::Constant) n += fmt::format("/{}", KPolicyName(k_policy));
     if (k_policy == KPolicy::Threshold) n += fmt::format("/pmin={}", draft_p_min);
+    if (acceptance_source.replayed()) n += "/acc=" + acceptance_source.Label();
   }
   if (input_length) n += fmt::format("/in={}", input_length);
   n += fmt::format("/new={}", max_new_tokens);
@@ -66,6 +69,7 @@ Point Point::Baseline() const {
   b.k_policy = KPolicy::Constant;
   b.draft_p_min = 0.8f;
   b.draft = DraftSpec{};
+  b.acceptance_source = AcceptanceSource{};
   return b;
 }
 
@@ -76,6 +80,7 @@ DecoderOptions Point::Options() const {
   o.k_policy = k_policy;
   o.draft_p_min = draft_p_min;
   o.draft = draft;
+  o.acceptance_source = acceptance_source;
   o.max_new_tokens = max_new_tokens;
   // Fixed token counts make runs comparable: an early EOS would shorten some points.
   o.stop_at_eos = false;
@@ -98,6 +103,7 @@ json Point::ParamsJson() const {
               {"draft", spec ? draft.Label() : "-"},
               {"draft_base", spec ? draft.BaseLabel() : "-"},
               {"draft_quant", spec ? QuantName(draft.quant) : "-"},
+              {"acceptance_source", spec ? acceptance_source.Label() : "-"},
               {"input_length", input_length},
               {"max_new_tokens", max_new_tokens},
               {"temperature", Dec(sampling.temperature)},
@@ -136,6 +142,9 @@ Point PointFromParams(const json& p, std::string_view what) {
       pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
       if (pt.k_policy == KPolicy::Threshold) pt.draft_p_min = get("draft_p_min").get<float>();
       pt.draft = ParseDraftSpec(get("draft").get<std::string>(), "draft");
+      // Absent before acceptance replay: measured. A trace is named, not loaded.
+      if (p.contains("acceptance_source"))
+        pt.acceptance_source = ParseAcceptanceSource(p.at("acceptance_source").get<std::string>(), "acceptance_source");
     }
     return pt;
   } catch (const json::exception& e) {
@@ -291,13 +300,14 @@ struct Axes {
   std::vector<int> threads{0};
   std::vector<KvType> kv_type{KvType::F32};
   std::vector<int> max_ngram, min_ngram;  // lookup drafts; empty: axis not given (draft decides)
+  std::vector<AcceptanceSource> acceptance_source{AcceptanceSource{}};
 };
 
 const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
-                                         "min_ngram"};
+                                         "min_ngram", "acceptance_source"};
 const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type", "max_ngram", "min_ngram"};
+                                         "threads", "kv_type", "max_ngram", "min_ngram", "acceptance_source"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path) {
   std::string s = c.Str(v, path);
@@ -396,6 +406,15 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
           c.Bad(xp, fmt::format("unknown draft model '{}' (not a path nor a folder of the models "
                                 "directory '{}')", d.model, ResolveModelsDir(models_dir)));
         a.draft.push_back(d);
+      }
+    } else if (key == "acceptance_source") {
+      a.acceptance_source.clear();
+      for (auto& [x, xp] : axis) {
+        AcceptanceSource src = ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp);
+        if (src.kind == AcceptanceSource::Kind::Trace)
+          src.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
+              LoadAcceptanceTraces(src.trace, c.file, c.file + ": " + xp));
+        a.acceptance_source.push_back(std::move(src));
       }
     } else if (key == "input_length") {
       a.input_length.clear();
@@ -531,6 +550,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
     std::vector<int> ks = is_spec ? a.k : std::vector<int>{0};
     std::vector<KPolicy> kps = is_spec ? a.k_policy : std::vector<KPolicy>{KPolicy::Constant};
     std::vector<DraftSpec> drafts = is_spec ? a.draft : std::vector<DraftSpec>{DraftSpec{}};
+    std::vector<AcceptanceSource> sources = is_spec ? a.acceptance_source : std::vector<AcceptanceSource>{{}};
     std::vector<std::optional<QType>> dqs = a.draft_quant;
     if (!is_spec || dqs.empty()) dqs = {std::nullopt};
     // Where the drafts of this entry were given, for errors.
@@ -595,7 +615,8 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                         for (int k : ks)
                           for (KPolicy kp : kps)
                             for (float pmin : a.draft_p_min)
-                              for (auto& dr : concrete) {
+                              for (auto& dr : concrete)
+                                for (auto& src : sources) {
                                   // A model drafting for itself measures nothing; skipping
                                   // it lets one draft list serve every target (e.g. two
                                   // models drafting for each other).
@@ -620,6 +641,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                                     pt.k_policy = kp;
                                     if (kp == KPolicy::Threshold) pt.draft_p_min = pmin;
                                     pt.draft = dr;
+                                    pt.acceptance_source = src;
                                   }
                                   (is_spec ? spec : ar).push_back(pt);
                                 }

@@ -28,6 +28,7 @@ struct Point {
   KPolicy k_policy = KPolicy::Constant;
   float draft_p_min = 0.8f;           // only meaningful for the threshold policy
   DraftSpec draft;                    // decoders/draft_spec.h
+  AcceptanceSource acceptance_source; // decoders/acceptance_source.h (trace: loaded)
   int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
   int max_new_tokens = 64;
   SamplingParams sampling;
