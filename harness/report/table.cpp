@@ -309,8 +309,8 @@ Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
     if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
   static const std::vector<std::string> numbers = {
       "k", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_n", "speedup_bound", "predicted_speedup",
-      "predicted_speedup_leviathan", "mean_accepted_length", "acceptance_rate", "cost_ratio", "baseline_tokens_per_s",
-      "tokens_per_s"};
+      "predicted_speedup_leviathan", "predicted_over_measured", "mean_accepted_length", "acceptance_rate",
+      "cost_ratio", "baseline_tokens_per_s", "tokens_per_s"};
   Table t;
   t.label_cols = labels.size();
   t.header = labels;
