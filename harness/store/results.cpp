@@ -351,7 +351,8 @@ std::string AcceptanceCaptionOf(const json& rec) {
 }
 
 std::string AcceptanceCaption(const std::string& label) {
-  if (label.empty() || label == "-") return "measured";
+  if (label == "-") return "-";  // an autoregressive point accepts nothing
+  if (label.empty()) return "measured";  // written before acceptance replay
   try {
     return ParseAcceptanceSource(label, "acceptance_source").Caption();
   } catch (const Error&) {

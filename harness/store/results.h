@@ -101,7 +101,8 @@ std::string KLabelOf(const nlohmann::json& rec);
 // "measured", "replayed α=0.8", ...; "" for an autoregressive record (and "measured"
 // for records from before acceptance replay).
 std::string AcceptanceCaptionOf(const nlohmann::json& rec);
-// The same from an acceptance_source field value ("alpha=0.8" -> "replayed α=0.8").
+// The same from an acceptance_source field value ("alpha=0.8" -> "replayed α=0.8"; "-",
+// an autoregressive point's, stays "-").
 std::string AcceptanceCaption(const std::string& label);
 bool IsReplayed(const nlohmann::json& rec);
 
