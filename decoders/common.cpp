@@ -84,6 +84,7 @@ void AddStats(GenerationStats& into, const GenerationStats& s) {
     for (size_t i = 0; i < from->size(); ++i) (*to)[i] += (*from)[i];
   }
   into.k_per_step.insert(into.k_per_step.end(), s.k_per_step.begin(), s.k_per_step.end());
+  into.accepted_per_step.insert(into.accepted_per_step.end(), s.accepted_per_step.begin(), s.accepted_per_step.end());
   into.prefill_s += s.prefill_s;
   into.draft_s += s.draft_s;
   into.verify_s += s.verify_s;

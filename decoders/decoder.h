@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "decoders/acceptance_source.h"
 #include "decoders/draft_spec.h"
 #include "models/kv_type.h"
 #include "models/loader.h"
@@ -40,6 +41,9 @@ struct DecoderOptions {
   // What drafts (speculative only). Prompt lookup copies what followed the most recent
   // earlier occurrence of the last n tokens, n = max_ngram down to min_ngram (0: 3, 1).
   DraftSpec draft;
+  // How many draft tokens a step accepts: measured (the real rule) or replayed
+  // (acceptance_source.h; speculative only).
+  AcceptanceSource acceptance_source;
   int max_new_tokens = 64;
   bool stop_at_eos = true;
   KvType kv_type = KvType::F32;         // attention cache of the target and the draft
@@ -59,6 +63,8 @@ struct GenerationStats {
   std::vector<int64_t> drafted_at_pos;   // [K_max] drafted tokens at draft position i+1
   std::vector<int64_t> accepted_at_pos;  // [K_max] accepted tokens at draft position i+1
   std::vector<int> k_per_step;           // K actually drafted in each step
+  std::vector<int> accepted_per_step;    // of them accepted, each step (with k_per_step: the
+                                         // acceptance trace a replay reads back)
   double prefill_s = 0, draft_s = 0, verify_s = 0, other_s = 0, total_s = 0;
   // Part of draft_s (cross-tokenizer drafts only): converting text between the two
   // vocabularies (decode + re-encode windows, both directions). Per step: / target_calls.

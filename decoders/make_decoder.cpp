@@ -66,6 +66,9 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (!target.model) Fail("decoder: target: no model loaded");
   switch (o.kind) {
     case DecoderKind::Autoregressive:
+      if (o.acceptance_source.replayed())
+        Fail("decoder: acceptance_source: {}: only a speculative decoder accepts draft tokens",
+             o.acceptance_source.Label());
       return MakeAutoregressiveDecoder(target, o);
     case DecoderKind::Speculative: {
       // One loop; the draft spec picks the drafter.

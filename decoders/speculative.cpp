@@ -7,7 +7,10 @@
 //             (a token tree: one Forward with the tree mask, SpecInfer)
 //           verify -> emit the accepted path d.. + next; the target cache keeps
 //             n_seq + a positions (a tree: the path moved to them); drafter.Rollback(n_seq + a)
+// Under a replayed acceptance source (acceptance_source.h) only "verify" differs: a is
+// drawn from the source (and, replaying a trace, K is the recorded one); chains only.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "decoders/common.h"
@@ -25,7 +28,9 @@ class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
                      AcceptRule rule)
-      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {}
+      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {
+    if (o.acceptance_source.replayed()) replay_.emplace(o.acceptance_source, o.sampling.seed);
+  }
   const DecoderOptions& options() const override { return opt_; }
   GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
   CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
@@ -42,6 +47,7 @@ class SpeculativeDecoder : public Decoder {
   std::unique_ptr<Drafter> drafter_;
   DecoderOptions opt_;
   AcceptRule rule_;
+  std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
 };
 
 GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
@@ -57,7 +63,11 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   GenerationStats& st = res.stats;
   st.prompt_tokens = static_cast<int>(prompt.size());
   Rng rng(opt_.sampling.seed);
-  auto policy = MakeDraftPolicy(opt_);
+  // Replaying a trace, K is the recorded one and every draft token is proposed (what a
+  // constant policy's OnDraft does); the recorded run's policy already decided.
+  if (replay_) replay_->BeginGeneration();
+  const bool replay_k = replay_ && replay_->NextK() >= 0;
+  auto policy = replay_k ? MakeConstantPolicy(opt_.k) : MakeDraftPolicy(opt_);
   KVCache tcache(c, 0, context, opt_.kv_type);
   // The positions this run can reach (a verify block may run K + 1 past the last token).
   const int64_t reach = int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1;
@@ -80,7 +90,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   while (!done && st.generated_tokens < opt_.max_new_tokens && static_cast<int>(seq.size()) < context) {
     const int n_seq = static_cast<int>(seq.size());
     // A step writes positions n_seq-1 .. n_seq-1+K and emits up to K+1 tokens.
-    const int k = std::max(0, std::min({policy->NextK(), context - n_seq - 1,
+    const int k = std::max(0, std::min({replay_k ? replay_->NextK() : policy->NextK(), context - n_seq - 1,
                                         opt_.max_new_tokens - st.generated_tokens - 1}));
 
     // --- draft ---
@@ -105,13 +115,16 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
     ++st.target_calls;
     const DraftView dv{draft.tokens, draft.parents, draft.probs};
-    const Verdict v = greedy ? VerifyGreedy(dv, tl, vocab) : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
+    const Verdict v = replay_  ? VerifyReplayed(replay_->Accepted(kd), tl, vocab, opt_.sampling, rng)
+                      : greedy ? VerifyGreedy(dv, tl, vocab)
+                               : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
     drafter_->Observe(verify_in, tl, vocab);
     st.verify_s += Seconds(t0, Clock::now());
 
     // --- bookkeeping ---
     policy->Update(kd, v.n_accepted);
     st.k_per_step.push_back(kd);
+    st.accepted_per_step.push_back(v.n_accepted);
     st.drafted += kd;
     st.accepted += v.n_accepted;
     if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
@@ -175,6 +188,19 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
     Fail("decoder: k_policy: a token tree's shape is set by its draft ({}); use constant (K caps its nodes)",
          o.draft.Label());
   ValidateSampling(o.sampling, "decoder");
+  if (o.draft.IsTree() && o.acceptance_source.kind != AcceptanceSource::Kind::Measured)
+    Fail("decoder: acceptance_source: {} replays how many tokens a chain accepts; a token tree ({}) needs measured "
+         "acceptance", o.acceptance_source.Label(), o.draft.Label());
+  // A replayed trace drafts its recorded K's: k bounds them (caches, cost model).
+  const AcceptanceSource& a = o.acceptance_source;
+  if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
+    int k_max = 0;
+    for (auto& t : *a.traces)
+      for (auto& s : t) k_max = std::max(k_max, s.k);
+    if (k_max > o.k)
+      Fail("decoder: k: the trace {} drafts up to {} tokens a step; k must be at least that, got {}", a.trace, k_max,
+           o.k);
+  }
 }
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,

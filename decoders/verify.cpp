@@ -104,4 +104,22 @@ Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits,
   }
 }
 
+Verdict VerifyReplayed(int n_accepted, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
+                       Rng& rng) {
+  if (n_accepted < 0 || target_logits.size() < (static_cast<size_t>(n_accepted) + 1) * vocab)
+    Fail("verify: replayed: {} accepted tokens, but target_logits has {} values of [K+1][{}]", n_accepted,
+         target_logits.size(), vocab);
+  std::span<const float> row = target_logits.subspan(static_cast<size_t>(n_accepted) * vocab, vocab);
+  Verdict v{n_accepted, -1, {}};
+  for (int i = 0; i < n_accepted; ++i) v.path.push_back(i);  // a chain's prefix
+  if (sp.greedy()) {
+    v.next = Argmax(row);
+    return v;
+  }
+  std::vector<float> p;  // [vocab]
+  ComputeProbs(row, sp, p);
+  v.next = SampleFromProbs(p, rng);
+  return v;
+}
+
 }  // namespace specsweep

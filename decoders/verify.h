@@ -72,4 +72,12 @@ inline Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const 
   return VerifySampling(DraftView{draft, {}, {}}, target_logits, vocab, sp, rng, rule);
 }
 
+// Acceptance replay (acceptance_source.h): the step accepts the first `n_accepted` draft
+// tokens whatever they are, and the target's token at the next position follows, drawn
+// from row n_accepted as the target would draw it (argmax when greedy). So the caches
+// hold what a real step with that many acceptances would leave.
+// target_logits: [K+1][vocab], n_accepted in [0, K].
+Verdict VerifyReplayed(int n_accepted, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
+                       Rng& rng);
+
 }  // namespace specsweep

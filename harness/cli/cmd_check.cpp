@@ -26,8 +26,10 @@ void CheckCommand(const CheckArgs& a) {
   CheckReport rep = CheckRegressions(cur.records, base.records, a.tolerance, a.baseline);
   if (rep.ok()) {
     std::printf("check: %d of %d speculative points of %s compared: none regressed (greedy at tolerance 0, "
-                "sampled at %g)\n",
-                rep.compared, rep.baseline_points, a.baseline.c_str(), a.tolerance);
+                "sampled at %g)%s\n",
+                rep.compared, rep.baseline_points, a.baseline.c_str(), a.tolerance,
+                rep.replayed ? fmt::format("; {} points with replayed acceptance not gated", rep.replayed).c_str()
+                             : "");
     return;
   }
   std::fputs(RenderTable(rep.AsTable(), TableFormat::Markdown).c_str(), stdout);

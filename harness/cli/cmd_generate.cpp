@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoders/decoder.h"
+#include "harness/store/acceptance_trace.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
@@ -37,6 +38,7 @@ struct GenerateArgs {
   int top_k = 0;
   uint64_t seed = 0;
   std::string decoder = "ar", draft, draft_model, draft_quant, k_policy = "constant", kv_type = "f32";
+  std::string acceptance_source = "measured";
   int draft_layers = 0, k = 4, max_ngram = 0, min_ngram = 0;
   float draft_p_min = 0.8f;
   bool json = false, no_eos = false, draft_lookup = false;
@@ -219,6 +221,12 @@ void RunGenerate(const GenerateArgs& a) {
   o.k_policy = ParseKPolicy(a.k_policy);
   o.draft_p_min = a.draft_p_min;
   if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
+  o.acceptance_source = ParseAcceptanceSource(a.acceptance_source, "--acceptance-source");
+  if (o.acceptance_source.kind == AcceptanceSource::Kind::Trace)
+    o.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
+        LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
+  // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
+  const bool replayed = o.acceptance_source.replayed();
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
   o.sampling.temperature = a.temp;
@@ -259,7 +267,7 @@ void RunGenerate(const GenerateArgs& a) {
                         {"prompt", a.prompt},
                         {"template", ChatTemplateLabel(tpl)},
                         {"prompt_ids", prompt},
-                        {"text", r.text},
+                        {"text", replayed ? nlohmann::json(nullptr) : nlohmann::json(r.text)},
                         {"tokens", r.tokens},
                         {"generated_tokens", r.stats.generated_tokens},
                         {"stop_reason", StopReason(r.stats, a.n)},
@@ -278,8 +286,17 @@ void RunGenerate(const GenerateArgs& a) {
                           {"draft_quant", draft_label},
                           {"draft_types", draft_types},
                           {"max_ngram", o.draft.max_ngram},
-                          {"min_ngram", o.draft.min_ngram}};
+                          {"min_ngram", o.draft.min_ngram},
+                          {"acceptance_source", o.acceptance_source.Label()}};
     fmt::print("{}\n", DumpJson(j, 2));
+    notice_context(r);
+    return;
+  }
+  if (replayed) {
+    GenerationResult r = dec->Generate(prompt);
+    fmt::print("text not shown: acceptance {} (draft tokens kept by the source, not by the target's choice); "
+               "the timings and counts below are real for that acceptance", o.acceptance_source.Caption());
+    PrintSummary(r.stats, spec, ready_s);
     notice_context(r);
     return;
   }
@@ -332,6 +349,10 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
   a->spec_only.push_back(a->draft_p_min_opt = cmd->add_option(
                              "--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability"));
+  a->spec_only.push_back(cmd->add_option(
+      "--acceptance-source", a->acceptance_source,
+      "measured (default) | alpha=A | positions=[p1,p2,...] | trace=RESULTS[:POINT]: accepted draft tokens per "
+      "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"));
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
   cmd->callback([a] { RunGenerate(*a); });

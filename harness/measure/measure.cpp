@@ -1,5 +1,7 @@
 #include "harness/measure/measure.h"
 
+#include "harness/store/acceptance_trace.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -8,6 +10,7 @@
 #include "harness/measure/context.h"
 #include "harness/measure/conversation.h"
 #include "harness/sweep/prompts.h"
+#include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
 #include "base/error.h"
 #include "models/forward.h"
@@ -35,6 +38,19 @@ const LoadedModel& ModelCache::Base(const std::string& name) {
   LoadedModel m = LoadModel(name, e_.models_dir);
   m.name = name;
   return base_[name] = m;
+}
+
+DecoderOptions ModelCache::Options(const Point& p) {
+  DecoderOptions o = p.Options();
+  AcceptanceSource& a = o.acceptance_source;
+  if (a.kind == AcceptanceSource::Kind::Trace) {
+    auto& t = traces_[a.trace];
+    if (!t)
+      t = std::make_shared<const std::vector<AcceptanceTrace>>(
+          LoadAcceptanceTraces(a.trace, e_.file, fmt::format("{}: {}: acceptance_source", e_.file, p.Name())));
+    a.traces = t;
+  }
+  return o;
 }
 
 const std::map<std::string, std::string>& ModelCache::FileHashes(const std::string& name) {
@@ -214,7 +230,7 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
                "exceed the context of {} tokens", e.file, p->Name(), q.id, q.turns.size(), all.size(),
                p->max_new_tokens, p->k, ctx);
       }
-    DecoderOptions opt = p->Options();
+    DecoderOptions opt = cache.Options(*p);
     opt.max_new_tokens = 1;
     opt.sampling = {};
     try {
@@ -266,7 +282,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   const auto& prompts = cache.Prompts(base.model, base.input_length);
   const int n = int(g.points.size());
   std::vector<std::unique_ptr<Decoder>> decoders;
-  for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), p->Options(), e.models_dir));
+  for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), cache.Options(*p), e.models_dir));
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)

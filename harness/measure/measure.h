@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,6 +33,9 @@ class ModelCache {
   // turns, selection, question ids; {} for a plain prompt file without a template).
   std::vector<std::string> PromptCategories(int input_length);
   nlohmann::json PromptSetJson(int input_length);
+  // The decoder options of `p`, a replayed trace read from its results file (relative
+  // to the experiment file; read once per reference).
+  DecoderOptions Options(const Point& p);
   // sha256 of each file the model was read from (hashed once).
   const std::map<std::string, std::string>& FileHashes(const std::string& name);
   // The point's identity of its models: (role, file name, sha256) of target and draft.
@@ -42,6 +46,7 @@ class ModelCache {
   std::map<std::string, LoadedModel> base_, targets_;
   std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> prompts_;
   std::map<std::string, std::map<std::string, std::string>> hashes_;
+  std::map<std::string, std::shared_ptr<const std::vector<AcceptanceTrace>>> traces_;
   std::vector<std::string> passages_;
   std::optional<std::vector<Question>> questions_;
   std::map<std::string, std::unique_ptr<ChatEncoder>> chat_;

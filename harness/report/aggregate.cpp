@@ -326,6 +326,8 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   out["speedup_median"] = NumOrNull(Median(ratios));
   out["speedup_std"] = NumOrNull(StdDev(ratios));
   out["per_prompt_speedup"] = PerPromptMeans(rounds, r.prompt_tokens.size());
+  // Agreement of the verify-cost model with the measurement (1 = exact).
+  out["predicted_over_measured"] = NumOrNull(FieldNumber(out, "predicted_speedup") / ci.mean);
   // Latency: the baseline's next-token latency over the point's, same rounds.
   PutInterval(out, "latency_speedup", BootstrapMean(Values(RoundRatios(*baseline, r, Latency)), SeedOf(r.key) + 1));
 

@@ -23,7 +23,9 @@ struct CheckRow {
 
 struct CheckReport {
   int compared = 0;                  // speculative baseline points found in the results
-  int baseline_points = 0;           // speculative points in the baseline
+  int baseline_points = 0;           // speculative points in the baseline (measured acceptance)
+  int replayed = 0;                  // replayed points of the baseline: their acceptance was declared, not
+                                     // measured, so they are not gated
   std::vector<CheckRow> failures;    // drops beyond tolerance and missing points
   bool ok() const { return failures.empty(); }
   Table AsTable() const;
@@ -32,7 +34,9 @@ struct CheckReport {
 // Every speculative point of `baseline` must be in `current` (same key), with
 // acceptance_rate and mean_accepted_length not below baseline * (1 - tol), tol = 0 for
 // greedy points and `sampled_tolerance` otherwise. Error (not a report) when the gate
-// could not fail: see above; `what` names the baseline file in messages.
+// could not fail: see above; `what` names the baseline file in messages. Points with a
+// replayed acceptance source (in either file) are never compared: their acceptance was
+// declared, not measured.
 CheckReport CheckRegressions(const std::vector<nlohmann::json>& current,
                              const std::vector<nlohmann::json>& baseline, double sampled_tolerance,
                              const std::string& what = "baseline");

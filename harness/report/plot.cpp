@@ -59,8 +59,12 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
     // x is K: say what K is under the policy (KLabel).
     if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
     if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;
+    if (f == "acceptance_source") v = AcceptanceCaptionOf(r), bare = true;
     t += (t.empty() ? "" : " ") + (bare || f == "draft_quant" ? v : f + "=" + v);
   }
+  // A replayed point says so in its legend even when every point is replayed alike.
+  if (IsReplayed(r) && std::find(fields.begin(), fields.end(), "acceptance_source") == fields.end())
+    t += (t.empty() ? "" : " ") + AcceptanceCaptionOf(r);
   return t.empty() ? "all" : t;
 }
 
@@ -171,7 +175,7 @@ std::vector<Series> AcceptancePerPosition(const std::vector<json>& recs) {
 std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
   std::vector<const json*> spec = Spec(recs);
   auto fields = VaryingFields(spec, {});
-  std::set<std::string> keep = {"model", "decoder", "draft_base", "draft_quant"};
+  std::set<std::string> keep = {"model", "decoder", "draft_base", "draft_quant", "acceptance_source"};
   std::set<std::string> exclude;
   for (auto& f : fields)
     if (!keep.count(f)) exclude.insert(f);

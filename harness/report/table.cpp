@@ -159,6 +159,17 @@ std::string SpeedupCell(const json& r, CellFlags& flags) {
   return c;
 }
 
+// Replayed points say so in their row even when every point is replayed alike.
+void ShowAcceptanceSource(const std::vector<json>& recs, std::vector<std::string>& rows) {
+  const bool any = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
+  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end()) rows.push_back("acceptance_source");
+}
+
+const char* kReplayNote =
+    "replayed: the number of draft tokens accepted per step was drawn from the named source (acceptance_source), "
+    "not measured; draft calls, target verify calls and cache rollbacks are real, so times and speedups are "
+    "measured for that acceptance";
+
 void AddFlagNotes(const CellFlags& f, Table& t) {
   if (f.suspect)
     t.notes.push_back(fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
@@ -208,6 +219,8 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
   CellFlags flags;
   for (auto& rk : row_keys) {
     std::vector<std::string> line = rk;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i] == "acceptance_source") line[i] = AcceptanceCaption(rk[i]);  // "replayed α=0.8"
     for (auto& ck : col_keys) {
       std::vector<const json*> cell;
       for (auto& r : recs)
@@ -235,6 +248,8 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
     t.rows.push_back(line);
   }
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
+  if (std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); }))
+    t.notes.push_back(kReplayNote);
   if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
   AddFlagNotes(flags, t);
   return t;
@@ -283,6 +298,7 @@ Table MainTable(const std::vector<json>& records, const Filters& filters, const 
   p.rows = Varying(spec, {"k", "k_policy"});
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
+  ShowAcceptanceSource(spec, p.rows);
   p.metrics = {"speedup", "mean_accepted_length"};
   p.title = "Speedup over autoregressive decoding / mean accepted length (tokens per target call)";
   Table t = PivotTable(spec, p);
@@ -297,8 +313,8 @@ Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
     if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
   static const std::vector<std::string> numbers = {
       "k", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_n", "speedup_bound", "predicted_speedup",
-      "predicted_speedup_leviathan", "mean_accepted_length", "acceptance_rate", "cost_ratio", "baseline_tokens_per_s",
-      "tokens_per_s"};
+      "predicted_speedup_leviathan", "predicted_over_measured", "mean_accepted_length", "acceptance_rate",
+      "cost_ratio", "baseline_tokens_per_s", "tokens_per_s"};
   Table t;
   t.label_cols = labels.size();
   t.header = labels;
@@ -346,55 +362,79 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
   if (ar.empty()) Fail("table: no autoregressive points in the results");
   std::vector<json> ar_copy;
   for (auto* r : ar) ar_copy.push_back(*r);
-  std::vector<std::string> label = Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant", "draft_p_min"});
+  std::vector<std::string> label = Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant",
+                                                     "draft_p_min", "acceptance_source"});
   if (std::find(label.begin(), label.end(), "model") == label.end()) label.insert(label.begin(), "model");
   std::sort(ar.begin(), ar.end(),
             [&](const json* a, const json* b) { return TupleLess(label, Values(*a, label), Values(*b, label)); });
+  // A row per baseline and acceptance source: replayed rates are not mixed with each
+  // other nor with measured acceptance when picking the fastest configuration.
+  const bool replay = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
 
   Table t;
   t.title = "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
             "configuration of each decoder";
-  t.label_cols = label.size();
+  t.label_cols = label.size() + (replay ? 1 : 0);
   t.header = label;
+  if (replay) t.header.push_back("acceptance");
   t.header.push_back("ar ms/token");
   for (auto& k : kinds) {
     t.header.push_back(k + " ms/token");
     t.header.push_back(k + " config");
     t.header.push_back(k + " speedup");
+    t.header.push_back(k + " reduction");
   }
   for (auto* a : ar) {
-    std::vector<std::string> line = Values(*a, label);
-    line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*a, "mean_next_token_latency_s")));
-    std::string key = FieldText(*a, "key");
-    for (auto& k : kinds) {
-      const json* best = nullptr;
-      // The configuration whose latency speedup is surely highest: the largest lower end
-      // of the interval, not the largest noisy mean. Suspect points are no candidates.
-      auto low = [](const json& r) {
-        const double lo = FieldNumber(r, "latency_speedup_ci_low");
-        return std::isfinite(lo) ? lo : FieldNumber(r, "latency_speedup");
-      };
-      for (auto& r : recs)
-        if (FieldText(r, "decoder") == k && FieldText(r, "baseline_key") == key && FieldText(r, "suspect") != "true" &&
-            (!best || low(r) > low(*best)))
-          best = &r;
-      if (!best) {
-        line.insert(line.end(), {"", "", ""});
-        continue;
+    const std::string key = FieldText(*a, "key");
+    std::vector<std::string> sources;
+    for (auto& r : recs)
+      if (FieldText(r, "baseline_key") == key) {
+        const std::string src = FieldText(r, "acceptance_source");
+        if (std::find(sources.begin(), sources.end(), src) == sources.end()) sources.push_back(src);
       }
-      line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*best, "mean_next_token_latency_s")));
-      const std::string cfg = FieldText(*best, "draft") + " " + KLabelOf(*best);
-      line.push_back(cfg);
-      std::string sp = FormatMetric("latency_speedup", FieldNumber(*best, "latency_speedup"));
-      const double lo = FieldNumber(*best, "latency_speedup_ci_low"), hi = FieldNumber(*best, "latency_speedup_ci_high");
-      if (std::isfinite(lo) && std::isfinite(hi)) sp += fmt::format(" ±{:.2f}", (hi - lo) / 2);
-      line.push_back(sp);
+    std::sort(sources.begin(), sources.end(), NaturalLess);
+    if (sources.empty()) sources.push_back("");
+    for (auto& src : sources) {
+      std::vector<std::string> line = Values(*a, label);
+      if (replay) line.push_back(AcceptanceCaption(src));
+      line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*a, "mean_next_token_latency_s")));
+      for (auto& k : kinds) {
+        const json* best = nullptr;
+        // The configuration whose latency speedup is surely highest: the largest lower end
+        // of the interval, not the largest noisy mean. Suspect points are no candidates.
+        auto low = [](const json& r) {
+          const double lo = FieldNumber(r, "latency_speedup_ci_low");
+          return std::isfinite(lo) ? lo : FieldNumber(r, "latency_speedup");
+        };
+        for (auto& r : recs)
+          if (FieldText(r, "decoder") == k && FieldText(r, "baseline_key") == key &&
+              FieldText(r, "acceptance_source") == src && FieldText(r, "suspect") != "true" &&
+              (!best || low(r) > low(*best)))
+            best = &r;
+        if (!best) {
+          line.insert(line.end(), {"", "", "", ""});
+          continue;
+        }
+        line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*best, "mean_next_token_latency_s")));
+        line.push_back(FieldText(*best, "draft") + " " + KLabelOf(*best));
+        const double sp = FieldNumber(*best, "latency_speedup"), lo = FieldNumber(*best, "latency_speedup_ci_low"),
+                     hi = FieldNumber(*best, "latency_speedup_ci_high");
+        std::string cell = FormatMetric("latency_speedup", sp);
+        if (std::isfinite(lo) && std::isfinite(hi)) cell += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+        line.push_back(cell);
+        // Reduction of next-token latency, 1 - 1/speedup, the ends of its interval mapped alike.
+        auto red = [](double x) { return 100.0 * (1.0 - 1.0 / x); };
+        std::string rc = std::isfinite(sp) ? fmt::format("{:.1f}%", red(sp)) : "-";
+        if (std::isfinite(lo) && std::isfinite(hi) && lo > 0) rc += fmt::format(" [{:.1f}, {:.1f}]", red(lo), red(hi));
+        line.push_back(rc);
+      }
+      t.rows.push_back(line);
     }
-    t.rows.push_back(line);
   }
   t.notes.push_back("speedup = AR latency / speculative latency in the same round, mean over prompts x repetitions "
-                    "± half-width of its 95% bootstrap interval; the configuration shown has the highest lower end "
-                    "of that interval");
+                    "± half-width of its 95% bootstrap interval; reduction = 1 - 1/speedup [its interval]; the "
+                    "configuration shown has the highest lower end of that interval");
+  if (replay) t.notes.push_back(kReplayNote);
   return t;
 }
 

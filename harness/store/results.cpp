@@ -96,6 +96,7 @@ json StatsToJson(const GenerationStats& s) {
               {"drafted_at_pos", s.drafted_at_pos},
               {"accepted_at_pos", s.accepted_at_pos},
               {"k_per_step", s.k_per_step},
+              {"accepted_per_step", s.accepted_per_step},
               {"prefill_s", s.prefill_s},
               {"draft_s", s.draft_s},
               {"verify_s", s.verify_s},
@@ -119,6 +120,8 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
     s.drafted_at_pos = j.at("drafted_at_pos").get<std::vector<int64_t>>();
     s.accepted_at_pos = j.at("accepted_at_pos").get<std::vector<int64_t>>();
     s.k_per_step = j.at("k_per_step").get<std::vector<int>>();
+    // Absent in records before acceptance traces: such runs cannot be replayed.
+    s.accepted_per_step = j.value("accepted_per_step", std::vector<int>{});
     s.prefill_s = j.at("prefill_s").get<double>();
     s.draft_s = j.at("draft_s").get<double>();
     s.verify_s = j.at("verify_s").get<double>();
@@ -400,11 +403,32 @@ std::string KLabelOf(const json& rec) {
   }
 }
 
+std::string AcceptanceCaptionOf(const json& rec) {
+  if (FieldText(rec, "decoder") == "ar") return "";
+  return AcceptanceCaption(FieldText(rec, "acceptance_source"));
+}
+
+std::string AcceptanceCaption(const std::string& label) {
+  if (label == "-") return "-";  // an autoregressive point accepts nothing
+  if (label.empty()) return "measured";  // written before acceptance replay
+  try {
+    return ParseAcceptanceSource(label, "acceptance_source").Caption();
+  } catch (const Error&) {
+    return "replayed " + label;  // a source this version does not know: still not measured
+  }
+}
+
+bool IsReplayed(const json& rec) {
+  const std::string c = AcceptanceCaptionOf(rec);
+  return !c.empty() && c != "measured";
+}
+
 const std::vector<std::string>& ParamFields() {
   static const std::vector<std::string> f = {
       "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
       "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category", "category"};
+      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category", "category",
+      "acceptance_source"};
   return f;
 }
 

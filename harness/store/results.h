@@ -142,6 +142,15 @@ double FieldNumber(const nlohmann::json& rec, const std::string& field);
 // an autoregressive one.
 std::string KLabelOf(const nlohmann::json& rec);
 
+// How a speculative record's acceptance was obtained, for captions, cells and legends:
+// "measured", "replayed α=0.8", ...; "" for an autoregressive record (and "measured"
+// for records from before acceptance replay).
+std::string AcceptanceCaptionOf(const nlohmann::json& rec);
+// The same from an acceptance_source field value ("alpha=0.8" -> "replayed α=0.8"; "-",
+// an autoregressive point's, stays "-").
+std::string AcceptanceCaption(const std::string& label);
+bool IsReplayed(const nlohmann::json& rec);
+
 // Parameter fields of a record, in a fixed order (for pivots, series and labels).
 const std::vector<std::string>& ParamFields();
 

@@ -50,6 +50,7 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
   std::vector<int> ks = is_spec ? a.k : std::vector<int>{0};
   std::vector<KPolicy> kps = is_spec ? a.k_policy : std::vector<KPolicy>{KPolicy::Constant};
   std::vector<DraftSpec> drafts = is_spec ? a.draft : std::vector<DraftSpec>{DraftSpec{}};
+  std::vector<AcceptanceSource> sources = is_spec ? a.acceptance_source : std::vector<AcceptanceSource>{{}};
   std::vector<std::optional<QType>> dqs = a.draft_quant;
   if (!is_spec || dqs.empty()) dqs = {std::nullopt};
   // Where the drafts of this entry were given, for errors.
@@ -159,7 +160,8 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
                       for (int k : ks)
                         for (KPolicy kp : kps)
                           for (float pmin : a.draft_p_min)
-                            for (auto& dr : concrete) {
+                            for (auto& dr : concrete)
+                              for (auto& src : sources) {
                                 // A model drafting for itself measures nothing; skipping
                                 // it lets one draft list serve every target (e.g. two
                                 // models drafting for each other).
@@ -184,6 +186,7 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
                                   pt.k_policy = kp;
                                   if (kp == KPolicy::Threshold) pt.draft_p_min = pmin;
                                   pt.draft = dr;
+                                  pt.acceptance_source = src;
                                 }
                                 (is_spec ? spec : ar).push_back(pt);
                               }

@@ -22,6 +22,7 @@ std::string Point::Key() const {
   if (speculative()) {
     k += fmt::format(";k={};kp={};draft={}", this->k, KPolicyName(k_policy), draft.Label());
     if (k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", draft_p_min);
+    if (acceptance_source.replayed()) k += ";acc=" + acceptance_source.Label();  // measured: keys as before
   }
   return k;
 }
@@ -34,6 +35,7 @@ std::string Point::Name() const {
     n += fmt::format("/{}/k={}", draft.Label(), k);
     if (k_policy != KPolicy::Constant) n += fmt::format("/{}", KPolicyName(k_policy));
     if (k_policy == KPolicy::Threshold) n += fmt::format("/pmin={}", draft_p_min);
+    if (acceptance_source.replayed()) n += "/acc=" + acceptance_source.Label();
   }
   if (input_length) n += fmt::format("/in={}", input_length);
   n += fmt::format("/new={}", max_new_tokens);
@@ -53,6 +55,7 @@ Point Point::Baseline() const {
   b.k_policy = KPolicy::Constant;
   b.draft_p_min = 0.8f;
   b.draft = DraftSpec{};
+  b.acceptance_source = AcceptanceSource{};
   return b;
 }
 
@@ -63,6 +66,7 @@ DecoderOptions Point::Options() const {
   o.k_policy = k_policy;
   o.draft_p_min = draft_p_min;
   o.draft = draft;
+  o.acceptance_source = acceptance_source;
   o.max_new_tokens = max_new_tokens;
   // Fixed token counts make runs comparable: an early EOS would shorten some points.
   o.stop_at_eos = false;
@@ -85,6 +89,7 @@ json Point::ParamsJson() const {
               {"draft", spec ? draft.Label() : "-"},
               {"draft_base", spec ? draft.BaseLabel() : "-"},
               {"draft_quant", spec ? QuantName(draft.quant) : "-"},
+              {"acceptance_source", spec ? acceptance_source.Label() : "-"},
               {"input_length", input_length},
               {"max_new_tokens", max_new_tokens},
               {"temperature", Dec(sampling.temperature)},
@@ -123,6 +128,9 @@ Point PointFromParams(const json& p, std::string_view what) {
       pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
       if (pt.k_policy == KPolicy::Threshold) pt.draft_p_min = get("draft_p_min").get<float>();
       pt.draft = ParseDraftSpec(get("draft").get<std::string>(), "draft");
+      // Absent before acceptance replay: measured. A trace is named, not loaded.
+      if (p.contains("acceptance_source"))
+        pt.acceptance_source = ParseAcceptanceSource(p.at("acceptance_source").get<std::string>(), "acceptance_source");
     }
     return pt;
   } catch (const json::exception& e) {

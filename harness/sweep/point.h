@@ -23,6 +23,8 @@ struct Point {
   KPolicy k_policy = KPolicy::Constant;
   float draft_p_min = 0.8f;           // only meaningful for the threshold policy
   DraftSpec draft;                    // decoders/draft_spec.h
+  // decoders/acceptance_source.h; a trace is named here and loaded by the measuring stage
+  AcceptanceSource acceptance_source;
   int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
   int max_new_tokens = 64;
   SamplingParams sampling;

@@ -134,6 +134,13 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
         a.branching.push_back(s == "chain" ? std::vector<int>{}
                                            : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching);
       }
+    } else if (key == "acceptance_source") {
+      a.acceptance_source.clear();
+      for (auto& [x, xp] : axis) {
+        AcceptanceSource src = ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp);
+        // A trace's records are read by the measuring stage (ModelCache::Options).
+        a.acceptance_source.push_back(std::move(src));
+      }
     } else if (key == "input_length") {
       a.input_length.clear();
       for (auto& [x, xp] : axis) a.input_length.push_back(int(c.Int(x, xp, 1, 1 << 20)));

@@ -93,13 +93,14 @@ struct Axes {
   // branching "chain" leave the draft a chain; empty: axis not given (draft decides).
   std::vector<int> tree_budget;
   std::vector<std::vector<int>> branching;
+  std::vector<AcceptanceSource> acceptance_source{AcceptanceSource{}};
 };
 
 inline const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
-                                         "min_ngram", "tree_budget", "branching"};
+                                         "min_ngram", "tree_budget", "branching", "acceptance_source"};
 inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching"};
+                                         "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching", "acceptance_source"};
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path);
 bool ModelExists(const std::string& name, const std::string& models_dir);

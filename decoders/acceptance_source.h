@@ -1,0 +1,80 @@
+// Where a speculative step's number of accepted draft tokens comes from, under one name
+// everywhere: --acceptance-source on the command line, `acceptance_source:` in
+// experiment files, the acceptance_source field of results, DecoderOptions here.
+//
+//   measured           compare the draft's tokens with the target's (the real rule)
+//   alpha=A            replayed: each draft position accepted with probability A given
+//                      the one before was (Leviathan et al.'s i.i.d. model)
+//   positions=[p1,..]  replayed: position i accepted with probability p_i given i-1 was
+//                      (the per-position conditional rates EAGLE/Medusa papers publish;
+//                      positions past the list use its last rate)
+//   trace=FILE[:POINT] replayed: the (K, accepted) sequence of each step of an earlier
+//                      real run, from the raw records of FILE (a .jsonl, or the .jsonl
+//                      beside a .json); the recorded K's are replayed too
+//
+// Replay changes the verification rule only: the loop still drafts with the real draft,
+// runs one target call over K+1 positions and rolls both caches back, and emits the
+// accepted draft tokens plus the target's token at the next position. So its costs are
+// real and its acceptance is declared: its tokens are not the target's output.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decoders/rng.h"
+
+namespace specsweep {
+
+struct TraceStep {
+  int k = 0;         // draft tokens proposed in the step
+  int accepted = 0;  // of them accepted
+};
+using AcceptanceTrace = std::vector<TraceStep>;  // [steps] of one generation
+
+struct AcceptanceSource {
+  enum class Kind { Measured, Alpha, Positions, Trace };
+  Kind kind = Kind::Measured;
+  double alpha = 0.0;              // Alpha
+  std::vector<double> positions;   // Positions: [n] conditional rates
+  std::string trace;               // Trace: "FILE[:POINT]" as written
+  // Trace: the recorded generations, in record order (filled by the harness, which reads
+  // results files; LoadAcceptanceTraces in harness/store/results.h).
+  std::shared_ptr<const std::vector<AcceptanceTrace>> traces;
+
+  bool replayed() const { return kind != Kind::Measured; }
+  // Canonical text, also the accepted input: "measured", "alpha=0.8",
+  // "positions=[0.9,0.8,0.7]", "trace=results/x.jsonl:POINT".
+  std::string Label() const;
+  // For captions, cells and legends: "measured", "replayed α=0.8", "replayed trace FILE:POINT".
+  std::string Caption() const;
+};
+
+// Parses the text form above (positions also as "p1,p2,..."); throws Error("<what>: ...").
+// A trace source is returned without its traces.
+AcceptanceSource ParseAcceptanceSource(std::string_view text, std::string_view what);
+
+// Draws a step's accepted count under a replayed source. One per decoder: its random
+// stream (alpha, positions) and its place in the traces run on across generations, so
+// many short generations sample the declared rates as one long one would.
+class AcceptanceReplay {
+ public:
+  AcceptanceReplay(const AcceptanceSource& s, uint64_t seed);
+  // Called at the start of each generation: generation g replays trace g (cyclically).
+  void BeginGeneration();
+  // Trace only: the K of the coming step (the recorded one), else -1 (the policy decides).
+  int NextK() const;
+  // Accepted count of a step that drafted `drafted` tokens (<= drafted).
+  int Accepted(int drafted);
+
+ private:
+  double Rate(int position) const;  // conditional acceptance rate of draft position i (0-based)
+  const TraceStep& Step() const;    // the current trace step (past a trace's end: the next trace's)
+
+  AcceptanceSource src_;
+  Rng rng_;
+  size_t generation_ = 0, trace_ = 0, step_ = 0;
+};
+
+}  // namespace specsweep
