@@ -5,6 +5,8 @@
 // or on the thread count. Hence batch-of-n logits are bit-identical to n single steps.
 #pragma once
 #include <span>
+#include <string>
+#include <vector>
 
 #include "quant/chunk_queue.h"
 #include "quant/qmatrix.h"
@@ -45,6 +47,8 @@ QMatrix PackForKernels(const QMatrix& m);
 
 // Which kernel family MatMul dispatches to: "scalar", "avx2", "avx2vnni", "avx512".
 const char* ActiveKernelIsa();
+// The kernel families this CPU can run (built in and supported), best last.
+std::vector<std::string> RunnableKernelIsas();
 // Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
 bool ForceKernelIsa(const char* isa);
 

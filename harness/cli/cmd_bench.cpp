@@ -402,7 +402,8 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "bf16, q8_0, q4_0, q4_g64, q4_g128, q4_k, q5_k, q6_k")
       ->delimiter(',');
   cmd->add_option("--reps", args->reps, "Timed calls per n (median, min, max)");
-  cmd->add_option("--ctx", args->ctx, "Context position of the timed tokens (after a prefill)");
+  cmd->add_option("--ctx", args->ctx, "Position of the timed tokens: tokens already in the KV cache (a position, not a "
+                  "context length)");
   cmd->add_option("--kv-type", args->kv_types,
                   "KV cache types, comma separated, each timed with every format: f32 (default), f16")
       ->delimiter(',');

@@ -27,6 +27,7 @@ void TableCommand(const TableArgs& a) {
     if (eq == std::string::npos || eq == 0) Fail("table: --where: '{}' is not field=value", w);
     filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
   }
+  CheckFilters(res.records, filters);
   std::vector<Table> tables;
   if (!a.metrics.empty() || !a.rows.empty() || !a.cols.empty()) {
     PivotSpec p;

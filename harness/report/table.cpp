@@ -6,10 +6,13 @@
 #include <regex>
 #include <set>
 
+#include <fmt/ranges.h>
+
 #include "harness/report/aggregate.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
+#include "base/suggest.h"
 #include "quant/qtype.h"
 
 using nlohmann::json;
@@ -101,6 +104,27 @@ std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) 
   }
   return out;
 }
+
+}  // namespace
+
+void CheckFilters(const std::vector<json>& records, const Filters& filters) {
+  for (auto& [field, value] : filters) {
+    std::set<std::string> fields, values;
+    for (auto& r : records) {
+      for (auto& [k, v] : r.items()) fields.insert(k);
+      if (r.contains(field)) values.insert(FieldText(r, field));
+    }
+    const std::vector<std::string> known(fields.begin(), fields.end());
+    if (!fields.count(field))
+      Fail("table: --where {}={}: no record has the field '{}'{} (parameter fields: {})", field, value, field,
+           DidYouMean(field, known), fmt::join(ParamFields(), ", "));
+    if (!values.count(value))
+      Fail("table: --where {}={}: no record has that value (values of {}: {})", field, value, field,
+           fmt::join(values, ", "));
+  }
+}
+
+namespace {
 
 std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
   std::vector<std::string> v;
