@@ -54,8 +54,9 @@ std::vector<DocCommand> ExtractCommands() {
 std::string Runnable(const std::string& cmd) {
   static const std::regex fast(R"(^specsweep (generate|inspect|tokenize|help|--version|table|check|run)\b.*)");
   if (!std::regex_match(cmd, fast)) return "";
+  const bool run = cmd.starts_with("specsweep run");  // only --list: writes nothing
   if (cmd.find('[') != std::string::npos || cmd.find("...") != std::string::npos ||
-      cmd.find("/tmp/") != std::string::npos || cmd.find('<') != std::string::npos ||
+      (cmd.find("/tmp/") != std::string::npos && !run) || cmd.find('<') != std::string::npos ||
       cmd.find("&&") != std::string::npos || cmd.find(';') != std::string::npos ||
       cmd.find("--file in.txt") != std::string::npos)
     return "";
@@ -67,9 +68,9 @@ std::string Runnable(const std::string& cmd) {
   if ((cmd.starts_with("specsweep table") || cmd.starts_with("specsweep check")) &&
       cmd.find("results/baseline/") == std::string::npos)
     return "";
-  if (cmd.starts_with("specsweep run")) {
+  if (run) {
     if (cmd.find("--shard") != std::string::npos) return "";
-    return cmd + " --list";
+    return cmd.find("--list") == std::string::npos ? cmd + " --list" : cmd;
   }
   return cmd;
 }

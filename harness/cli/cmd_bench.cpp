@@ -395,7 +395,11 @@ void RunBench(const BenchArgs& a) {
 const CommandRegistrar kRegister(62, [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench-forward", "Time Forward on n tokens at a context position (T(n), roofline)");
-  cmd->add_option("model,--model", args->model, "Model (path or name in the models directory)")->required();
+  cmd->add_option("model,--model", args->model, "Model (path or name in the models directory); required, as the first argument or --model");
+  cmd->parse_complete_callback([a = args] {
+    if (a->model.empty())
+      throw CLI::RequiredError("bench-forward: the model (as the first argument or --model)");
+  });
   cmd->add_option("--n", args->ns, "Batch sizes (comma separated)")->delimiter(',');
   cmd->add_option("--quant", args->quants,
                   "Formats to compare, comma separated, timed interleaved in one run: none (as loaded), f32, f16, "

@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
   auto& reg = Registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [order, factory] : reg) factory(app);
+  for (CLI::App* sub : app.get_subcommands({}))
+    sub->footer("Global options (before or after the command): --models DIR (models directory), -t,--threads N "
+                "(0: all cores), --version");
   try {
     app.parse(int(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
