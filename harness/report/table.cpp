@@ -294,7 +294,8 @@ std::string Caption(const std::vector<json>& spec, const json& context) {
                      join(prompts), join(category), tps);
 }
 
-Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context) {
+Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context,
+                const std::vector<std::string>& metrics) {
   std::vector<json> spec = SpeculativeRecords(records, filters);
   // Columns say what K was under each policy: "k=4", "k<=4 adaptive", "k0=4 heuristic".
   for (json& r : spec) r["k_label"] = KLabelOf(r);
@@ -303,8 +304,9 @@ Table MainTable(const std::vector<json>& records, const Filters& filters, const 
   p.rows = Varying(spec, {"k", "k_policy"});
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
-  p.metrics = {"speedup", "mean_accepted_length"};
-  p.title = "Speedup over autoregressive decoding / mean accepted length (tokens per target call)";
+  p.metrics = metrics.empty() ? std::vector<std::string>{"speedup", "mean_accepted_length"} : metrics;
+  p.title = metrics.empty() ? "Speedup over autoregressive decoding / mean accepted length (tokens per target call)"
+                            : fmt::format("{} of the speculative points", fmt::join(p.metrics, " / "));
   Table t = PivotTable(spec, p);
   t.notes.insert(t.notes.begin(), Caption(spec, context));
   return t;
@@ -377,6 +379,7 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
   t.label_cols = label.size();
   t.header = label;
   t.header.push_back("ar ms/token");
+  CellFlags flags;
   for (auto& k : kinds) {
     t.header.push_back(k + " ms/token");
     t.header.push_back(k + " config");
@@ -408,13 +411,18 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
       std::string sp = FormatMetric("latency_speedup", FieldNumber(*best, "latency_speedup"));
       const double lo = FieldNumber(*best, "latency_speedup_ci_low"), hi = FieldNumber(*best, "latency_speedup_ci_high");
       if (std::isfinite(lo) && std::isfinite(hi)) sp += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+      if (FieldText(*best, "busy") == "true") sp += "†", flags.busy = true;
+      if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * FieldNumber(*best, "latency_speedup"))
+        sp += "‡", flags.wide = true;
       line.push_back(sp);
     }
     t.rows.push_back(line);
   }
-  t.notes.push_back("speedup = AR latency / speculative latency in the same round, mean over prompts x repetitions "
-                    "± half-width of its 95% bootstrap interval; the configuration shown has the highest lower end "
-                    "of that interval");
+  t.notes.push_back("ms/token: mean next-token latency of each point (mean over its runs); speedup: the mean over "
+                    "rounds of the per-round ratio AR latency / speculative latency ± half-width of its 95% bootstrap "
+                    "interval, so it need not equal the ratio of the two ms/token columns; the configuration shown "
+                    "has the highest lower end of that interval");
+  AddFlagNotes(flags, t);
   return t;
 }
 
