@@ -27,7 +27,7 @@ std::string ClosestName(std::string_view typed, const std::vector<std::string>& 
     const size_t d = EditDistance(typed, k);
     if (d < best_d) best_d = d, best = k;
   }
-  return best_d <= 2 && 2 * best_d < typed.size() ? best : "";
+  return best_d <= 2 && 2 * best_d <= typed.size() ? best : "";
 }
 
 std::string DidYouMean(std::string_view typed, const std::vector<std::string>& known) {

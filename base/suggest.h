@@ -11,7 +11,7 @@ namespace specsweep {
 size_t EditDistance(std::string_view a, std::string_view b);
 
 // The known name closest to `typed`, if close enough to be a typo: at most 2 edits and
-// fewer than half of the typed name's characters; "" otherwise.
+// at most half of the typed name's characters; "" otherwise.
 std::string ClosestName(std::string_view typed, const std::vector<std::string>& known);
 
 // " (did you mean 'NAME'?)" or "".

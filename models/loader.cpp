@@ -162,7 +162,7 @@ fs::path ResolvePath(const std::string& name_or_path, const std::string& models_
   if (fs::exists(p)) return p;
   fs::path in_dir = fs::path(dir) / name_or_path;
   if (fs::exists(in_dir)) return in_dir;
-  Fail("model '{}': {}", name_or_path, WhyModelNotFound(name_or_path, models_dir));
+  Fail("model '{}': not found: {}", name_or_path, WhyModelNotFound(name_or_path, models_dir));
 }
 
 }  // namespace

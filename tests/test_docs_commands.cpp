@@ -66,7 +66,7 @@ std::string Runnable(const std::string& cmd) {
     return "";
   // table/check only of committed results; run only as --list.
   if ((cmd.starts_with("specsweep table") || cmd.starts_with("specsweep check")) &&
-      cmd.find("results/baseline/") == std::string::npos)
+      !std::regex_search(cmd, std::regex(R"(^specsweep (table|check) results/baseline/)")))
     return "";
   if (run) {
     if (cmd.find("--shard") != std::string::npos) return "";
@@ -96,7 +96,7 @@ TEST(DocsCommands, ShortCommandsRunAsWritten) {
     ++ran;
   }
   std::printf("%d of %zu documented commands ran\n", ran, cmds.size());
-  EXPECT_GT(ran, shared ? 10 : 2);
+  EXPECT_GE(ran, shared ? 8 : 2);
 }
 
 }  // namespace

@@ -55,7 +55,12 @@ struct Pt {
 // A draft in short words for a legend: "q4_0 self-draft", "early exit L=1", "lookup n<=3",
 // "tinystories-656k draft", "early exit L=2 q8_0".
 std::string ShortDraft(const json& r) {
-  const std::string label = FieldText(r, "draft");
+  std::string label = FieldText(r, "draft");
+  if (label.empty()) {  // records without the whole label: its base and quant
+    const std::string base = FieldText(r, "draft_base"), q = FieldText(r, "draft_quant");
+    const bool has_q = !q.empty() && q != "none" && q != "-";
+    label = base.empty() || base == "self" ? (has_q ? q : "self") : base + (has_q ? "+" + q : "");
+  }
   DraftSpec d;
   try {
     d = ParseDraftSpec(label, "draft");
@@ -78,7 +83,7 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   for (auto& f : fields) {
     if (f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram") {
       if (!std::exchange(draft_said, true) && FieldText(r, "decoder") != "ar")
-        t += (t.empty() ? "" : ", ") + ShortDraft(r);
+        t += (t.empty() ? "" : " ") + ShortDraft(r);
       continue;
     }
     std::string v = FieldText(r, f);
@@ -88,7 +93,7 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
     // x is K: say what K is under the policy (KLabel).
     if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
     if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;
-    t += (t.empty() ? "" : ", ") + (bare ? v : f + "=" + v);
+    t += (t.empty() ? "" : " ") + (bare ? v : f + "=" + v);
   }
   return t.empty() ? "all" : t;
 }
