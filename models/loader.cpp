@@ -1,13 +1,17 @@
 // Model name resolution and format detection.
 #include "models/loader.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <climits>
 
+#include <fmt/ranges.h>
+
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/suggest.h"
 
 namespace fs = std::filesystem;
 
@@ -20,6 +24,20 @@ std::string ResolveModelsDir(const std::string& explicit_dir) {
   fs::path beside_source = fs::path(SourceDir()) / ".." / "shared" / "models";
   if (fs::is_directory(beside_source)) return beside_source.lexically_normal().string();
   return "../shared/models";
+}
+
+std::string WhyModelNotFound(const std::string& name, const std::string& models_dir) {
+  const std::string dir = ResolveModelsDir(models_dir);
+  if (!fs::is_directory(dir))
+    return fmt::format("not a path, and the models directory {} does not exist (give --models DIR or set "
+                       "$SPECSWEEP_MODELS)", dir);
+  std::vector<std::string> known;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.is_directory()) known.push_back(e.path().filename().string());
+  std::sort(known.begin(), known.end());
+  if (known.empty()) return fmt::format("not a path, and the models directory {} holds no model folder", dir);
+  return fmt::format("not a path nor a folder of the models directory {}{} (folders: {})", dir,
+                     DidYouMean(name, known), fmt::join(known, ", "));
 }
 
 namespace {
@@ -152,12 +170,7 @@ fs::path ResolvePath(const std::string& name_or_path, const std::string& models_
   if (usable(p)) return p;
   fs::path in_dir = fs::path(dir) / name_or_path;
   if (usable(in_dir)) return in_dir;
-  std::string known;
-  if (fs::is_directory(dir))
-    for (auto& e : fs::directory_iterator(dir))
-      if (e.is_directory()) known += (known.empty() ? "" : ", ") + e.path().filename().string();
-  Fail("model '{}': not found as a path or in the models directory {} (available: {})", name_or_path, dir,
-       known.empty() ? "none" : known);
+  Fail("model '{}': not found: {}", name_or_path, WhyModelNotFound(name_or_path, models_dir));
 }
 
 }  // namespace

@@ -17,6 +17,9 @@ struct LoadedModel {
 // The models directory: explicit dir, else $SPECSWEEP_MODELS, else ../shared/models
 // relative to the working directory, else relative to the source tree.
 std::string ResolveModelsDir(const std::string& explicit_dir = "");
+// Why `name` names no model: the models directory is missing or empty, or the folders it
+// holds (with the closest one when `name` looks like a typo of it).
+std::string WhyModelNotFound(const std::string& name, const std::string& models_dir);
 
 // `name_or_path` is a file (.bin llama2.c checkpoint, .gguf), a directory (HF:
 // config.json + model.safetensors; llama2.c: one checkpoint + tok<N>.bin, tokenizer.bin,

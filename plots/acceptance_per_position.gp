@@ -1,7 +1,8 @@
-# Fraction of drafted tokens accepted at each draft position (1 = first drafted token).
+# Conditional acceptance at each draft position (1 = first drafted token): accepted at i
+# among the steps that accepted i-1 and drafted i. The results also hold the unconditional rate.
 load sprintf("%s/common.gp", system("dirname ".ARG0))
 set xlabel "draft position"
-set ylabel "acceptance rate at position"
+set ylabel "conditional acceptance: P(accept i | i-1 accepted)"
 set yrange [0:1.05]
 do for [ext in "png svg"] {
   if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }

@@ -3,15 +3,17 @@
 #             title; columns x y y_low y_high "label")
 #   outbase   output path without extension; <outbase>.png and <outbase>.svg are written
 #   plottitle title shown on top
+#   plotsubtitle second, smaller title line: models, prompts, CPU, kernels, threads
 #   xticvals  comma-separated measured x values to put ticks at ("" = automatic)
 if (!exists("datafile")) datafile = "data.dat"
 if (!exists("outbase")) outbase = "plot"
 if (!exists("plottitle")) plottitle = ""
+if (!exists("plotsubtitle")) plotsubtitle = ""
 if (!exists("xticvals")) xticvals = ""
 stats datafile using 1 nooutput
 nseries = STATS_blocks
-set title plottitle noenhanced
-set key outside right top noenhanced spacing 1.1 font ",9"
+set title plottitle.(strlen(plotsubtitle) > 0 ? "\n".plotsubtitle : "") noenhanced
+set key outside below center horizontal maxrows 4 noenhanced spacing 1.1 font ",9"
 set grid lc rgb "#dddddd"
 set border lc rgb "#555555"
 set pointsize 1.2

@@ -264,6 +264,13 @@ QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
 
 const char* ActiveKernelIsa() { return ActiveKernels().name; }
 
+std::vector<std::string> RunnableKernelIsas() {
+  std::vector<std::string> out;
+  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
+    if (FindKernelFamily(isa)) out.push_back(isa);
+  return out;
+}
+
 bool ForceKernelIsa(const char* isa) {
   const KernelFamily* k = FindKernelFamily(isa);
   if (!k) return false;

@@ -6,6 +6,8 @@
 #pragma once
 #include <functional>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "quant/chunk_queue.h"
 #include "quant/qmatrix.h"
@@ -56,7 +58,9 @@ QMatrix PackForKernels(const QMatrix& m);
 // "scalar", "avx2", "avx2vnni", "avx512" (DescribeChoice in quant/kernel_choice.h names
 // the formats that run on another family).
 const char* ActiveKernelIsa();
-// Forces a kernel family for every format (tests, benchmarks); returns false if the CPU lacks it.
+// The kernel families this CPU can run (built in and supported), best last.
+std::vector<std::string> RunnableKernelIsas();
+// Forces a kernel family (tests, benchmarks); returns false if the CPU lacks it.
 bool ForceKernelIsa(const char* isa);
 
 }  // namespace specsweep

@@ -534,7 +534,7 @@ TEST(Plot, SeriesFromRecords) {
     for (const char* d : {"q4_0", "q8_0"}) {
       json r = {{"key", fmt::format("{}{}", k, d)}, {"model", "m"}, {"decoder", "speculative"}, {"k", k},
                 {"draft_base", "self"}, {"draft_quant", d}, {"speedup", k * 0.5}, {"acceptance_rate", 0.5},
-                {"predicted_speedup", 1.0}, {"acceptance_at_pos", std::vector<double>(k, 0.5)},
+                {"predicted_speedup", 1.0}, {"acceptance_at_pos_conditional", std::vector<double>(k, 0.5)},
                 {"prompt_tokens", 5.0}, {"mean_next_token_latency_s", 0.001}};
       recs.push_back(r);
     }

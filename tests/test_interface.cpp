@@ -340,7 +340,7 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
 
   // Plots: a per-position curve names its K as run; a series over K says what K is.
   json a = rec(4, "adaptive", 1.2), h = rec(4, "heuristic", 1.0);
-  a["acceptance_at_pos"] = h["acceptance_at_pos"] = {0.9, 0.8};
+  a["acceptance_at_pos_conditional"] = h["acceptance_at_pos_conditional"] = {0.9, 0.8};
   std::vector<std::string> titles;
   for (const Series& se : AcceptancePerPosition({a, h})) titles.push_back(se.title);
   EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));

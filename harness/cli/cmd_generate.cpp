@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -48,6 +49,7 @@ struct GenerateArgs {
   CLI::Option* draft_opt = nullptr;
   std::vector<CLI::Option*> draft_parts;
   CLI::Option* draft_p_min_opt = nullptr;
+  CLI::Option* decoder_opt = nullptr;
 };
 
 // Same ranges as the experiment file's keys (harness/sweep/experiment.cpp), so a value one
@@ -209,7 +211,12 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
     fmt::print("ms re-tokenizing / step  {:.4f} (part of draft time)\n", s.retokenize_s * 1e3 / s.target_calls);
 }
 
-void RunGenerate(const GenerateArgs& a) {
+void RunGenerate(GenerateArgs a) {
+  // As in HF generate() (assistant_model) and llama.cpp (-md): giving a draft turns
+  // speculation on, unless --decoder says otherwise.
+  if (a.decoder_opt->count() == 0 && (a.draft_opt->count() > 0 || std::any_of(a.draft_parts.begin(), a.draft_parts.end(),
+                                                                            [](auto* o) { return o->count() > 0; })))
+    a.decoder = "speculative";
   CheckArgs(a);
   LoadedModel target = LoadModel(a.model, Globals().models_dir);
   // "none" (the experiment files' name) keeps the weights as loaded.
@@ -319,7 +326,7 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
   cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
   cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
-  cmd->add_option("--prompt", a->prompt, "Prompt text (BOS is prepended)");
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (BOS is prepended)");
   cmd->add_option("--template", a->chat_template,
                   "Chat format around the prompt: none (default), vicuna, llama-3, chatml, or a format with {prompt}");
   cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(IntAtLeast(0));
@@ -328,24 +335,27 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
   cmd->add_option("--seed", a->seed, "Sampling seed")->check(SeedRange());
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of target and draft: f32 (default), f16");
-  cmd->add_option("--decoder", a->decoder,
-                  "ar | speculative; aliases of speculative: assisted (a separate draft model), self-spec (the "
-                  "target quantized in memory, q4_0 unless --draft-quant)");
+  a->decoder_opt = cmd->add_option("--decoder", a->decoder,
+                                   "ar | speculative; aliases of speculative: assisted (a separate draft model), "
+                                   "self-spec (the target quantized in memory, q4_0 unless --draft-quant). Default: "
+                                   "speculative when a draft is given, else ar");
   a->draft_opt = cmd->add_option("--draft", a->draft,
                                  "The whole draft, as in experiment files: q4_0, layers=2+q8_0, model=NAME, "
                                  "lookup+max_ngram=4 (or give its parts below)");
   a->draft_parts = {
-      cmd->add_option("--draft-model", a->draft_model,
-                      "Separate draft model (another tokenizer: bridged through text, greedy only)"),
+      cmd->add_option("--draft-model,--model-draft", a->draft_model,
+                      "Separate draft model (another tokenizer: bridged through text, greedy only); llama.cpp's -md"),
       cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)"),
       cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory"),
       cmd->add_flag("--draft-lookup", a->draft_lookup, "Prompt-lookup draft (n-gram copy, no model)"),
-      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)"),
-      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)")};
+      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)")
+          ->default_str(""),
+      cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)")
+          ->default_str("")};
   a->spec_only = a->draft_parts;
   a->spec_only.push_back(a->draft_opt);
-  a->spec_only.push_back(cmd->add_option("--k", a->k, "Draft length: every step (constant), the bound (threshold, "
-                                                       "adaptive), the start (heuristic)"));
+  a->spec_only.push_back(cmd->add_option("--k,--draft-max", a->k, "Draft length K: every step (constant), the bound "
+                                                                   "(threshold, adaptive), the start (heuristic)"));
   a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
   a->spec_only.push_back(a->draft_p_min_opt = cmd->add_option(
                              "--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability"));

@@ -58,7 +58,11 @@ void RunInspect(const InspectArgs& a) {
 CommandRegistrar reg(20, [](CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
-  cmd->add_option("model,--model", args->model, "Model name (folder in the models dir) or path")->required();
+  cmd->add_option("model,--model", args->model, "Model name (folder in the models dir) or path; required, as the first argument or --model");
+  cmd->parse_complete_callback([a = args] {
+    if (a->model.empty())
+      throw CLI::RequiredError("inspect: the model (as the first argument or --model)");
+  });
   cmd->add_option("--quant", args->quant,
                   "Quantize in memory first (none or a type as in quantize --quant; q2_k/q3_k load only)");
   cmd->add_option("--quant-error", args->quant_error,

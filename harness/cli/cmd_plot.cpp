@@ -28,6 +28,7 @@ void PlotCommand(const PlotArgs& a) {
   o.out_dir = a.out_dir;
   o.scripts_dir = a.scripts;
   o.gnuplot = a.gnuplot;
+  o.subtitle = PlotSubtitle(res.context, res.records);
   for (auto& p : MakePlots(res.records, o)) {
     if (!p.skipped.empty()) {
       std::printf("%-24s skipped: %s\n", p.name.c_str(), p.skipped.c_str());

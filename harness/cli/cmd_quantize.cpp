@@ -51,7 +51,11 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand("quantize", "Quantize a model's matrices and write it as GGUF");
   // --model/-o as in the other commands; the positional forms stay for existing scripts.
-  cmd->add_option("model,--model", args->in, "Input model (path or name in the models directory)")->required();
+  cmd->add_option("model,--model", args->in, "Input model (path or name in the models directory); required, as the first argument or --model");
+  cmd->parse_complete_callback([a = args] {
+    if (a->in.empty())
+      throw CLI::RequiredError("quantize: the model (as the first argument or --model)");
+  });
   cmd->add_option("out,-o,--out", args->out, "Output .gguf file")->required();
   cmd->add_option("--quant,--type", args->quant,
                   "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k or q6_k "

@@ -1,5 +1,5 @@
 // `specsweep synth --shape NAME|dims -o OUT [--format gguf|hf] [--tokenizer PATH|synthetic]
-// [--type T] [--ctx N] [--shards N] [--seed S]`: random weights in a real model shape,
+// [--type T] [-c N] [--shards N] [--seed S]`: random weights in a real model shape,
 // written as a GGUF file or an HF folder, for timing at realistic sizes.
 #include <chrono>
 #include <cstdio>
@@ -98,9 +98,9 @@ void RunSynth(const SynthArgs& a) {
   ModelConfig config = SyntheticShape(a.shape);
   // The published context: the KV cache grows with the positions used, so a 128k context
   // costs nothing until a run uses it.
-  if (a.ctx < 0) Fail("--ctx: {} is negative", a.ctx);
+  if (a.ctx < 0) Fail("--ctx-size: {} is negative", a.ctx);
   if (a.ctx > 0) config.max_seq_len = a.ctx;
-  config.Validate("--ctx");
+  config.Validate("--ctx-size");
   const QType type = ParseQType(a.type, "--type");
   const bool hf = a.format == "hf";
   if (!hf && a.format != "gguf") Fail("--format: '{}' is not a format (gguf, hf)", a.format);
@@ -180,7 +180,9 @@ const CommandRegistrar kRegister(61, [](CLI::App& app) {
                   "Tokenizer (.bin llama2.c, .model SentencePiece, .json HF) with the shape's vocab size, or "
                   "'synthetic'; default: the shape's real tokenizer from the shared folders, else synthetic");
   cmd->add_option("--type", args->type, "f32, f16, bf16, q8_0 or q4_0 for the matrices (hf: f32, f16, bf16)");
-  cmd->add_option("--ctx", args->ctx, "Context length written into the model (default: the published one)");
+  cmd->add_option("-c,--ctx-size", args->ctx,
+                  "Context length written into the model (llama.cpp's -c; default: the published one)")
+      ->default_str("");
   cmd->add_option("--shards", args->shards, "hf: number of safetensors shards (with model.safetensors.index.json)");
   cmd->add_option("--seed", args->seed, "Random seed")->check(SeedRange());
   cmd->callback([args] { RunSynth(*args); });

@@ -33,8 +33,12 @@ void TableCommand(const TableArgs& a) {
     if (eq == std::string::npos || eq == 0) Fail("table: --where: '{}' is not field=value", w);
     filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
   }
+  CheckFilters(res.records, filters);
   std::vector<Table> tables;
-  if (!a.metrics.empty() || !a.rows.empty() || !a.cols.empty()) {
+  if (!a.metrics.empty() && a.rows.empty() && a.cols.empty() && f != TableFormat::Csv) {
+    // Other metrics in the main table's layout: speculative points, K columns, caption.
+    tables.push_back(MainTable(res.records, filters, res.context, a.metrics));
+  } else if (!a.metrics.empty() || !a.rows.empty() || !a.cols.empty()) {
     PivotSpec p;
     p.rows = a.rows;
     p.cols = a.cols;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -42,6 +43,13 @@ inline CLI::Validator IntAtLeast(int lo) {
       },
       "INT>=" + std::to_string(lo));
 }
+// llama.cpp spellings rewritten to ours (-md -> --draft-model) and flags that mean
+// nothing here refused with one line (-ngl: no GPU). Throws Error. (cli/suggest.cpp)
+std::vector<std::string> TranslateForeignFlags(std::vector<std::string> args);
+// After CLI11 refused arguments: "did you mean" lines for unknown options and commands.
+void SuggestForUnknownArguments(CLI::App& app, const std::vector<std::string>& args);
+// --version: version, revision, compiler, build type and the kernel families this CPU runs.
+std::string VersionText();
 
 using CommandFactory = std::function<void(CLI::App& app)>;
 struct CommandRegistrar {

@@ -68,10 +68,21 @@ int main(int argc, char** argv) {
   // which loading (one tensor copied, then packed, then the copy freed) fragments the heap:
   // peak RSS loading a 2.2 GB F16 GGUF 3.61 GB with the default, 2.42 GB fixed.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // llama.cpp spellings CLI11 cannot declare (several letters after one dash), and
+  // flags that mean nothing here: one line saying so rather than a misreading
+  // (`-ngl 99` would otherwise be `-n gl`).
+  std::vector<std::string> args_in(argv, argv + argc);
+  try {
+    args_in = TranslateForeignFlags(std::move(args_in));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::vector<char*> args;
+  for (auto& a : args_in) args.push_back(a.data());
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fmt::format("specsweep {} ({})", *GitRev() ? GitRev() : "unknown revision",
-                                                CompilerId()));
+  app.set_version_flag("--version", [] { return VersionText(); });
   // `specsweep help [COMMAND]`: the same text as --help.
   std::string help_on;
   auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
@@ -94,28 +105,34 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   auto& g = Globals();
   app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
-  app.add_option("--threads", g.threads, "Threads for the forward pass (0: all cores)")
+  app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")
       ->check(IntAtLeast(0));
   app.parse_complete_callback([&] { SetNumThreads(g.threads); });
   auto& reg = Registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [order, factory] : reg) factory(app);
+  for (CLI::App* sub : app.get_subcommands({}))
+    sub->footer("Global options (before or after the command): --models DIR (models directory), -t,--threads N "
+                "(0: all cores), --version");
   try {
-    app.parse(argc, argv);
+    app.parse(int(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     // CLI11 says "A subcommand is required" for a mistyped one: name it instead.
     if (app.get_subcommands().empty())
-      for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--models" || arg == "--threads") {
+      for (size_t i = 1; i < args_in.size(); ++i) {
+        const std::string& arg = args_in[i];
+        if (arg == "--models" || arg == "--threads" || arg == "-t") {
           ++i;  // the global option's value
           continue;
         }
         if (arg.starts_with("-")) continue;
         std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
+        SuggestForUnknownArguments(app, args_in);
         return 1;
       }
-    return app.exit(e);
+    const int code = app.exit(e);
+    if (code != 0) SuggestForUnknownArguments(app, args_in);
+    return code;
   } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -276,7 +276,19 @@ constexpr int kCostReps = 5;  // calls per batch size and prompt
 }  // namespace
 
 void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
-                  std::vector<RawRecord>& records) {
+                  std::vector<RawRecord>& records, Progress* progress, const std::atomic<bool>* stop,
+                  ProgressState where) {
+  const int rounds = e.repetitions * int(cache.Prompts(g.baseline().model, g.baseline().input_length).size());
+  int rounds_done = 0;
+  auto at = [&](const char* stage, int round, const Point& p) {
+    if (stop && stop->load()) throw Interrupted(rounds_done, rounds);
+    if (!progress) return;
+    where.stage = stage;
+    where.round = round;
+    where.rounds = rounds;
+    where.point = p.Name();
+    progress->Set(where);
+  };
   const Point& base = g.baseline();
   SetNumThreads(base.threads > 0 ? base.threads : default_threads);
   const auto& prompts = cache.Prompts(base.model, base.input_length);
@@ -286,7 +298,11 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
-    for (auto& d : decoders) d->Generate(prompts[0]);
+    for (int j = 0; j < n; ++j) {
+      at("warm-up", 0, *g.points[j]);
+      decoders[j]->Generate(prompts[0]);
+    }
+  at("cost model", 0, base);
 
   // Cost model: the target's batches through the baseline, each draft through its point.
   const int ctx = cache.Base(base.model).model->config.max_seq_len;
@@ -314,11 +330,14 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
       const std::vector<int> order = RoundOrder(n, round);
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
+        at("round", round + 1, *g.points[j]);
         GenerationResult res = conversation ? GenerateConversation(*decoders[j], prompts[i], questions[i].turns,
                                                                     cache.Chat(base.model), ctx, reserve[j], what(j, i))
                                             : decoders[j]->Generate(prompts[i]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
+        if (progress) progress->GenerationDone();
       }
+      ++rounds_done;
     }
   const HostLoad host = HostLoadBetween(before, SampleHost());
   for (int j = 0; j < n; ++j) {

@@ -2,6 +2,7 @@
 // times a group's points in interleaved rounds together with the verify-cost model
 // (T_target(n) and the draft's call times, measured in the same process).
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <memory>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "harness/measure/progress.h"
 #include "harness/sweep/experiment.h"
 #include "harness/store/results.h"
 #include "harness/sweep/schedule.h"
@@ -68,7 +71,16 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache);
 // Measures a group: builds its decoders, runs the warm-up, the cost model on every
 // prompt, then repetitions x prompts rounds, each running every point once in rotated
 // order. `records` (from DescribeGroup) get their runs, costs and host load.
+// `progress` (may be null) hears where the loop is; `stop` (may be null) is checked
+// between generations: once set, MeasureGroup throws Interrupted, keeping nothing of
+// the group (its records are stored whole or not at all).
+struct Interrupted : Error {
+  Interrupted(int rounds_done, int rounds)
+      : Error("interrupted"), rounds_done(rounds_done), rounds(rounds) {}
+  int rounds_done, rounds;
+};
 void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
-                  std::vector<RawRecord>& records);
+                  std::vector<RawRecord>& records, Progress* progress = nullptr,
+                  const std::atomic<bool>* stop = nullptr, ProgressState where = {});
 
 }  // namespace specsweep

@@ -1,14 +1,24 @@
 #include "harness/measure/runner.h"
 
+#include <signal.h>
+
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <set>
+#include <sstream>
+
+#include <fmt/ranges.h>
 
 #include "harness/measure/context.h"
 #include "harness/measure/measure.h"
 #include "harness/measure/progress.h"
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
+#include "harness/store/sha256.h"
+#include "harness/sweep/prompts.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
 #include "models/forward.h"
@@ -34,21 +44,22 @@ struct ResumePlan {
 };
 
 ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vector<Group>& groups,
-                      const std::vector<std::vector<RawRecord>>& expected, ResumeMode mode, Progress& progress) {
+                      const std::vector<std::vector<RawRecord>>& expected, ResumeMode mode,
+                      const std::function<void(const std::string&)>& note) {
   ResumePlan plan;
   JsonlContents c = ReadJsonl(dir.jsonl_path());
   const std::string& path = dir.jsonl_path();
   for (auto& [line, text] : c.corrupt) {
-    progress.Note(fmt::format("{}:{}: corrupt line moved to {}.corrupt", path, line, path));
+    note(fmt::format("{}:{}: corrupt line moved to {}.corrupt", path, line, path));
     plan.corrupt_lines.push_back(text);
   }
   for (auto& d : c.duplicates) {
     if (d.same) {
-      progress.Note(fmt::format("{}:{}: second, identical record of point {} dropped (the first is kept)", path,
+      note(fmt::format("{}:{}: second, identical record of point {} dropped (the first is kept)", path,
                                 d.line, d.name));
       continue;
     }
-    progress.Note(fmt::format("warning: {}:{}: second, differing record of point {} moved to {}.duplicate (the "
+    note(fmt::format("warning: {}:{}: second, differing record of point {} moved to {}.duplicate (the "
                               "first is kept)", path, d.line, d.name, path));
     plan.duplicate_lines.push_back(d.text);
   }
@@ -97,6 +108,74 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
   return plan;
 }
 
+// SIGINT sets this; the measuring loop checks it between generations.
+std::atomic<bool> g_interrupted{false};
+extern "C" void OnInterrupt(int) { g_interrupted = true; }
+
+// Installs OnInterrupt for the scope (the previous handler back afterwards).
+struct InterruptScope {
+  struct sigaction old {};
+  InterruptScope() {
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &old, nullptr); }
+};
+
+// Non-empty lines of a prompt file, passages of a passages file: what `count` takes from.
+int PromptsAvailable(const std::string& path, bool passages) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (passages) return int(SplitPassages(ss.str()).size());
+  int n = 0;
+  std::string line;
+  while (std::getline(ss, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) ++n;
+  return n;
+}
+
+// The prompt sources the grid uses: path, sha256, how many are used of how many.
+json PromptsJson(const Experiment& e) {
+  bool file = false, passages = false;
+  std::set<int> lengths;
+  for (auto& p : e.points) {
+    (p.input_length > 0 ? passages : file) = true;
+    if (p.input_length > 0) lengths.insert(p.input_length);
+  }
+  json j{{"count", e.prompts.count}, {"category", e.prompts.category}};
+  if (file)
+    j["file"] = {{"path", fs::absolute(e.prompts.file).lexically_normal().string()},
+                 {"sha256", Sha256File(e.prompts.file)},
+                 {"available", PromptsAvailable(e.prompts.file, false)}};
+  if (passages)
+    j["passages"] = {{"path", fs::absolute(e.prompts.passages).lexically_normal().string()},
+                     {"sha256", Sha256File(e.prompts.passages)},
+                     {"available", PromptsAvailable(e.prompts.passages, true)},
+                     {"input_lengths", lengths}};
+  return j;
+}
+
+// "plan: ..." lines, printed before anything is loaded.
+std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
+  std::string t = fmt::format("plan: {} points in {} group(s) (a baseline and the points compared with it); "
+                              "{} repetition(s) x {} prompt(s) = {} rounds per group, every point once per "
+                              "round; warm-up {} generation(s) per point",
+                              e.points.size(), groups, e.repetitions, e.prompts.count,
+                              e.repetitions * e.prompts.count, e.warmup);
+  if (prompts.contains("file"))
+    t += fmt::format("\nplan: prompts {} of {} from {}", e.prompts.count, prompts["file"]["available"].get<int>(),
+                     prompts["file"]["path"].get<std::string>());
+  if (prompts.contains("passages"))
+    t += fmt::format("\nplan: prompts {} cut from {} passages of {} (input lengths {})", e.prompts.count,
+                     prompts["passages"]["available"].get<int>(), prompts["passages"]["path"].get<std::string>(),
+                     fmt::join(prompts["passages"]["input_lengths"].get<std::vector<int>>(), ", "));
+  return t;
+}
+
 }  // namespace
 
 MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
@@ -110,11 +189,15 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   // experiment -> schedule
   ModelCache cache(e);
   const std::vector<Group> groups = MakeGroups(e.points);
+  const json prompts_json = PromptsJson(e);
+  auto note = [&](const std::string& line) {
+    if (o.progress) fmt::print(o.progress, "{}\n", line), std::fflush(o.progress);
+  };
+  note(PlanText(e, groups.size(), prompts_json));
   const std::string experiment_sha = o.experiment_sha256.empty() ? ExperimentSha256(e) : o.experiment_sha256;
   std::vector<std::vector<RawRecord>> expected;
   for (auto& g : groups) expected.push_back(DescribeGroup(e, experiment_sha, g, cache));
 
-  Progress progress(o.progress, s.total, 0);
   ResumePlan plan;
   if (fs::exists(s.jsonl_path)) {
     if (o.overwrite) {
@@ -122,29 +205,54 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
     } else if (o.resume == ResumeMode::None) {
       Fail("{}: already exists (use --resume to continue that sweep or --overwrite to start over)", s.jsonl_path);
     } else {
-      plan = PlanResume(dir, e, groups, expected, o.resume, progress);
+      plan = PlanResume(dir, e, groups, expected, o.resume, note);
       dir.SetAside(".corrupt", plan.corrupt_lines);
       dir.SetAside(".replaced", plan.replaced_lines);
       dir.SetAside(".duplicate", plan.duplicate_lines);
       if (!plan.replaced_lines.empty())
-        progress.Note(fmt::format("{}: {} record(s) of changed or foreign points moved to {}.replaced", s.jsonl_path,
+        note(fmt::format("{}: {} record(s) of changed or foreign points moved to {}.replaced", s.jsonl_path,
                                   plan.replaced_lines.size(), s.jsonl_path));
       if (plan.rewrite) dir.RewriteJsonl(plan.keep_lines);
       s.set_aside = int(plan.replaced_lines.size() + plan.corrupt_lines.size() + plan.duplicate_lines.size());
     }
   }
   for (size_t gi : plan.reused_groups) s.resumed += int(groups[gi].points.size());
-  progress = Progress(o.progress, s.total, s.resumed);
+  if (s.resumed > 0)
+    note(fmt::format("resume: {} of {} points ({} of {} groups) reused from {}", s.resumed, s.total,
+                     plan.reused_groups.size(), groups.size(), s.jsonl_path));
+  long generations = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi)
-    if (!plan.reused_groups.count(gi)) Preflight(e, groups[gi], cache);
+    if (!plan.reused_groups.count(gi)) {
+      Preflight(e, groups[gi], cache);
+      generations += long(groups[gi].points.size()) * e.repetitions *
+                     long(cache.Prompts(groups[gi].baseline().model, groups[gi].baseline().input_length).size());
+    }
 
   // measure: one group at a time, its records on disk before the next starts
+  Progress progress(o.progress, s.total, s.resumed, generations);
+  InterruptScope interrupt_scope;
+  const int to_measure = int(groups.size() - plan.reused_groups.size());
+  int measuring = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     if (plan.reused_groups.count(gi)) continue;
     const Group& g = groups[gi];
-    progress.Start(g.baseline().Name());
+    ++measuring;
+    progress.Note(fmt::format("group {}/{}: {} and {} point(s) compared with it", measuring, to_measure,
+                              g.baseline().Name(), g.points.size() - 1));
     std::vector<RawRecord> records = expected[gi];
-    MeasureGroup(e, g, cache, o.default_threads, records);
+    try {
+      MeasureGroup(e, g, cache, o.default_threads, records, &progress, &g_interrupted,
+                   ProgressState{.group = measuring, .groups = to_measure, .round = 0, .rounds = 0, .stage = "",
+                                 .point = ""});
+    } catch (const Interrupted& i) {
+      progress.Finish();
+      Fail("{}: interrupted: {} of {} point(s) stored ({} group(s) measured now{}); lost: group {}/{} ({}, {} "
+           "point(s)), {} of its {} round(s) done and discarded (a group is stored whole); `--resume` continues "
+           "from there",
+           s.jsonl_path, s.resumed + s.measured, s.total, measuring - 1,
+           s.resumed ? fmt::format(", {} resumed", s.resumed) : "", measuring, to_measure, g.baseline().Name(),
+           g.points.size(), i.rounds_done, i.rounds);
+    }
     std::vector<std::string> lines;
     for (auto& r : records) lines.push_back(DumpJson(RawToJson(r)));
     dir.Append(lines);
@@ -171,6 +279,7 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   context["experiment"] = e.name;
   context["experiment_file"] = e.file;
   context["experiment_sha256"] = experiment_sha;
+  context["prompts"] = prompts_json;
   std::map<std::string, std::string> files;
   for (auto& p : e.points) {
     for (auto& [f, h] : cache.FileHashes(p.model)) files[f] = h;

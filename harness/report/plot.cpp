@@ -11,7 +11,11 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
+#include <fmt/ranges.h>
+
+#include "decoders/draft_spec.h"
 #include "harness/store/results.h"
 #include "base/build_info.h"
 #include "base/error.h"
@@ -48,19 +52,49 @@ struct Pt {
   std::string label{};  // an initializer, so Pt{x, y} is complete for -Wmissing-field-initializers
 };
 
+// A draft in short words for a legend: "q4_0 self-draft", "early exit L=1", "lookup n<=3",
+// "tinystories-656k draft", "early exit L=2 q8_0".
+std::string ShortDraft(const json& r) {
+  std::string label = FieldText(r, "draft");
+  if (label.empty()) {  // records without the whole label: its base and quant
+    const std::string base = FieldText(r, "draft_base"), q = FieldText(r, "draft_quant");
+    const bool has_q = !q.empty() && q != "none" && q != "-";
+    label = base.empty() || base == "self" ? (has_q ? q : "self") : base + (has_q ? "+" + q : "");
+  }
+  DraftSpec d;
+  try {
+    d = ParseDraftSpec(label, "draft");
+  } catch (const Error&) {
+    return label;  // a draft this version does not know: as written
+  }
+  if (d.lookup)
+    return d.min_ngram > 1 ? fmt::format("lookup {}<=n<={}", d.min_ngram, d.max_ngram)
+                           : fmt::format("lookup n<={}", d.max_ngram);
+  const std::string quant = d.quant ? std::string(QTypeName(*d.quant)) : "";
+  if (!d.model.empty())
+    return d.model + " draft" + (d.layers ? fmt::format(" L={}", d.layers) : "") + (quant.empty() ? "" : " " + quant);
+  if (d.layers) return fmt::format("early exit L={}", d.layers) + (quant.empty() ? "" : " " + quant);
+  return quant.empty() ? label : quant + " self-draft";
+}
+
 std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   std::string t;
+  bool draft_said = false;
   for (auto& f : fields) {
+    if (f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram") {
+      if (!std::exchange(draft_said, true) && FieldText(r, "decoder") != "ar")
+        t += (t.empty() ? "" : " ") + ShortDraft(r);
+      continue;
+    }
     std::string v = FieldText(r, f);
     // Bare values read well for names; numeric knobs keep their field name.
     bool bare = f == "model" || f == "decoder" || f == "draft_base" || f == "target_quant";
-    if (f == "draft_quant") v = "draft " + v;
     if (f == "target_quant") v = "target " + v;
     // x is K: say what K is under the policy (KLabel).
     if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
     if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;
     if (f == "acceptance_source") v = AcceptanceCaptionOf(r), bare = true;
-    t += (t.empty() ? "" : " ") + (bare || f == "draft_quant" ? v : f + "=" + v);
+    t += (t.empty() ? "" : " ") + (bare ? v : f + "=" + v);
   }
   // A replayed point says so in its legend even when every point is replayed alike.
   if (IsReplayed(r) && std::find(fields.begin(), fields.end(), "acceptance_source") == fields.end())
@@ -127,10 +161,19 @@ std::vector<Series> SpeedupVsK(const std::vector<json>& recs) {
   });
 }
 
-std::vector<Series> AcceptanceVsK(const std::vector<json>& recs) {
-  return Group(Spec(recs), {"k"}, [](const json& r) {
-    return Pt{FieldNumber(r, "k"), FieldNumber(r, "acceptance_rate")};
+// A metric against K, with its interval when the results hold one (METRIC_ci_low/high).
+std::vector<Series> MetricVsK(const std::vector<json>& recs, const std::string& metric) {
+  return Group(Spec(recs), {"k"}, [&](const json& r) {
+    return Pt{FieldNumber(r, "k"), FieldNumber(r, metric), FieldNumber(r, metric + "_ci_low"),
+              FieldNumber(r, metric + "_ci_high")};
   });
+}
+
+// Per-token acceptance alpha, not accepted/drafted: the latter falls with K by
+// construction (a position is drafted only after every earlier one was accepted).
+std::vector<Series> AcceptanceVsK(const std::vector<json>& recs) { return MetricVsK(recs, "alpha"); }
+std::vector<Series> AcceptedLengthVsK(const std::vector<json>& recs) {
+  return MetricVsK(recs, "mean_accepted_length");
 }
 
 std::vector<Series> LatencyVsInputLength(const std::vector<json>& recs) {
@@ -162,8 +205,10 @@ std::vector<Series> AcceptancePerPosition(const std::vector<json>& recs) {
     const json& r = *best[t];
     Series s;
     s.title = t + " " + KLabelOf(r);
-    if (r.contains("acceptance_at_pos") && r["acceptance_at_pos"].is_array()) {
-      const json& a = r["acceptance_at_pos"];
+    // Conditional: accepted at i+1 given i accepted (the unconditional rate falls with
+    // i by construction; the results hold both).
+    if (r.contains("acceptance_at_pos_conditional") && r["acceptance_at_pos_conditional"].is_array()) {
+      const json& a = r["acceptance_at_pos_conditional"];
       for (size_t i = 0; i < a.size(); ++i)
         if (a[i].is_number()) s.xy.emplace_back(double(i + 1), a[i].get<double>());
     }
@@ -183,7 +228,7 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const json& r) {
     if (Suspect(r)) return Pt{};
-    std::string label = KLabelOf(r) + " " + FieldText(r, "draft");
+    std::string label = KLabelOf(r);  // the draft is the series (legend, colour, marker)
     return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
               FieldNumber(r, "speedup_ci_high"), label};
   });
@@ -227,6 +272,29 @@ static std::string Quote(const std::string& s) {
   return q + "'";
 }
 
+std::string PlotSubtitle(const json& context, const std::vector<json>& records) {
+  std::set<std::string> models, isas, threads;
+  for (auto& r : records) {
+    models.insert(FieldText(r, "model"));
+    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
+    if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
+  }
+  std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};
+  const json* prompts = context.contains("prompts") ? &context["prompts"] : nullptr;
+  if (prompts && prompts->contains("file"))
+    parts.push_back("prompts " + fs::path((*prompts)["file"].value("path", "")).filename().string());
+  else if (prompts && prompts->contains("passages"))
+    parts.push_back("passages " + fs::path((*prompts)["passages"].value("path", "")).filename().string());
+  if (context.contains("cpu_model") && context["cpu_model"].is_string())
+    parts.push_back(context["cpu_model"].get<std::string>());
+  if (!isas.empty()) parts.push_back(fmt::format("kernels {}", fmt::join(isas, "/")));
+  if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
+  parts.push_back("error bars: 95% bootstrap CI");
+  std::string t = fmt::format("{}", fmt::join(parts, "; "));
+  std::erase(t, '\'');  // passed to gnuplot in single quotes
+  return t;
+}
+
 std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOptions& o) {
   std::string gnuplot = o.gnuplot.empty() ? FindGnuplot() : o.gnuplot;
   if (gnuplot.empty() || access(gnuplot.c_str(), X_OK) != 0)
@@ -242,9 +310,10 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
   };
   const Spec specs[] = {
       {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK},
-      {"acceptance_vs_k", "Acceptance rate vs draft length K", AcceptanceVsK},
+      {"acceptance_vs_k", "Per-token acceptance alpha vs draft length K", AcceptanceVsK},
+      {"accepted_length_vs_k", "Mean accepted length tau vs draft length K", AcceptedLengthVsK},
       {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength},
-      {"acceptance_per_position", "Acceptance rate per draft position", AcceptancePerPosition},
+      {"acceptance_per_position", "Conditional acceptance per draft position", AcceptancePerPosition},
       {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured},
   };
   std::vector<PlotOutput> out;
@@ -278,9 +347,14 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
     }
     std::string script = (fs::path(scripts) / (std::string(s.name) + ".gp")).string();
     if (!fs::exists(script)) Fail("plot: {}: script not found", script);
+    // The subtitle names the error bars only on a plot that has them.
+    std::string subtitle = o.subtitle;
+    if (std::none_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); }))
+      if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos) subtitle.resize(at);
     std::string err = base + ".gnuplot.log";
     std::string cmd = Quote(gnuplot) + " -e " +
-                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; xticvals='{}'", p.dat, base, s.title, xtics)) + " " +
+                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'", p.dat, base,
+                                          s.title, subtitle, xtics)) + " " +
                       Quote(script) + " >" + Quote(err) + " 2>&1";
     int status = std::system(cmd.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -19,7 +19,8 @@ struct Series {
 
 // Series data of each plot (records as in Results::records).
 std::vector<Series> SpeedupVsK(const std::vector<nlohmann::json>& records);
-std::vector<Series> AcceptanceVsK(const std::vector<nlohmann::json>& records);
+std::vector<Series> AcceptanceVsK(const std::vector<nlohmann::json>& records);       // alpha
+std::vector<Series> AcceptedLengthVsK(const std::vector<nlohmann::json>& records);  // tau
 std::vector<Series> LatencyVsInputLength(const std::vector<nlohmann::json>& records);  // ms vs prompt tokens
 std::vector<Series> AcceptancePerPosition(const std::vector<nlohmann::json>& records);
 std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& records);
@@ -33,7 +34,12 @@ struct PlotOptions {
   std::string out_dir = "plots";
   std::string scripts_dir;  // "": <source tree>/plots
   std::string gnuplot;      // "": found in PATH
+  std::string subtitle;     // second title line (PlotSubtitle), "" for none
 };
+
+// "models A, B; prompts tinystories.txt; CPU; kernels avx512; 2 threads; error bars: 95%
+// bootstrap CI" from a results file's context and records.
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records);
 
 struct PlotOutput {
   std::string name;                 // "speedup_vs_k", ...

@@ -6,10 +6,13 @@
 #include <regex>
 #include <set>
 
+#include <fmt/ranges.h>
+
 #include "harness/report/aggregate.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
+#include "base/suggest.h"
 #include "quant/qtype.h"
 
 using nlohmann::json;
@@ -104,7 +107,28 @@ std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) 
   return out;
 }
 
-static std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
+}  // namespace
+
+void CheckFilters(const std::vector<json>& records, const Filters& filters) {
+  for (auto& [field, value] : filters) {
+    std::set<std::string> fields, values;
+    for (auto& r : records) {
+      for (auto& [k, v] : r.items()) fields.insert(k);
+      if (r.contains(field)) values.insert(FieldText(r, field));
+    }
+    const std::vector<std::string> known(fields.begin(), fields.end());
+    if (!fields.count(field))
+      Fail("table: --where {}={}: no record has the field '{}'{} (parameter fields: {})", field, value, field,
+           DidYouMean(field, known), fmt::join(ParamFields(), ", "));
+    if (!values.count(value))
+      Fail("table: --where {}={}: no record has that value (values of {}: {})", field, value, field,
+           fmt::join(values, ", "));
+  }
+}
+
+namespace {
+
+std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
   std::vector<std::string> v;
   for (auto& f : fields) v.push_back(FieldText(r, f));
   return v;
@@ -289,7 +313,8 @@ std::string Caption(const std::vector<json>& spec, const json& context) {
                      join(prompts), join(category), tps);
 }
 
-Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context) {
+Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context,
+                const std::vector<std::string>& metrics) {
   std::vector<json> spec = SpeculativeRecords(records, filters);
   // Columns say what K was under each policy: "k=4", "k<=4 adaptive", "k0=4 heuristic".
   for (json& r : spec) r["k_label"] = KLabelOf(r);
@@ -299,8 +324,9 @@ Table MainTable(const std::vector<json>& records, const Filters& filters, const 
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
   ShowAcceptanceSource(spec, p.rows);
-  p.metrics = {"speedup", "mean_accepted_length"};
-  p.title = "Speedup over autoregressive decoding / mean accepted length (tokens per target call)";
+  p.metrics = metrics.empty() ? std::vector<std::string>{"speedup", "mean_accepted_length"} : metrics;
+  p.title = metrics.empty() ? "Speedup over autoregressive decoding / mean accepted length (tokens per target call)"
+                            : fmt::format("{} of the speculative points", fmt::join(p.metrics, " / "));
   Table t = PivotTable(spec, p);
   t.notes.insert(t.notes.begin(), Caption(spec, context));
   return t;
@@ -378,6 +404,7 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
   t.header = label;
   if (replay) t.header.push_back("acceptance");
   t.header.push_back("ar ms/token");
+  CellFlags flags;
   for (auto& k : kinds) {
     t.header.push_back(k + " ms/token");
     t.header.push_back(k + " config");
@@ -421,6 +448,8 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
                      hi = FieldNumber(*best, "latency_speedup_ci_high");
         std::string cell = FormatMetric("latency_speedup", sp);
         if (std::isfinite(lo) && std::isfinite(hi)) cell += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+        if (FieldText(*best, "busy") == "true") cell += "†", flags.busy = true;
+        if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * sp) cell += "‡", flags.wide = true;
         line.push_back(cell);
         // Reduction of next-token latency, 1 - 1/speedup, the ends of its interval mapped alike.
         auto red = [](double x) { return 100.0 * (1.0 - 1.0 / x); };
@@ -431,10 +460,12 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
       t.rows.push_back(line);
     }
   }
-  t.notes.push_back("speedup = AR latency / speculative latency in the same round, mean over prompts x repetitions "
-                    "± half-width of its 95% bootstrap interval; reduction = 1 - 1/speedup [its interval]; the "
-                    "configuration shown has the highest lower end of that interval");
+  t.notes.push_back("ms/token: mean next-token latency of each point (mean over its runs); speedup: the mean over "
+                    "rounds of the per-round ratio AR latency / speculative latency ± half-width of its 95% bootstrap "
+                    "interval, so it need not equal the ratio of the two ms/token columns; reduction = 1 - 1/speedup "
+                    "[its interval]; the configuration shown has the highest lower end of that interval");
   if (replay) t.notes.push_back(kReplayNote);
+  AddFlagNotes(flags, t);
   return t;
 }
 

@@ -36,8 +36,13 @@ Table PivotTable(const std::vector<nlohmann::json>& records, const PivotSpec& sp
 // Presets; `filters` restrict the records first.
 using Filters = std::vector<std::pair<std::string, std::string>>;
 // `context`: the results' context block, for the caption (machine, kernels).
+// --where filters checked against the records: a field no record has is an Error
+// listing the fields (and the closest one); a value no record has lists the values
+// that exist for that field.
+void CheckFilters(const std::vector<nlohmann::json>& records, const Filters& filters);
 Table MainTable(const std::vector<nlohmann::json>& records, const Filters& filters = {},
-                const nlohmann::json& context = {});
+                const nlohmann::json& context = {},
+                const std::vector<std::string>& metrics = {});
 // The main table's data in long form, one numeric value per column (CSV).
 Table MainTableLong(const std::vector<nlohmann::json>& records, const Filters& filters = {});
 Table LatencyTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "base/error.h"
 #include "harness/sweep/grid.h"
@@ -49,6 +50,9 @@ void ParseQuestionKeys(const Ctx& c, const json& p, PromptSet& ps) {
 Experiment ParseExperiment(const json& doc, const std::string& file, const std::string& models_dir) {
   Ctx c{file};
   if (!doc.is_object()) Fail("{}: top level: expected a map, got {}", file, TypeName(doc));
+  for (auto& [k, v] : doc.items())
+    if (kAxisKeys.count(k) || kHfAliases.count(k))
+      c.Bad(k, "a sweep axis: write it under sweep: (every decoder) or in a decoder entry (docs/experiments.md)");
   c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
                         "warmup", "template", "max_points"});
   Experiment e;
@@ -66,8 +70,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   for (auto& [m, mp] : c.Axis(doc["models"], "models")) {
     std::string name = c.Str(m, mp);
     if (!ModelExists(name, models_dir))
-      c.Bad(mp, fmt::format("unknown model '{}' (not a path nor a folder of the models directory '{}')",
-                            name, ResolveModelsDir(models_dir)));
+      c.Bad(mp, fmt::format("unknown model '{}': {}", name, WhyModelNotFound(name, models_dir)));
     e.models.push_back(name);
   }
 
@@ -105,7 +108,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   if (doc.contains("warmup")) e.warmup = int(c.Int(doc["warmup"], "warmup", 0, 1000));
 
   if (doc.contains("sweep")) {
-    const json& s = c.Map(doc["sweep"], "sweep");
+    const json s = ResolveHfAliases(c, c.Map(doc["sweep"], "sweep"), "sweep");
     c.CheckKeys(s, "sweep", kAxisKeys);
     if (s.contains("input_length") && doc["prompts"].is_object() && doc["prompts"].contains("input_lengths"))
       c.Bad("sweep.input_length", "given twice (also prompts.input_lengths)");
@@ -124,10 +127,17 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   bool uses_file = false;
   for (auto* v : {&ar, &spec})
     for (auto& pt : *v) (pt.input_length > 0 ? uses_passages : uses_file) = true;
-  if (uses_passages && !fs::exists(e.prompts.passages))
-    c.Bad("prompts.passages", fmt::format("'{}' does not exist", e.prompts.passages));
-  if (uses_file && !fs::exists(e.prompts.file))
-    c.Bad("prompts.file", fmt::format("'{}' does not exist", e.prompts.file));
+  for (auto [used, path, key] : {std::tuple{uses_passages, e.prompts.passages, "prompts.passages"},
+                                  std::tuple{uses_file, e.prompts.file, "prompts.file"}}) {
+    if (!used) continue;
+    if (!fs::exists(path))
+      c.Bad(key, fmt::format("'{}' does not exist (relative paths are tried beside the experiment file, then in "
+                             "the source tree and its experiments/)", path));
+    if (fs::is_directory(path))
+      c.Bad(key, fmt::format("'{}' is a directory; give a text file ({})", path,
+                             std::string(key) == "prompts.file" ? "one prompt per line"
+                                                                : "passages separated by blank lines"));
+  }
 
   e.points = OrderIntoGroups(ar, spec);
   return e;

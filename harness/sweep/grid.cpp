@@ -12,10 +12,11 @@ namespace specsweep {
 
 using namespace schema;
 
-void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std::string& dp, const Axes& global,
+void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const std::string& dp, const Axes& global,
                         const std::vector<std::string>& models, const std::string& prompt_category,
                         const std::string& models_dir, std::vector<Point>& ar, std::vector<Point>& spec,
                         const PointBudget& budget) {
+  const json d = ResolveHfAliases(c, entry, dp);
   Axes a = global;
   std::string kind_name;
   if (d.is_string()) {
@@ -34,8 +35,8 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& d, const std:
     kind = ParseDecoderKind(kind_name);
   } catch (const Error&) {
     c.Bad(d.is_object() ? dp + ".decoder" : dp,
-          fmt::format("unknown decoder '{}' (expected ar, speculative, or its aliases assisted, self-spec)",
-                      kind_name));
+          fmt::format("unknown decoder '{}'{} (expected ar, speculative, or its aliases assisted, self-spec)",
+                      kind_name, DidYouMean(kind_name, {"ar", "speculative", "assisted", "self-spec"})));
   }
   if (d.is_object()) {
     if (kind == DecoderKind::Autoregressive)

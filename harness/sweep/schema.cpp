@@ -38,6 +38,33 @@ std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::st
   return t;
 }
 
+json ResolveHfAliases(const Ctx& c, const json& m, const std::string& path) {
+  if (!m.is_object()) return m;
+  auto p = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
+  json out = m;
+  auto set = [&](const std::string& alias, const std::string& key, const json& v) {
+    if (out.contains(key))
+      c.Bad(p(alias), fmt::format("Hugging Face name for {}, which is given too; use one of them", key));
+    out[key] = v;
+  };
+  if (m.contains("num_assistant_tokens")) set("num_assistant_tokens", "k", m["num_assistant_tokens"]);
+  if (m.contains("max_matching_ngram_size")) set("max_matching_ngram_size", "max_ngram", m["max_matching_ngram_size"]);
+  if (m.contains("assistant_model")) {
+    json drafts = json::array();
+    for (auto& [x, xp] : c.Axis(m["assistant_model"], p("assistant_model")))
+      drafts.push_back("model=" + c.Str(x, xp));
+    set("assistant_model", "draft", drafts);
+  }
+  if (m.contains("prompt_lookup_num_tokens")) {
+    if (m.contains("assistant_model"))
+      c.Bad(p("prompt_lookup_num_tokens"), "a lookup draft and assistant_model exclude each other");
+    set("prompt_lookup_num_tokens", "k", m["prompt_lookup_num_tokens"]);
+    set("prompt_lookup_num_tokens", "draft", "lookup");
+  }
+  for (const auto& alias : kHfAliases) out.erase(alias);
+  return out;
+}
+
 bool ModelExists(const std::string& name, const std::string& models_dir) {
   if (fs::exists(name)) return true;
   std::string dir = ResolveModelsDir(models_dir);
@@ -120,8 +147,7 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
                                 TypeName(x)));
         }
         if (!d.model.empty() && !ModelExists(d.model, models_dir))
-          c.Bad(xp, fmt::format("unknown draft model '{}' (not a path nor a folder of the models "
-                                "directory '{}')", d.model, ResolveModelsDir(models_dir)));
+          c.Bad(xp, fmt::format("unknown draft model '{}': {}", d.model, WhyModelNotFound(d.model, models_dir)));
         a.draft.push_back(d);
       }
     } else if (key == "tree_budget") {

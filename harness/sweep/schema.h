@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/suggest.h"
 #include "decoders/decoder.h"
 #include "quant/qtype.h"
 
@@ -32,7 +33,8 @@ struct Ctx {
       if (!allowed.count(k)) {
         std::string list;
         for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        Bad(path.empty() ? k : path + "." + k, "unknown key (expected one of: " + list + ")");
+        Bad(path.empty() ? k : path + "." + k,
+            "unknown key" + DidYouMean(k, {allowed.begin(), allowed.end()}) + " (expected one of: " + list + ")");
       }
   }
   const json& Map(const json& v, const std::string& path) const {
@@ -101,6 +103,16 @@ inline const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", 
 inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
                                          "draft_quant", "input_length", "max_new_tokens", "sampling",
                                          "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching", "acceptance_source"};
+
+// Hugging Face generate() names accepted as aliases in a sweep or decoder map (the
+// map is rewritten to the names above; giving both spellings is an error):
+//   num_assistant_tokens: K          -> k: K
+//   assistant_model: M               -> draft: model=M
+//   prompt_lookup_num_tokens: K      -> draft: lookup, k: K
+//   max_matching_ngram_size: N       -> max_ngram: N
+inline const std::set<std::string> kHfAliases = {"num_assistant_tokens", "assistant_model",
+                                                 "prompt_lookup_num_tokens", "max_matching_ngram_size"};
+json ResolveHfAliases(const Ctx& c, const json& m, const std::string& path);
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path);
 bool ModelExists(const std::string& name, const std::string& models_dir);

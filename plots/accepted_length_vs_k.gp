@@ -1,0 +1,12 @@
+# Mean accepted length tau (tokens per target call, bonus token included) vs K,
+# with its 95% bootstrap interval where the results hold one.
+load sprintf("%s/common.gp", system("dirname ".ARG0))
+set xlabel "draft length K"
+set ylabel "mean accepted length tau (tokens per target call)"
+set yrange [1:*]
+do for [ext in "png svg"] {
+  if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
+  set output outbase.".".ext
+  plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines title columnheader(1) lw 2 lc rgb colour(i) dt dash(i) pt shape(i)
+  set output
+}
