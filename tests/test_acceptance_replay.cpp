@@ -9,7 +9,8 @@
 
 #include "decoders/decoder.h"
 #include "base/error.h"
-#include "harness/measure/runner.h"
+#include "harness/pipeline.h"
+#include "harness/report/load.h"
 #include "harness/report/check.h"
 #include "harness/report/table.h"
 #include "harness/store/acceptance_trace.h"

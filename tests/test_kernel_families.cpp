@@ -77,7 +77,7 @@ TEST(KernelFamilies, SyntheticModelLogitsBitIdentical) {
 // A per-format choice (quant/kernel_choice.h) mixes families within one forward pass:
 // every format on another family than its neighbours still gives the scalar bits.
 TEST(KernelFamilies, MixedChoiceLogitsBitIdentical) {
-  IsaGuard guard;
+  testing::KernelIsaGuard guard;
   const std::vector<const KernelFamily*> simd = CandidateFamilies();
   if (simd.size() < 2) GTEST_SKIP() << "fewer than two SIMD families on this CPU";
   ModelConfig c = TinyTestConfig();

@@ -249,7 +249,7 @@ TEST(TreeDecoding, GreedyEqualsAutoregressiveSharedModels) {
   for (const char* name : {"tinystories-656k", "tinystories-260k"}) {
     const LoadedModel m = LoadModel(name, dir);
     ExpectTreesLossless(m, 1000);  // every shared prompt
-    ExpectTreesLossless(Quantized(m, QType::Q6_K), 6);
+    ExpectTreesLossless(Quantized(m, QType::Q6_K), 1000);  // 656k: rows of 128 store q8_0 (fallback)
   }
 }
 

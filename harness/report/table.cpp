@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/report/aggregate.h"
+#include "harness/report/table_cells.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
@@ -43,60 +44,6 @@ static std::string MetricHeader(const std::string& m) {
 // ---------------------------------------------------------------------------------
 // Pivot
 
-namespace {
-
-// Numbers sort numerically, everything else as text; "-" sorts first.
-bool NaturalLess(const std::string& a, const std::string& b) {
-  char* ea = nullptr;
-  char* eb = nullptr;
-  double da = std::strtod(a.c_str(), &ea), db = std::strtod(b.c_str(), &eb);
-  bool na = !a.empty() && *ea == 0, nb = !b.empty() && *eb == 0;
-  if (na && nb) return da < db;
-  if (na != nb) return na;
-  return a < b;
-}
-
-// Quantization levels order by bits per weight, widest first ("none" and "-" first).
-double QuantRank(const std::string& v) {
-  if (v.empty() || v == "-" || v == "none") return -1e9;
-  try {
-    const QType q = ParseQType(v.substr(0, v.find(' ')));  // "q4_0 (2 of 14 f16)": a partial fallback
-    return -8.0 * double(BlockBytes(q)) / double(BlockSize(q));
-  } catch (const Error&) {
-    return 0;  // not a quant name: after the known ones, by name
-  }
-}
-
-// The K of a KLabel ("k<=4 adaptive" -> 4).
-double KLabelNumber(const std::string& v) {
-  const size_t digit = v.find_first_of("0123456789");
-  return digit == std::string::npos ? -1 : std::strtod(v.c_str() + digit, nullptr);
-}
-
-bool ValueLess(const std::string& field, const std::string& a, const std::string& b) {
-  if (field == "k_label") {
-    const double ka = KLabelNumber(a), kb = KLabelNumber(b);
-    if (ka != kb) return ka < kb;
-  }
-  if (field.ends_with("quant")) {
-    const double ra = QuantRank(a), rb = QuantRank(b);
-    if (ra != rb) return ra < rb;
-  }
-  return NaturalLess(a, b);
-}
-
-bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::string>& a,
-               const std::vector<std::string>& b) {
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const std::string& f = i < fields.size() ? fields[i] : "";
-    if (ValueLess(f, a[i], b[i])) return true;
-    if (ValueLess(f, b[i], a[i])) return false;
-  }
-  return a.size() < b.size();
-}
-
-}  // namespace
-
 std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) {
   std::vector<json> out;
   for (auto& r : recs) {
@@ -106,8 +53,6 @@ std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) 
   }
   return out;
 }
-
-}  // namespace
 
 void CheckFilters(const std::vector<json>& records, const Filters& filters) {
   for (auto& [field, value] : filters) {
@@ -134,6 +79,8 @@ std::vector<std::string> Values(const json& r, const std::vector<std::string>& f
   return v;
 }
 
+}  // namespace
+
 // Parameter fields taking more than one value among the records (a row label or
 // column). The n-gram range of a lookup draft is part of its draft label already.
 std::vector<std::string> Varying(const std::vector<json>& recs, const std::vector<std::string>& exclude) {
@@ -147,63 +94,6 @@ std::vector<std::string> Varying(const std::vector<json>& recs, const std::vecto
   }
   return out;
 }
-
-namespace {
-
-bool IsSpeculative(const json& r) { return FieldText(r, "decoder") != "ar"; }
-
-// The speculative records that pass the filters; Error when there are none.
-std::vector<json> SpeculativeRecords(const std::vector<json>& records, const Filters& filters) {
-  std::vector<json> spec;
-  for (auto& r : Filter(records, filters))
-    if (IsSpeculative(r)) spec.push_back(r);
-  if (spec.empty()) Fail("table: no speculative points in the results (nothing to compare with AR)");
-  return spec;
-}
-
-// Marks seen in a table's cells, explained in its notes.
-struct CellFlags {
-  bool suspect = false, busy = false, wide = false;
-};
-
-// "1.52x ±0.08" (mean and half-width of the 95% interval), † when the machine was busy,
-// ‡ when the interval is wider than ±15%; "suspect" (no number) when the speedup is
-// above what the step counts and verify costs allow.
-std::string SpeedupCell(const json& r, CellFlags& flags) {
-  if (FieldText(r, "suspect") == "true") {
-    flags.suspect = true;
-    return "suspect";
-  }
-  const double mean = FieldNumber(r, "speedup"), lo = FieldNumber(r, "speedup_ci_low"),
-               hi = FieldNumber(r, "speedup_ci_high");
-  std::string c = FormatMetric("speedup", mean);
-  if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
-  if (FieldText(r, "busy") == "true") c += "†", flags.busy = true;
-  if (FieldText(r, "wide_ci") == "true") c += "‡", flags.wide = true;
-  return c;
-}
-
-// Replayed points say so in their row even when every point is replayed alike.
-void ShowAcceptanceSource(const std::vector<json>& recs, std::vector<std::string>& rows) {
-  const bool any = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
-  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end()) rows.push_back("acceptance_source");
-}
-
-const char* kReplayNote =
-    "replayed: the number of draft tokens accepted per step was drawn from the named source (acceptance_source), "
-    "not measured; draft calls, target verify calls and cache rollbacks are real, so times and speedups are "
-    "measured for that acceptance";
-
-void AddFlagNotes(const CellFlags& f, Table& t) {
-  if (f.suspect)
-    t.notes.push_back(fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
-                                  "more than {:.0f}%: the timing cannot support it, so no number is shown",
-                                  100 * kSuspectMargin));
-  if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
-  if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
-}
-
-}  // namespace
 
 Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
   std::vector<json> recs = Filter(all, spec.filters);

@@ -226,56 +226,6 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
   return r;
 }
 
-ModelFiles ModelFilesFromJson(const json& j) {
-  ModelFiles out;
-  if (!j.is_object()) return out;
-  if (j.contains("model_files")) {
-    for (auto& f : j.at("model_files"))
-      out.push_back({f.at("role").get<std::string>(), f.at("file").get<std::string>(),
-                     f.at("sha256").get<std::string>()});
-  } else if (j.contains("model_sha256")) {
-    for (auto& [path, sha] : j.at("model_sha256").items())
-      out.push_back({"", fs::path(path).filename().string(), sha.get<std::string>()});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-json ModelFilesToJson(const ModelFiles& m) {
-  json out = json::array();
-  for (auto& f : m) out.push_back(json{{"role", f.role}, {"file", f.file}, {"sha256", f.sha256}});
-  return out;
-}
-
-std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now_in) {
-  auto roleless = [](const ModelFiles& m) { return std::any_of(m.begin(), m.end(), [](auto& f) { return f.role.empty(); }); };
-  const bool roles = !roleless(was_in) && !roleless(now_in);
-  auto normal = [&](ModelFiles m) {
-    if (!roles)
-      for (auto& f : m) f.role.clear();
-    std::sort(m.begin(), m.end());
-    return m;
-  };
-  const ModelFiles was = normal(was_in), now = normal(now_in);
-  if (was == now) return "";
-  auto name = [](const ModelFile& f) { return f.role.empty() ? f.file : f.role + " " + f.file; };
-  auto list = [&](const ModelFiles& m) {
-    std::string s;
-    for (auto& f : m) s += fmt::format("{}{} (sha256 {}...)", s.empty() ? "" : ", ", name(f), f.sha256.substr(0, 12));
-    return s.empty() ? std::string("none") : s;
-  };
-  for (auto& f : now) {
-    auto same_name = std::find_if(was.begin(), was.end(), [&](auto& w) { return w.role == f.role && w.file == f.file; });
-    if (same_name == was.end())
-      return fmt::format("model files: {} (sha256 {}...) was not used by the results (they used {})", name(f),
-                         f.sha256.substr(0, 12), list(was));
-    if (same_name->sha256 != f.sha256)
-      return fmt::format("model files: {} has sha256 {}..., the results were measured with {}...", name(f),
-                         f.sha256.substr(0, 12), same_name->sha256.substr(0, 12));
-  }
-  return fmt::format("model files: the results used other files ({}; now {})", list(was), list(now));
-}
-
 std::string RawRecord::Difference(const RawRecord& x) const {
   auto differ = [](const std::string& field, const auto& was, const auto& now) {
     return fmt::format("{}: {} in the results, {} now", field, json(was).dump(), json(now).dump());
@@ -374,62 +324,6 @@ Results ReadResults(const std::string& path) {
 
 std::string DumpJson(const json& j, int indent) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
-}
-
-std::string FieldText(const json& rec, const std::string& field) {
-  if (!rec.contains(field)) return "";
-  const json& v = rec[field];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_null()) return "";
-  return v.dump();
-}
-
-double FieldNumber(const json& rec, const std::string& field) {
-  if (!rec.contains(field) || !rec[field].is_number()) return std::numeric_limits<double>::quiet_NaN();
-  return rec[field].get<double>();
-}
-
-std::string KLabelOf(const json& rec) {
-  const std::string policy = FieldText(rec, "k_policy");
-  const double k = FieldNumber(rec, "k");
-  if (policy.empty() || policy == "-" || !std::isfinite(k)) return "";
-  try {
-    return KLabel(static_cast<int>(k), ParseKPolicy(policy));
-  } catch (const Error&) {
-    return fmt::format("k={} {}", k, policy);  // a policy this version does not know
-  }
-}
-
-std::string AcceptanceCaptionOf(const json& rec) {
-  if (FieldText(rec, "decoder") == "ar") return "";
-  return AcceptanceCaption(FieldText(rec, "acceptance_source"));
-}
-
-std::string AcceptanceCaption(const std::string& label) {
-  if (label == "-") return "-";  // an autoregressive point accepts nothing
-  if (label.empty()) return "measured";  // written before acceptance replay
-  try {
-    return ParseAcceptanceSource(label, "acceptance_source").Caption();
-  } catch (const Error&) {
-    return "replayed " + label;  // a source this version does not know: still not measured
-  }
-}
-
-bool IsReplayed(const json& rec) {
-  const std::string c = AcceptanceCaptionOf(rec);
-  return !c.empty() && c != "measured";
-}
-
-const std::vector<std::string>& ParamFields() {
-  static const std::vector<std::string> f = {
-      "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
-      "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category", "category",
-      "acceptance_source"};
-  return f;
 }
 
 json HostLoad::ToJson() const {

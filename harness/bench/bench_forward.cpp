@@ -1,0 +1,402 @@
+#include "harness/bench/bench_forward.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "decoders/sampler.h"
+#include "base/build_info.h"
+#include "harness/bench/bench_compare.h"
+#include "harness/bench/bench_decode.h"
+#include "harness/measure/context.h"
+#include "harness/store/results.h"
+#include "harness/report/statistics.h"
+#include "base/error.h"
+#include "models/forward.h"
+#include "models/loader.h"
+#include "quant/bandwidth.h"
+#include "quant/kernel_choice.h"
+#include "quant/matmul.h"
+#include "quant/qmatrix.h"
+
+namespace fs = std::filesystem;
+
+namespace fs = std::filesystem;
+
+namespace specsweep {
+
+// The same bench-forward for each --compare variant, as child processes.
+void RunBenchForwardCompare(const BenchForwardArgs& a) {
+  CompareArgs c;
+  for (const std::string& s : a.compare) c.variants.push_back(ParseCompareSpec(s, "--compare"));
+  for (const std::string& s : a.compare_bin) SetCompareBinary(c.variants, s, "--compare-bin");
+  c.rounds = a.rounds;
+  c.model = a.model;
+  c.json = a.json;
+  auto join = [](const auto& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + fmt::format("{}", x);
+    return s;
+  };
+  if (a.threads > 0) c.bench_args = {"--threads", std::to_string(a.threads)};
+  if (!a.models_dir.empty()) c.bench_args.insert(c.bench_args.end(), {"--models", a.models_dir});
+  c.bench_args.insert(c.bench_args.end(), {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps),
+                                           "--ctx", std::to_string(a.ctx), "--kv-type", join(a.kv_types)});
+  if (!a.quants.empty()) c.bench_args.insert(c.bench_args.end(), {"--quant", join(a.quants)});
+  RunCompare(c);
+}
+
+namespace {
+
+std::string CpuName() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "unknown";
+}
+
+std::string IsoDate() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
+  return buf;
+}
+
+TeamPolicy ParseTeamPolicy(const std::string& s) {
+  if (s == "auto") return TeamPolicy::kAuto;
+  if (s == "serial") return TeamPolicy::kSerial;
+  if (s == "full") return TeamPolicy::kFull;
+  Fail("--team: '{}' is not a team policy (auto, serial, full)", s);
+}
+const char* TeamPolicyName(TeamPolicy t) {
+  return t == TeamPolicy::kSerial ? "serial" : t == TeamPolicy::kFull ? "full" : "auto";
+}
+
+// What a decoder does on one thread between two Forward calls: the draft policy's
+// softmax maximum and the argmax, per logits row.
+void SamplerWork(std::span<const float> logits, int vocab) {
+  int sink = 0;
+  for (size_t r = 0; r + vocab <= logits.size(); r += vocab) {
+    std::span<const float> row = logits.subspan(r, vocab);
+    sink += Argmax(row) + (MaxSoftmaxProb(row) > 0.5f);
+  }
+  asm volatile("" : : "r"(sink));
+}
+
+// Median, min and max of a sample.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread Summarize(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {Median(v), *lo, *hi};
+}
+
+// One weight format of the model under test, with its own cache and timings.
+struct Variant {
+  std::string label;   // "f32", "q4_0", ...; "q4_0/kv:f16" when KV cache types are compared
+  std::string format;  // weight format
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<KVCache> cache;
+  TeamPolicy team = TeamPolicy::kAuto;
+  std::vector<int> team_size;             // [ns] threads Forward uses under `team`
+  std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
+  double StreamedBytes() const {
+    // The embedding table is only gathered from (one row per token): a token streams
+    // every other weight byte once.
+    return static_cast<double>(model->WeightBytes() - model->tok_embeddings.bytes());
+  }
+  // Float multiply-adds per token in the float-typed streamed matrices (the integer dot
+  // products of quantized ones have no single-instruction ceiling and are not counted).
+  double FloatMacs() const {
+    double macs = 0;
+    ForEachMatrix(*model, [&](const std::string& name, const QMatrix& W) {
+      if (name != "tok_embeddings" && !IsQuantized(W.type)) macs += double(W.rows) * W.cols;
+    });
+    return macs;
+  }
+  // Keys and values a token attending `positions` positions reads (not in the floor).
+  double KvBytes(int positions) const {
+    return static_cast<double>(cache->bytes_per_position()) * positions;
+  }
+  // Roofline time of an n-token call: every streamed byte read once at full bandwidth,
+  // or every float multiply-add at the FMA peak, whichever takes longer (perfect overlap).
+  struct Floor {
+    double secs;
+    const char* bound;  // "memory" or "compute"
+  };
+  Floor FloorAt(int n, double bw_gbs, double fma_gmacs) const {
+    const double mem = StreamedBytes() / (bw_gbs * 1e9), fma = n * FloatMacs() / (fma_gmacs * 1e9);
+    return fma > mem ? Floor{fma, "compute"} : Floor{mem, "memory"};
+  }
+};
+
+}  // namespace
+
+void RunBenchForward(const BenchForwardArgs& a) {
+  if (a.reps < 1) Fail("--reps: {} must be at least 1", a.reps);
+  if (a.ctx < 0) Fail("--ctx: {} must not be negative", a.ctx);
+  std::vector<int> ns = a.ns;
+  for (int n : ns)
+    if (n < 1) Fail("--n: {} must be at least 1", n);
+  // T(n)/T(1), the roofline and the cost ratios need n=1.
+  if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
+  std::vector<std::string> quants = a.quants;
+  if (quants.empty()) quants = {"none"};
+  std::vector<TeamPolicy> teams;
+  for (const std::string& t : a.teams) {
+    teams.push_back(ParseTeamPolicy(t));
+    if (std::count(teams.begin(), teams.end(), teams.back()) > 1) Fail("--team: {} listed twice", t);
+  }
+  std::vector<KvType> kvs;
+  for (const std::string& k : a.kv_types) {
+    kvs.push_back(ParseKvType(k, "--kv-type"));
+    if (std::count(kvs.begin(), kvs.end(), kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
+  }
+  // Every option is checked before anything is timed: a mistake found after minutes of
+  // measuring loses them.
+  for (int k : a.decode_ks)
+    if (k < 1) Fail("--decode-k: {} must be at least 1", k);
+  if (!a.decode_ks.empty() && a.decode_tokens < 1) Fail("--decode-tokens: {} must be at least 1", a.decode_tokens);
+  for (const std::string& q : a.quants)
+    if (q != "none") ParseQuantizeTarget(q, "--quant");
+  if (!a.json.empty()) {
+    const fs::path dir = fs::path(a.json).has_parent_path() ? fs::path(a.json).parent_path() : fs::path(".");
+    if (!fs::is_directory(dir)) Fail("--json: {}: the folder {} does not exist", a.json, dir.string());
+    if (access(dir.c_str(), W_OK) != 0 || (fs::exists(a.json) && access(a.json.c_str(), W_OK) != 0))
+      Fail("--json: {}: cannot write: {}", a.json, std::strerror(errno));
+  }
+
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  const auto t_load0 = Clock::now();
+  LoadedModel lm = LoadModel(a.model, a.models_dir);
+  const double load_s = secs(Clock::now() - t_load0);
+  const ModelConfig& c = lm.model->config;
+  const int max_n = *std::max_element(ns.begin(), ns.end());
+  if (a.ctx + max_n > c.max_seq_len)
+    Fail("--ctx: {} + n {} exceeds the model's context length {}", a.ctx, max_n, c.max_seq_len);
+  if (!a.decode_ks.empty()) {
+    if (a.ctx < 1) Fail("--ctx: the decode loop needs a prompt of at least 1 token");
+    if (int64_t(a.ctx) + a.decode_tokens + *std::max_element(a.decode_ks.begin(), a.decode_ks.end()) > c.max_seq_len)
+      Fail("--decode-tokens: {} after --ctx {} with --decode-k up to {} exceed the context length {}", a.decode_tokens,
+           a.ctx, *std::max_element(a.decode_ks.begin(), a.decode_ks.end()), c.max_seq_len);
+  }
+
+  // Fixed pseudo-random tokens: timing does not depend on which ids are used.
+  std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
+
+  std::vector<Variant> vs;
+  const std::string loaded_type(QTypeName(lm.model->layers.at(0).wq.type));
+  for (const std::string& q : quants) {
+    std::shared_ptr<const Model> model = lm.model;
+    const std::string format = q == "none" ? loaded_type : q;
+    if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQuantizeTarget(q, "--quant")));
+    for (const Variant& o : vs)
+      if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
+    for (KvType kv : kvs) for (TeamPolicy team : teams) {  // the weights are shared, each variant has its own cache
+      Variant v;
+      v.model = model;
+      v.format = format;
+      v.team = team;
+      v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
+      if (teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
+      v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
+      v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
+      if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+      v.secs.assign(ns.size(), {});
+      SetTeamPolicy(team);
+      for (int n : ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
+      SetTeamPolicy(TeamPolicy::kAuto);
+      vs.push_back(std::move(v));
+    }
+  }
+
+  const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
+  // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
+  // machine hits every variant alike and the per-repetition ratios stay comparable. Each
+  // repetition also reads the probe buffer once per prefetch pattern (the fastest
+  // counts), the bandwidth of the same minutes as the timings: readings taken only
+  // before and after can miss a neighbour's busy spell in between.
+  AlignedBuffer probe(kReadProbeBytes);
+  std::vector<double> bw_during;  // [reps] GB/s
+  for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
+    for (Variant& v : vs) {
+      for (size_t j = 0; j < ns.size(); ++j) {
+        std::span<const int> batch(toks.data() + a.ctx, ns[j]);
+        SetTeamPolicy(v.team);
+        if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
+          v.cache->Truncate(a.ctx);
+          SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), c.vocab_size);
+        }
+        v.cache->Truncate(a.ctx);
+        const auto t0 = Clock::now();
+        std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
+        const double t = secs(Clock::now() - t0);
+        if (r >= 0) v.secs[j].push_back(t);
+        if (a.loop) SamplerWork(logits, c.vocab_size);
+      }
+    }
+    SetTeamPolicy(TeamPolicy::kAuto);
+    double best = 0;
+    for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
+      best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
+    if (r >= 0) bw_during.push_back(best);
+  }
+  const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs();
+  const Spread bw = Summarize(bw_during);
+  // The roofline divides by the fastest credible reading (the median during, or a full
+  // probe before or after), so a slow reading never flatters it. Under a neighbour's
+  // load single readings ran low: 134M F32 decode came out at 1.26 of the median of
+  // 10.6-16.7 GB/s readings while the probe before read 25 GB/s.
+  const double bw_gbs = std::max({bw.median, bw_before, bw_after}), fma_gmacs = std::max(fma_before, fma_after);
+
+  auto per_rep_ratio = [&](const std::vector<double>& num, const std::vector<double>& den) {
+    std::vector<double> r(num.size());  // [reps]
+    for (size_t i = 0; i < num.size(); ++i) r[i] = num[i] / den[i];
+    return Summarize(r);
+  };
+  const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
+  int lw = 8;  // label column width
+  for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
+
+  fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
+             "kernels {} ({}), {}\n",
+             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
+             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+  fmt::print("team size under --team auto per n:");
+  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
+  fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
+  fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
+             "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
+             bw.median, bw.min, bw.max, bw_before, bw_after, bw_gbs);
+  if (bw.median < 0.85 * std::max(bw_before, bw_after))
+    fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
+               "the rooflines below understate it\n");
+  fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
+             fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
+  fmt::print("{:>{}} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", lw, "n", "T(n) ms", "min ms",
+             "max ms", "tokens/s", "T(n)/T(1) (range)", "floor ms (bound)", "roofline");
+  nlohmann::json recs = nlohmann::json::array();
+  for (const Variant& v : vs) {
+    for (size_t j = 0; j < ns.size(); ++j) {
+      const Spread t = Summarize(v.secs[j]);
+      const Spread rel = per_rep_ratio(v.secs[j], v.secs[j1]);
+      const Variant::Floor floor = v.FloorAt(ns[j], bw_gbs, fma_gmacs);
+      const double roof = floor.secs / t.median;
+      fmt::print("{:>{}} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>16} {:>9.3f}\n",
+                 v.label, lw, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
+                 rel.max, fmt::format("{:.3f} ({})", floor.secs * 1e3, floor.bound), roof);
+      nlohmann::json rec = {{"name", fmt::format("bench_forward/{}/n:{}", v.label, ns[j])},
+                            {"run_type", "aggregate"},
+                            {"aggregate_name", "median"},
+                            {"format", v.format},
+                            {"kv_type", KvTypeName(v.cache->type())},
+                            {"team", TeamPolicyName(v.team)},
+                            {"team_size", v.team_size[j]},
+                            {"kv_bytes_last_token", v.KvBytes(a.ctx + ns[j])},
+                            {"n", ns[j]},
+                            {"repetitions", a.reps},
+                            {"real_time", t.median * 1e3},
+                            {"time_unit", "ms"},
+                            {"min_ms", t.min * 1e3},
+                            {"max_ms", t.max * 1e3},
+                            {"rel_spread", (t.max - t.min) / t.median},
+                            {"t_over_t1", rel.median},
+                            {"t_over_t1_min", rel.min},
+                            {"t_over_t1_max", rel.max},
+                            {"tokens_per_s", ns[j] / t.median},
+                            {"weight_bytes", v.model->WeightBytes()},
+                            {"streamed_bytes", v.StreamedBytes()},
+                            {"float_macs_per_token", v.FloatMacs()},
+                            {"floor_ms", floor.secs * 1e3},
+                            {"floor_bound", floor.bound},
+                            {"roofline_fraction", roof}};
+      recs.push_back(rec);
+    }
+  }
+  fmt::print("floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
+             "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
+             "from; quantized matrices count toward memory only\n");
+  if (vs.size() > 1) {
+    fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>{}}", "", lw);
+    for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
+    fmt::print("\n");
+    for (const Variant& row : vs) {
+      fmt::print("{:>{}}", row.label, lw);
+      for (const Variant& col : vs) {
+        const Spread r = per_rep_ratio(row.secs[j1], col.secs[j1]);
+        fmt::print(" {:>20}", fmt::format("{:.3f} ({:.2f}..{:.2f})", r.median, r.min, r.max));
+        if (&row != &col)
+          recs.push_back({{"name", fmt::format("bench_forward/cost_ratio/{}:{}", row.label, col.label)},
+                          {"run_type", "aggregate"},
+                          {"aggregate_name", "median"},
+                          {"n", 1},
+                          {"ratio", r.median},
+                          {"ratio_min", r.min},
+                          {"ratio_max", r.max}});
+      }
+      fmt::print("\n");
+    }
+  }
+
+  if (!a.decode_ks.empty()) {
+    RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
+                       a.reps, recs);
+  }
+
+  if (!a.json.empty()) {
+    nlohmann::json ctx = {
+        {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
+        {"date", IsoDate()},
+        {"executable", "specsweep bench-forward"},
+        {"cpu", CpuName()},
+        {"num_cpus", std::thread::hardware_concurrency()},
+        {"threads", NumThreads()},
+        {"kernel_isa", ActiveKernelIsa()},
+        {"kernels", DescribeChoice(ActiveKernelChoice())},
+        {"git_rev", GitRev()},
+        {"compiler", CompilerId()},
+        {"model", lm.name},
+        {"model_format", lm.model->source.format},
+        {"params", lm.model->ParameterCount()},
+        {"load_s", load_s},
+        {"ctx", a.ctx},
+        {"kv_types", a.kv_types},
+        {"loop", a.loop},
+        {"team_layer_macs", kTeamLayerMacs},
+        {"repetitions", a.reps},
+        {"read_bandwidth_gbs", bw_gbs},  // the roofline's: max of the three below
+        {"read_bandwidth_during_gbs", bw.median},
+        {"read_bandwidth_during_min_gbs", bw.min},
+        {"read_bandwidth_during_max_gbs", bw.max},
+        {"read_bandwidth_before_gbs", bw_before},
+        {"read_bandwidth_after_gbs", bw_after},
+        {"fma_peak_gmacs", fma_gmacs},
+        {"fma_peak_before_gmacs", fma_before},
+        {"fma_peak_after_gmacs", fma_after},
+    };
+    AddRuntimeSettings(ctx);
+    std::ofstream f(a.json);
+    f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
+    if (!f) Fail("--json: {}: cannot write", a.json);
+  }
+}
+
+}  // namespace specsweep

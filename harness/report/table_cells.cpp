@@ -1,0 +1,113 @@
+#include "harness/report/table_cells.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "harness/report/aggregate.h"
+#include "harness/store/results.h"
+#include "quant/qtype.h"
+
+using nlohmann::json;
+
+namespace specsweep {
+
+bool NaturalLess(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  double da = std::strtod(a.c_str(), &ea), db = std::strtod(b.c_str(), &eb);
+  bool na = !a.empty() && *ea == 0, nb = !b.empty() && *eb == 0;
+  if (na && nb) return da < db;
+  if (na != nb) return na;
+  return a < b;
+}
+
+// Quantization levels order by bits per weight, widest first ("none" and "-" first).
+static double QuantRank(const std::string& v) {
+  if (v.empty() || v == "-" || v == "none") return -1e9;
+  try {
+    const QType q = ParseQType(v.substr(0, v.find(' ')));  // "q4_0 (2 of 14 f16)": a partial fallback
+    return -8.0 * double(BlockBytes(q)) / double(BlockSize(q));
+  } catch (const Error&) {
+    return 0;  // not a quant name: after the known ones, by name
+  }
+}
+
+// The K of a KLabel ("k<=4 adaptive" -> 4).
+static double KLabelNumber(const std::string& v) {
+  const size_t digit = v.find_first_of("0123456789");
+  return digit == std::string::npos ? -1 : std::strtod(v.c_str() + digit, nullptr);
+}
+
+bool ValueLess(const std::string& field, const std::string& a, const std::string& b) {
+  if (field == "k_label") {
+    const double ka = KLabelNumber(a), kb = KLabelNumber(b);
+    if (ka != kb) return ka < kb;
+  }
+  if (field.ends_with("quant")) {
+    const double ra = QuantRank(a), rb = QuantRank(b);
+    if (ra != rb) return ra < rb;
+  }
+  return NaturalLess(a, b);
+}
+
+bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::string>& a,
+               const std::vector<std::string>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const std::string& f = i < fields.size() ? fields[i] : "";
+    if (ValueLess(f, a[i], b[i])) return true;
+    if (ValueLess(f, b[i], a[i])) return false;
+  }
+  return a.size() < b.size();
+}
+
+bool IsSpeculative(const json& r) { return FieldText(r, "decoder") != "ar"; }
+
+std::vector<json> SpeculativeRecords(const std::vector<json>& records, const Filters& filters) {
+  std::vector<json> spec;
+  for (auto& r : Filter(records, filters))
+    if (IsSpeculative(r)) spec.push_back(r);
+  if (spec.empty()) Fail("table: no speculative points in the results (nothing to compare with AR)");
+  return spec;
+}
+
+// "1.52x ±0.08" (mean and half-width of the 95% interval), † when the machine was busy,
+// ‡ when the interval is wider than ±15%; "suspect" (no number) when the speedup is
+// above what the step counts and verify costs allow.
+std::string SpeedupCell(const json& r, CellFlags& flags) {
+  if (FieldText(r, "suspect") == "true") {
+    flags.suspect = true;
+    return "suspect";
+  }
+  const double mean = FieldNumber(r, "speedup"), lo = FieldNumber(r, "speedup_ci_low"),
+               hi = FieldNumber(r, "speedup_ci_high");
+  std::string c = FormatMetric("speedup", mean);
+  if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+  if (FieldText(r, "busy") == "true") c += "†", flags.busy = true;
+  if (FieldText(r, "wide_ci") == "true") c += "‡", flags.wide = true;
+  return c;
+}
+
+void ShowAcceptanceSource(const std::vector<json>& recs, std::vector<std::string>& rows) {
+  const bool any = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
+  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end()) rows.push_back("acceptance_source");
+}
+
+const char* const kReplayNote =
+    "replayed: the number of draft tokens accepted per step was drawn from the named source (acceptance_source), "
+    "not measured; draft calls, target verify calls and cache rollbacks are real, so times and speedups are "
+    "measured for that acceptance";
+
+void AddFlagNotes(const CellFlags& f, Table& t) {
+  if (f.suspect)
+    t.notes.push_back(fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
+                                  "more than {:.0f}%: the timing cannot support it, so no number is shown",
+                                  100 * kSuspectMargin));
+  if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
+  if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
+}
+
+}  // namespace specsweep

@@ -1,0 +1,37 @@
+// Shared parts of the report's tables (table.cpp, category.cpp): the order of row
+// labels, the speculative records of a table, and the cells' marks and notes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/table.h"
+
+namespace specsweep {
+
+// Numbers sort numerically, everything else as text; "-" sorts first.
+bool NaturalLess(const std::string& a, const std::string& b);
+// Row order within one field: quant types by size, K labels by K, else NaturalLess.
+bool ValueLess(const std::string& field, const std::string& a, const std::string& b);
+// Lexicographic over `fields` with ValueLess per field.
+bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::string>& a,
+               const std::vector<std::string>& b);
+
+bool IsSpeculative(const nlohmann::json& r);
+// The speculative records that pass the filters; Error when there are none.
+std::vector<nlohmann::json> SpeculativeRecords(const std::vector<nlohmann::json>& records, const Filters& filters);
+
+// Marks seen in a table's cells, explained in its notes.
+struct CellFlags {
+  bool suspect = false, busy = false, wide = false;
+};
+// "1.52x ±0.08" and its marks (SpeedupCell in table_cells.cpp says which).
+std::string SpeedupCell(const nlohmann::json& r, CellFlags& flags);
+// Replayed points say so in their row even when every point is replayed alike.
+void ShowAcceptanceSource(const std::vector<nlohmann::json>& recs, std::vector<std::string>& rows);
+extern const char* const kReplayNote;
+// The notes explaining the marks in `f`.
+void AddFlagNotes(const CellFlags& f, Table& t);
+
+}  // namespace specsweep
