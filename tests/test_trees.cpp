@@ -176,13 +176,13 @@ const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1", "q4_0+branching=2,2
                                    "recycling",              "recycling+branching=2,2,1,1,1"};
 
 // Greedy decoding with every tree draft gives the autoregressive tokens on every prompt.
-void ExpectTreesLossless(const LoadedModel& target, int n_prompts) {
+void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_tokens = 24) {
   SetNumThreads(1);
   std::vector<std::string> prompts = Prompts();
   ASSERT_GE(prompts.size(), 20u);
   if (n_prompts < static_cast<int>(prompts.size())) prompts.resize(n_prompts);
   DecoderOptions ar;
-  ar.max_new_tokens = 24;
+  ar.max_new_tokens = max_new_tokens;
   auto ar_dec = MakeDecoder(target, ar);
   std::vector<std::vector<int>> ids, expected;
   for (const auto& p : prompts) {
@@ -249,7 +249,9 @@ TEST(TreeDecoding, GreedyEqualsAutoregressiveSharedModels) {
   for (const char* name : {"tinystories-656k", "tinystories-260k"}) {
     const LoadedModel m = LoadModel(name, dir);
     ExpectTreesLossless(m, 1000);  // every shared prompt
-    ExpectTreesLossless(Quantized(m, QType::Q6_K), 1000);  // 656k: rows of 128 store q8_0 (fallback)
+    // Rows of 64-384 values fit no K-quant block: Q6_K stores llama.cpp's fallback q8_0,
+    // whose 24-token continuations give a lookup nothing to draft from: 64 tokens, every prompt.
+    ExpectTreesLossless(Quantized(m, QType::Q6_K), 1000, 64);
   }
 }
 
