@@ -338,5 +338,15 @@ TEST(Limits, YamlAliasInsideItsOwnAnchorIsAnError) {
   ExpectError([&] { LoadExperiment(path); }, {"cycle.yaml", "nesting deeper than"});
 }
 
+// Fuzz finding (fuzz_experiment, 2026-11-26): yaml-cpp's LoadAll, used to find a second
+// document, looped without end on this malformed flow map, growing memory (a libFuzzer
+// timeout). Documents are now walked one at a time, at most two.
+TEST(Limits, MalformedYamlAfterTheFirstDocumentEndsInAnError) {
+  const std::string path = TempDir() + "/flow.yaml";
+  WriteFile(path, "{\"name\": \"t\", {\"temperature\": [0, 0.7], \"seed\": [1]}},\n \"decoders\": [\"ar*\" copy of "
+                  "the t, {\"decoder\": \"self-spec\", \"draft_quant\": [\"q8_0\", \"none\"]}]}\n");
+  ExpectError([&] { LoadExperiment(path); }, {"flow.yaml", "yaml"});
+}
+
 }  // namespace
 }  // namespace specsweep

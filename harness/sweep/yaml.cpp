@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
@@ -67,16 +68,41 @@ static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& 
   return s;
 }
 
+namespace {
+
+// Notes where each document starts and ignores the rest: walking the documents one at a
+// time, at most two, tells whether a second one follows. (YAML::LoadAll loops without end
+// on some malformed input, growing memory: a fuzz finding.)
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  int line = 0;  // 1-based line of the last document started
+  void OnDocumentStart(const YAML::Mark& m) override { line = m.line + 1; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
 json ReadYamlAsJson(const std::string& path) {
   std::ifstream f(path);
   if (!f) Fail("{}: cannot open", path);
+  std::stringstream text;
+  text << f.rdbuf();
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(f);
-    if (docs.size() > 1)
-      Fail("{}:{}: yaml: a second document (after '---'): an experiment file holds one", path,
-           docs[1].Mark().line + 1);
+    const YAML::Node root = YAML::Load(text.str());  // the first document
+    std::istringstream again(text.str());
+    YAML::Parser parser(again);
+    DocumentStarts starts;
+    if (parser.HandleNextDocument(starts) && parser.HandleNextDocument(starts))
+      Fail("{}:{}: yaml: a second document (after '---'): an experiment file holds one", path, starts.line);
     int64_t budget = kMaxYamlNodes;
-    return docs.empty() ? json(nullptr) : YamlToJson(docs[0], budget, path);
+    return YamlToJson(root, budget, path);
   } catch (const YAML::Exception& e) {
     Fail("{}:{}:{}: yaml: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
