@@ -3,10 +3,17 @@
 #pragma once
 #include <cstddef>
 
+#include "quant/qmatrix.h"
+
 namespace specsweep {
 
 constexpr size_t kReadProbeBytes = size_t{256} << 20;  // far beyond any last-level cache
-constexpr int kReadProbePatterns = 3;                   // ReadPassGBs patterns
+constexpr int kReadProbePatterns = 5;                   // ReadPassGBs patterns
+
+// The probe's 256 MiB, written (its pages faulted in) and on transparent huge pages where
+// the kernel gives them, as the weights quantized or packed in memory are: on Zen 4 a read
+// of huge pages streamed 1.2-1.4x the 4 KB pages' rate, and the probe is the ceiling.
+AlignedBuffer MakeReadProbeBuffer();
 
 // Reads a 256 MiB buffer with all OpenMP threads (NumThreads) several times with each
 // software prefetch pattern (ReadPassGBs) and returns the fastest pattern's median pass in
@@ -17,7 +24,8 @@ double MeasureReadBandwidthGBs();
 // One timed pass over `bytes` (rounded down to 64) of `buf`; returns GB/s. The buffer
 // must be 64-byte aligned. Prefetch `pattern`: 0 = a fixed 4 KB lead, 1 = the
 // page-interleaved window of quant/prefetch.h into L1, 2 = the same into L2 in bursts
-// (as the kernels do). Exposed for the microbenchmark.
+// (the kernels' window pattern), 3 = a 4 KB lead into L2 in bursts (their lead pattern),
+// 4 = none (the hardware prefetchers alone). Exposed for the microbenchmark.
 double ReadPassGBs(const void* buf, size_t bytes, int pattern);
 
 // Runs the active kernel family's FmaProbe on all OpenMP threads at once and returns the

@@ -86,52 +86,80 @@ std::vector<QType> CalibratedTypes() {
   return {QType::F32, QType::F16, QType::BF16, QType::Q8_0, QType::Q4_0, QType::Q4_K, QType::Q5_K, QType::Q6_K};
 }
 
-json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds) {
-  // Decode (n = 1) streams the weights from memory: a matrix twice a 32 MB L3. Verify
-  // (n = 8) is bound by the kernels' arithmetic: 4 MB (beyond L2) keeps its passes short.
-  // The regimes disagree: on Zen 4 the avx512 Q4_K kernel was 1.2x faster than avx2's
-  // from L3 and 1.15x slower from memory (its prefetch pacing, since fixed).
-  constexpr int kCols = 2048;
-  // Decode runs on the whole team (omp_get_max_threads), as the forward pass does: on
-  // Zen 4 two threads sharing the memory ranked Q4_K's families the other way round from
-  // one thread alone (bench-forward Q4_K T(1), avx2 / avx512: 0.83 with two threads,
-  // while one thread from memory gave 1.06). Its wall time is taken, the minimum over
-  // rounds; verify's single thread counts its CPU time only.
-  const int team = omp_get_max_threads();
-  constexpr struct { int n; size_t bytes; bool team; } kRuns[] = {{1, size_t{64} << 20, true}, {8, size_t{4} << 20, false}};
+namespace {
+
+// Decode (n = 1) streams the weights from memory: a matrix twice a 32 MB L3. Verify
+// (n = 8) is bound by the kernels' arithmetic: 4 MB (beyond L2) keeps its passes short.
+// The regimes disagree: on Zen 4 the avx512 Q4_K kernel was 1.2x faster than avx2's
+// from L3 and 1.15x slower from memory (its prefetch pacing, since fixed).
+// Decode runs on the whole team (omp_get_max_threads), as the forward pass does: on
+// Zen 4 two threads sharing the memory ranked Q4_K's families the other way round from
+// one thread alone (bench-forward Q4_K T(1), avx2 / avx512: 0.83 with two threads,
+// while one thread from memory gave 1.06). Its wall time is taken, the minimum over
+// rounds; verify's single thread counts its CPU time only.
+struct CalibrationRun {
+  int n;
+  size_t bytes;
+  bool team;
+};
+constexpr int kCalibrationCols = 2048;
+constexpr CalibrationRun kDecodeRun = {1, size_t{64} << 20, true}, kVerifyRun = {8, size_t{4} << 20, false};
+
+// Per variant the best seconds per weight row of `run` over the rounds (round -1 warms
+// caches, pages and frequency; the order of the variants alternates). pass(j, x, y)
+// multiplies variant j's matrix of `rows` rows by x ([run.n][kCalibrationCols]) into y.
+template <class Pass>
+std::vector<double> BestSecondsPerRow(const CalibrationRun& run, int rows, size_t variants, int rounds, Pass pass) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(size_t(8) * kCols);  // [8][kCols]
+  std::vector<float> x(size_t(run.n) * kCalibrationCols);  // [n][cols]
   for (float& v : x) v = dist(rng);
+  std::vector<float> y(size_t(run.n) * rows);  // [n][rows]
+  std::vector<double> best(variants, 1e30);  // [variant] seconds per row
+  for (int r = -1; r < rounds; ++r) {
+    for (size_t i = 0; i < variants; ++i) {
+      const size_t j = r % 2 ? variants - 1 - i : i;
+      const double t0 = run.team ? WallSeconds() : ThreadSeconds();
+      pass(j, x.data(), y.data());
+      const double t = (run.team ? WallSeconds() : ThreadSeconds()) - t0;
+      if (r >= 0) best[j] = std::min(best[j], t / rows);
+    }
+  }
+  return best;
+}
+
+int CalibrationRows(QType t, const CalibrationRun& run) {
+  const size_t row_bytes = MakeQMatrix(t, 1, kCalibrationCols).row_bytes;
+  return std::max<int>(16, int(run.bytes / row_bytes) / 16 * 16);
+}
+
+}  // namespace
+
+json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds) {
+  const int team = omp_get_max_threads();
   json out = json::object();
   for (QType t : CalibratedTypes()) {
-    const size_t row_bytes = MakeQMatrix(t, 1, kCols).row_bytes;
     std::vector<double> log_sum(candidates.size(), 0.0);  // [candidate] sum over runs of log(best seconds)
-    for (const auto& run : kRuns) {
-      const int rows = std::max<int>(16, int(run.bytes / row_bytes) / 16 * 16);
+    for (const CalibrationRun& run : {kDecodeRun, kVerifyRun}) {
+      const int rows = CalibrationRows(t, run);
       std::vector<QMatrix> packed;  // [candidate]
       {
-        const QMatrix rowwise = CalibrationMatrix(t, rows, kCols);
+        const QMatrix rowwise = CalibrationMatrix(t, rows, kCalibrationCols);
         for (const KernelFamily* k : candidates) packed.push_back(PackFor(*k, rowwise));
       }
-      std::vector<float> y(size_t(run.n) * rows);  // [n][rows]
-      std::vector<double> best(candidates.size(), 1e30);  // [candidate] seconds
-      for (int r = -1; r < rounds; ++r) {  // round -1 warms caches, pages and frequency
-        for (size_t i = 0; i < candidates.size(); ++i) {
-          const size_t j = r % 2 ? candidates.size() - 1 - i : i;  // order alternates
-          const double t0 = run.team ? WallSeconds() : ThreadSeconds();
-          MatMulWith(*candidates[j], packed[j], x.data(), run.n, y.data(), run.team ? team : 1);
-          const double t = (run.team ? WallSeconds() : ThreadSeconds()) - t0;
-          if (r >= 0) best[j] = std::min(best[j], t / rows);
-        }
-      }
+      const std::vector<double> best = BestSecondsPerRow(run, rows, candidates.size(), rounds, [&](size_t j, const float* x, float* y) {
+        MatMulWith(*candidates[j], packed[j], x, run.n, y, run.team ? team : 1);
+      });
       for (size_t j = 0; j < candidates.size(); ++j) log_sum[j] += std::log(best[j]);
     }
     json& e = out[std::string(QTypeName(t))];
-    for (size_t j = 0; j < candidates.size(); ++j)
-      e[candidates[j]->name] = 1e9 * std::exp(log_sum[j] / std::size(kRuns));
+    for (size_t j = 0; j < candidates.size(); ++j) e[candidates[j]->name] = 1e9 * std::exp(log_sum[j] / 2);
   }
   return out;
+}
+
+PrefetchPattern PrefetchRule(const std::string& cpu) {
+  return cpu.rfind("AMD", 0) == 0 ? PrefetchPattern::kLead : PrefetchPattern::kWindow;
 }
 
 KernelChoice ChooseKernels(const json& timings, const std::vector<const KernelFamily*>& candidates, double margin) {
@@ -191,44 +219,84 @@ std::filesystem::path KernelCachePath() {
   return dir / "specsweep" / fmt::format("kernels-{:016x}.json", Fnv1a(CpuIdentity() + "\n" + BuildIdentity()));
 }
 
-KernelChoice DefaultKernelChoice() {
-  if (const std::string isa = Env("SPECSWEEP_KERNEL_ISA"); !isa.empty()) {
-    if (const KernelFamily* k = FindKernelFamily(isa.c_str())) return UniformChoice(*k, "forced");
-    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports (scalar, avx2, avx2vnni, avx512)", isa);
+namespace {
+
+// The cache file's contents when it belongs to this CPU, build and thread count, else null.
+json ReadCache(const std::filesystem::path& path) {
+  if (path.empty()) return nullptr;
+  std::ifstream f(path);
+  json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (cached.is_object() && cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
+      cached.value("threads", 0) == omp_get_max_threads())
+    return cached;
+  return nullptr;
+}
+
+// Best effort (without a cache the next process measures again); true when written.
+bool WriteCache(const std::filesystem::path& path, const json& j) {
+  if (path.empty()) return false;
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::filesystem::path tmp = path.string() + fmt::format(".{}.part", ::getpid());
+  bool ok = false;
+  if (std::ofstream out(tmp); out << j.dump(2) << '\n') {
+    out.close();
+    std::filesystem::rename(tmp, path, ec);
+    ok = !ec;
   }
-  const std::vector<const KernelFamily*> candidates = CandidateFamilies();
-  if (candidates.empty()) return UniformChoice(ScalarKernels(), "default");
-  const std::string mode = Env("SPECSWEEP_KERNEL_CALIBRATION");
+  std::filesystem::remove(tmp, ec);
+  return ok;
+}
+
+}  // namespace
+
+KernelChoice DefaultKernelChoice() {
+  const std::string isa = Env("SPECSWEEP_KERNEL_ISA"), prefetch = Env("SPECSWEEP_PREFETCH"),
+                    mode = Env("SPECSWEEP_KERNEL_CALIBRATION");
+  const KernelFamily* forced = nullptr;
+  if (!isa.empty() && !(forced = FindKernelFamily(isa.c_str())))
+    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports (scalar, avx2, avx2vnni, avx512)", isa);
+  if (!prefetch.empty() && prefetch != "window" && prefetch != "lead")
+    Fail("SPECSWEEP_PREFETCH: '{}' (expected window or lead)", prefetch);
   if (!mode.empty() && mode != "off" && mode != "redo" && mode != "on")
     Fail("SPECSWEEP_KERNEL_CALIBRATION: '{}' (expected on, off or redo)", mode);
-  if (mode == "off" || candidates.size() == 1) return UniformChoice(*candidates[0], "default");
+  const std::vector<const KernelFamily*> candidates = CandidateFamilies();
+  KernelChoice c = forced ? UniformChoice(*forced, "forced")
+                          : UniformChoice(candidates.empty() ? ScalarKernels() : *candidates[0], "default");
+  if (!prefetch.empty()) {
+    c.prefetch = prefetch == "lead" ? PrefetchPattern::kLead : PrefetchPattern::kWindow;
+    c.prefetch_source = "forced";
+  } else if (mode == "off" || candidates.empty()) {
+    c.prefetch_source = "default";
+  } else {
+    c.prefetch = PrefetchRule(CpuIdentity());
+    c.prefetch_source = "rule for this CPU's vendor";
+  }
+  const bool choose_families = !forced && candidates.size() > 1 && mode != "off";
+  if (!choose_families) return c;
+
   const std::filesystem::path path = KernelCachePath();
-  if (mode != "redo" && !path.empty()) {
-    std::ifstream f(path);
-    const json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (cached.is_object() && cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
-        cached.value("threads", 0) == omp_get_max_threads() && cached.contains("timings")) {
-      KernelChoice c = ChooseKernels(cached["timings"], candidates);
-      c.source = "cached in " + path.string();
-      return c;
-    }
+  json cache = mode == "redo" ? json(nullptr) : ReadCache(path);
+  if (!cache.is_object()) cache = {{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"threads", omp_get_max_threads()}};
+  // The families are timed under the pattern they will run with; timings cached under
+  // another pattern (SPECSWEEP_PREFETCH) are measured again.
+  const std::string pattern = PrefetchPatternName(c.prefetch);
+  const bool measure = !cache.contains("timings") || cache.value("prefetch", "window") != pattern;
+  if (measure) {
+    const PrefetchPattern before = ActivePrefetchPattern();
+    SetPrefetchPattern(c.prefetch);
+    cache["timings"] = CalibrateKernels(candidates);
+    cache["prefetch"] = pattern;
+    SetPrefetchPattern(before);
   }
-  const json timings = CalibrateKernels(candidates);
-  KernelChoice c = ChooseKernels(timings, candidates);
-  c.source = "calibrated now";
-  if (!path.empty()) {  // best effort: without a cache the next process measures again
-    json j = {{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"threads", omp_get_max_threads()}, {"timings", timings}};
-    for (QType t : CalibratedTypes()) j["chosen"][std::string(QTypeName(t))] = c.per_type[int(t)]->name;
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    const std::filesystem::path tmp = path.string() + fmt::format(".{}.part", ::getpid());
-    if (std::ofstream out(tmp); out << j.dump(2) << '\n') {
-      out.close();
-      std::filesystem::rename(tmp, path, ec);
-      if (!ec) c.source = "calibrated now, cached in " + path.string();
-    }
-    std::filesystem::remove(tmp, ec);
+  const KernelChoice f = ChooseKernels(cache["timings"], candidates);
+  c.base = f.base, c.per_type = f.per_type;
+  if (!measure) {
+    c.source = "cached in " + path.string();
+    return c;
   }
+  for (QType t : CalibratedTypes()) cache["chosen"][std::string(QTypeName(t))] = c.per_type[int(t)]->name;
+  c.source = WriteCache(path, cache) ? "calibrated now, cached in " + path.string() : "calibrated now";
   return c;
 }
 
@@ -240,10 +308,10 @@ std::string DescribeChoice(const KernelChoice& c) {
       s += (s.empty() ? "" : ", ") + std::string(QTypeName(static_cast<QType>(t)));
     }
   std::string out = c.base->name;
-  if (others.empty()) return out;
   std::string list;
   for (const auto& [family, types] : others) list += (list.empty() ? "" : "; ") + types + ": " + family;
-  return out + " (" + list + ")";
+  if (!list.empty()) out += " (" + list + ")";
+  return out + ", prefetch " + PrefetchPatternName(c.prefetch);
 }
 
 }  // namespace specsweep

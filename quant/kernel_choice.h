@@ -8,9 +8,14 @@
 // directory (KernelCachePath), keyed by the CPU and the binary (and valid for one
 // thread count).
 //
-// SPECSWEEP_KERNEL_ISA=F forces family F for every format (no calibration).
-// SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format without
-// measuring; =redo measures again and rewrites the cache.
+// The kernels' software prefetch pattern (quant/prefetch.h), one for all formats, comes
+// from a rule by CPU vendor (PrefetchRule): the 8-page window was tuned on Sapphire Rapids
+// and is slower than a 4 KB lead on Zen 4 (issue #32).
+//
+// SPECSWEEP_KERNEL_ISA=F forces family F for every format (no family calibration).
+// SPECSWEEP_PREFETCH=window|lead forces the prefetch pattern.
+// SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format and the window
+// pattern without measuring; =redo measures again and rewrites the cache.
 #pragma once
 #include <array>
 #include <filesystem>
@@ -20,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "quant/kernels.h"
+#include "quant/prefetch.h"
 #include "quant/qtype.h"
 
 namespace specsweep {
@@ -28,6 +34,8 @@ struct KernelChoice {
   const KernelFamily* base = nullptr;  // activation quantization, FMA probe, the name
   std::array<const KernelFamily*, kQTypeCount> per_type{};  // the family per weight format
   std::string source;  // "forced", "default", "calibrated", "cached <path>"
+  PrefetchPattern prefetch = PrefetchPattern::kWindow;  // of every kernel
+  std::string prefetch_source;  // "forced", "default", "rule for this CPU's vendor"
 };
 
 // Every format on one family.
@@ -46,6 +54,14 @@ std::vector<QType> CalibratedTypes();
 // Result: {"<type>": {"<family>": score}}, score = the geometric mean over the two runs
 // of the nanoseconds per weight row.
 nlohmann::json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds = 5);
+
+// The kernels' prefetch pattern for a CPU (CpuIdentity), a rule from measurements: the
+// lead pattern on AMD, the window elsewhere. On Zen 4 (family 25 model 17, 2 vCPUs) the
+// 1.1B model's decode under lead took 0.87-0.89 of the window's time for Q4_K, 0.92 for
+// Q4_0, 0.96 for F16, 0.99 for Q8_0 (bench-forward --compare, docs/performance.md); the
+// window was tuned on Sapphire Rapids. Timing the patterns on synthetic matrices here
+// ranked them within 2%, against the model's 12%, so the rule is not calibrated.
+PrefetchPattern PrefetchRule(const std::string& cpu);
 
 // Per format the candidate with the lowest score; a family that is not at least
 // `margin` faster than the first candidate (the default) does not replace it, so noise
@@ -70,7 +86,7 @@ KernelChoice DefaultKernelChoice();
 const KernelChoice& ActiveKernelChoice();
 void SetKernelChoice(const KernelChoice& c);
 
-// "avx512" or e.g. "avx512 (q4_k, q5_k: avx2)".
+// "avx512" or e.g. "avx512 (q4_k, q5_k: avx2), prefetch lead".
 std::string DescribeChoice(const KernelChoice& c);
 
 }  // namespace specsweep

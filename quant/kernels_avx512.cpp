@@ -112,6 +112,14 @@ struct FloatBlk {
   template <int R, int C>
   static void RunSpan(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park,
                       float* Y) {
+    if (ActivePrefetchPattern() == PrefetchPattern::kLead)
+      RunSpanWith<R, C, PrefetchBinding::kLead>(W, r, X, i0, c0, c1, park, Y);
+    else
+      RunSpanWith<R, C, PrefetchBinding::kWindow>(W, r, X, i0, c0, c1, park, Y);
+  }
+  template <int R, int C, PrefetchBinding kBinding>
+  static void RunSpanWith(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park,
+                          float* Y) {
     const int cols = W.cols;
     const uint8_t* w[R];  // [R] rows from column c0 (either layout: c0 starts a span)
     const float* x[C];    // [C] activation rows from column c0
@@ -127,7 +135,7 @@ struct FloatBlk {
         acc[a][b] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(park + (a * kMaxCols + b) * 16);
     const int full = std::min(c1, cols & ~15) - c0;  // columns from c0 in whole vectors
     // The tile's R spans are adjacent: one stream, consumed R x as fast as a span.
-    WindowPrefetcher window(w[0]);
+    BasicPrefetcher<kBinding> window(w[0]);
     for (int c = 0; c < full; c += 16) {
       window.Reach(WL::At(w[0], R * c));
       __m512 wv[R];

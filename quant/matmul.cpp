@@ -59,7 +59,11 @@ bool CpuHas(const char* isa) {
 }
 
 KernelChoice& Active() {
-  static KernelChoice active = DefaultKernelChoice();
+  static KernelChoice active = [] {
+    KernelChoice c = DefaultKernelChoice();
+    SetPrefetchPattern(c.prefetch);
+    return c;
+  }();
   return active;
 }
 
@@ -274,10 +278,15 @@ std::vector<std::string> RunnableKernelIsas() {
 bool ForceKernelIsa(const char* isa) {
   const KernelFamily* k = FindKernelFamily(isa);
   if (!k) return false;
-  Active() = UniformChoice(*k, "forced");
+  KernelChoice c = UniformChoice(*k, "forced");
+  c.prefetch = Active().prefetch, c.prefetch_source = Active().prefetch_source;  // the family alone changes
+  Active() = c;
   return true;
 }
 
-void SetKernelChoice(const KernelChoice& c) { Active() = c; }
+void SetKernelChoice(const KernelChoice& c) {
+  Active() = c;
+  SetPrefetchPattern(c.prefetch);
+}
 
 }  // namespace specsweep

@@ -52,7 +52,7 @@ TEST(KernelChoice, PicksTheFasterFamilyPerFormat) {
   EXPECT_EQ(c.per_type[int(QType::F16)], cands[0]);
   EXPECT_EQ(c.per_type[int(QType::Q8_0)], cands[0]) << "a gain within the margin keeps the default";
   EXPECT_EQ(c.per_type[int(QType::Q6_K)], cands[0]) << "untimed formats keep the default";
-  EXPECT_EQ(DescribeChoice(c), "wide (q4_k: narrow)");
+  EXPECT_EQ(DescribeChoice(c), "wide (q4_k: narrow), prefetch window");
   EXPECT_EQ(ChooseKernels(t, cands, 0.02).per_type[int(QType::Q8_0)], cands[1]);
 }
 
@@ -80,6 +80,33 @@ TEST(KernelChoice, ForcedFamilyAndBadSetting) {
   ScopedEnv isa("SPECSWEEP_KERNEL_ISA", nullptr);
   ScopedEnv cal("SPECSWEEP_KERNEL_CALIBRATION", "sometimes");
   testing::ExpectError([] { DefaultKernelChoice(); }, {"SPECSWEEP_KERNEL_CALIBRATION", "sometimes"});
+}
+
+TEST(KernelChoice, PrefetchRuleAndForcedPattern) {
+  EXPECT_EQ(PrefetchRule("AMD EPYC 9R14 (family 25 model 17 stepping 1)"), PrefetchPattern::kLead);
+  EXPECT_EQ(PrefetchRule("Intel(R) Xeon(R) Platinum 8488C (family 6 model 143 stepping 8)"), PrefetchPattern::kWindow);
+  EXPECT_EQ(PrefetchRule("unknown CPU (family 0 model 0 stepping 0)"), PrefetchPattern::kWindow);
+  ScopedEnv isa("SPECSWEEP_KERNEL_ISA", "scalar");
+  for (const char* p : {"lead", "window"}) {
+    ScopedEnv pf("SPECSWEEP_PREFETCH", p);
+    const KernelChoice c = DefaultKernelChoice();
+    EXPECT_STREQ(PrefetchPatternName(c.prefetch), p);
+    EXPECT_EQ(c.prefetch_source, "forced");
+    EXPECT_NE(DescribeChoice(c).find(std::string("prefetch ") + p), std::string::npos) << DescribeChoice(c);
+  }
+  {
+    ScopedEnv pf("SPECSWEEP_PREFETCH", "far");
+    testing::ExpectError([] { DefaultKernelChoice(); }, {"SPECSWEEP_PREFETCH", "far"});
+  }
+  ScopedEnv pf("SPECSWEEP_PREFETCH", nullptr);
+  ScopedEnv cal("SPECSWEEP_KERNEL_CALIBRATION", "on");
+  const KernelChoice c = DefaultKernelChoice();
+  if (CandidateFamilies().empty()) {
+    EXPECT_EQ(c.prefetch_source, "default");
+  } else {
+    EXPECT_EQ(c.prefetch, PrefetchRule(CpuIdentity()));
+    EXPECT_EQ(c.prefetch_source, "rule for this CPU's vendor");
+  }
 }
 
 // Measures once into the cache, then reads it back; a cache of another CPU or build, or

@@ -717,6 +717,31 @@ TEST(Prefetch, WindowTargetsArePageInterleavedAndBurstsMatch) {
                 WindowPrefetcher::BurstBase(slot) + 4096 * p);
 }
 
+// The process-wide formula (kActive) gives the compile-time patterns' bursts: the window's
+// page-interleaved lines, or the slot's own 8 lines 4 KB ahead.
+TEST(Prefetch, ActiveFormulaMatchesEachPattern) {
+  const PrefetchPattern saved = ActivePrefetchPattern();
+  const uintptr_t base = uintptr_t(1) << 30;
+  for (PrefetchPattern pattern : {PrefetchPattern::kWindow, PrefetchPattern::kLead}) {
+    SetPrefetchPattern(pattern);
+    for (uintptr_t slot = base; slot < base + 65536; slot += 512) {
+      const PrefetchBurst got = WindowPrefetcher::BurstOf(slot);
+      const PrefetchBurst want = pattern == PrefetchPattern::kLead ? BasicPrefetcher<PrefetchBinding::kLead>::BurstOf(slot)
+                                                          : BasicPrefetcher<PrefetchBinding::kWindow>::BurstOf(slot);
+      ASSERT_EQ(got.base, want.base) << PrefetchPatternName(pattern) << " slot " << slot - base;
+      ASSERT_EQ(got.stride, want.stride);
+      if (pattern == PrefetchPattern::kLead) {
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(got.base), slot + 4096);
+        ASSERT_EQ(got.stride, 64u);
+      } else {
+        ASSERT_EQ(got.base, WindowPrefetcher::BurstBase(slot));
+        ASSERT_EQ(got.stride, 4096u);
+      }
+    }
+  }
+  SetPrefetchPattern(saved);
+}
+
 // A 172-column matrix gives exactly the results of its zero-padded 256-column twin
 // (256: a whole number of blocks for every quantized type).
 TEST(MatMul, PaddedRowsEqualUnpaddedMath) {

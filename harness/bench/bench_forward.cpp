@@ -234,7 +234,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
   // repetition also reads the probe buffer once per prefetch pattern (the fastest
   // counts), the bandwidth of the same minutes as the timings: readings taken only
   // before and after can miss a neighbour's busy spell in between.
-  AlignedBuffer probe(kReadProbeBytes);
+  AlignedBuffer probe = MakeReadProbeBuffer();
   std::vector<double> bw_during;  // [reps] GB/s
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
     for (Variant& v : vs) {
@@ -277,9 +277,9 @@ void RunBenchForward(const BenchForwardArgs& a) {
   for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
 
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
-             "kernels {} ({}), {}\n",
+             "kernels {} ({}; prefetch {}), {}\n",
              lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
-             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, ActiveKernelChoice().prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
   fmt::print("team size under --team auto per n:");
   for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);

@@ -9,7 +9,8 @@
 //                                    avx512, avx2vnni)
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
-//                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2)
+//                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2),
+//                                    4 KB ahead to L2 in bursts (3), or not at all (4)
 //   BM_FmaPeak                       float multiply-add peak of the active kernel family
 //   BM_Forward1B/<type>/<n>          one Forward on n tokens at context 64 of the TinyLlama-1.1B
 //                                    shape (synthetic weights; F16, Q8_0 or Q4_0): the decode
@@ -198,16 +199,18 @@ BENCHMARK(BM_QuantizeActs)->ArgsProduct({{0, 1, 2, 3}, {768, 2048}})->MinTime(kM
 
 void BM_ReadBandwidth(benchmark::State& st) {
   const int pattern = static_cast<int>(st.range(0));
-  const size_t bytes = size_t{256} << 20;
-  static AlignedBuffer buf(bytes);  // [256 MiB]
+  const size_t bytes = kReadProbeBytes;
+  static AlignedBuffer buf = MakeReadProbeBuffer();  // [256 MiB]
   std::vector<double> gbs;
   for (auto _ : st) gbs.push_back(ReadPassGBs(buf.data(), bytes, pattern));
   st.counters["GBps_median"] = Median(gbs);
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * bytes));
-  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts"};
+  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts",
+                         "prefetch 4 KB ahead to L2 in bursts", "no software prefetch"};
+  static_assert(std::size(names) == kReadProbePatterns);
   st.SetLabel(std::to_string(omp_get_max_threads()) + " threads, " + names[pattern]);
 }
-BENCHMARK(BM_ReadBandwidth)->DenseRange(0, 2)->UseRealTime()->Iterations(9);
+BENCHMARK(BM_ReadBandwidth)->DenseRange(0, kReadProbePatterns - 1)->UseRealTime()->Iterations(9);
 
 // The compute ceiling of the float kernels: the active family's FMA probe on all threads.
 void BM_FmaPeak(benchmark::State& st) {
