@@ -17,6 +17,6 @@ do for [ext in "png svg"] {
          lc rgb colour(i) pt shape(i), \
        for [i=0:nseries-1] datafile index i using 1:2:5 with labels offset 0.8,0.6 left font ",8" \
          tc rgb colour(i) notitle, \
-       x with lines dt 2 lc rgb "#888888" title "measured = predicted"
+       x with lines dt 2 lc rgb "#888888" title "measured = predicted", @hollow_points
   set output
 }
