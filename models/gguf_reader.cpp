@@ -650,6 +650,7 @@ LoadedModel LoadGguf(const std::string& path) {
   for (const MatrixJob& j : jobs) total_bytes += j.ti->bytes;
   std::atomic<uint64_t> loaded_bytes{0};
   const std::string loading = "loading " + std::filesystem::path(path).filename().string();
+  ReportBytes(loading, 0, total_bytes);  // the step's clock starts before the first tensor
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t k = 0; k < jobs.size(); ++k) {
     try {

@@ -201,6 +201,7 @@ Model LoadHfSafetensors(const std::string& dir) {
   for (auto& [name, t] : tensors) total_bytes += t.bytes;
   const fs::path dir_path = fs::path(dir).filename().empty() ? fs::path(dir).parent_path() : fs::path(dir);
   const std::string loading = "loading " + dir_path.filename().string();
+  ReportBytes(loading, 0, total_bytes);  // the step's clock starts before the first tensor
   auto release = [&](const StTensor& t) {
     ReportBytes(loading, loaded_bytes += t.bytes, total_bytes);
     for (auto& f : folder.files)
