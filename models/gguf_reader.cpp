@@ -2,16 +2,19 @@
 // against the bytes left before anything is allocated) and the "llama" loader that
 // copies tensor data out of the memory-mapped file into Model matrices.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
 #include <utility>
 
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/gguf.h"
 #include "models/limits.h"
 #include "models/loader.h"
@@ -643,10 +646,16 @@ LoadedModel LoadGguf(const std::string& path) {
   // at a time. The first failing tensor in that order is reported, whatever the timing.
   std::sort(jobs.begin(), jobs.end(), [](const MatrixJob& a, const MatrixJob& b) { return a.ti->offset < b.ti->offset; });
   std::vector<std::exception_ptr> errors(jobs.size());
+  uint64_t total_bytes = 0;
+  for (const MatrixJob& j : jobs) total_bytes += j.ti->bytes;
+  std::atomic<uint64_t> loaded_bytes{0};
+  const std::string loading = "loading " + std::filesystem::path(path).filename().string();
+  ReportBytes(loading, 0, total_bytes);  // the step's clock starts before the first tensor
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t k = 0; k < jobs.size(); ++k) {
     try {
       load(jobs[k]);
+      ReportBytes(loading, loaded_bytes += jobs[k].ti->bytes, total_bytes);
     } catch (...) {
       errors[k] = std::current_exception();
     }

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/gguf.h"
 #include "quant/packed.h"
 
@@ -311,7 +312,9 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     f.Write(head.b.data(), head.b.size());
     const uint64_t data_start = AlignUp(f.pos(), kAlignment);
     f.PadTo(data_start);
+    const std::string writing = "writing " + std::filesystem::path(path).filename().string();
     for (const auto& t : tensors) {
+      ReportBytes(writing, t.offset, off);
       f.PadTo(data_start + t.offset);
       if (t.v) {
         f.Write(t.v->data(), t.bytes);
@@ -325,6 +328,7 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
         }
       }
     }
+    ReportBytes(writing, off, off);
     f.Close();
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/hf_format.h"
 #include "quant/packed.h"
 
@@ -50,7 +51,11 @@ void WriteShard(const std::vector<const StItem*>& items, const std::string& path
     const uint64_t n = hs.size();
     WriteOrFail(f, &n, 8, path);
     WriteOrFail(f, hs.data(), hs.size(), path);
+    const std::string writing = "writing " + fs::path(path).filename().string();
+    uint64_t written = 0;
     for (const StItem* it : items) {
+      ReportBytes(writing, written, off);
+      written += it->bytes;
       if (!it->m) {
         WriteOrFail(f, it->v.data(), it->bytes, path);
         continue;
@@ -66,6 +71,7 @@ void WriteShard(const std::vector<const StItem*>& items, const std::string& path
       const size_t rb = it->bytes / src->rows;
       for (int r = 0; r < src->rows; ++r) WriteOrFail(f, src->Row(it->order.empty() ? r : it->order[r]), rb, path);
     }
+    ReportBytes(writing, off, off);
     if (std::fclose(f) != 0) {
       f = nullptr;
       Fail("{}: close failed: {}", path, std::strerror(errno));

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 
+#include "base/status_line.h"
 #include "quant/packed.h"
 #include "quant/matmul.h"
 
@@ -123,7 +124,9 @@ Model QuantizeModel(const Model& m, QType type) {
   q.tok_embeddings = m.tok_embeddings;  // gathered, never multiplied: kept as loaded
   q.final_norm = m.final_norm;
   q.layers.reserve(m.layers.size());
+  const std::string quantizing = fmt::format("quantizing to {}", QTypeName(type));
   for (const LayerWeights& L : m.layers) {
+    ReportProgress(quantizing, long(q.layers.size()), long(m.layers.size()), "layers");
     LayerWeights o;
     o.attn_norm = L.attn_norm;
     o.ffn_norm = L.ffn_norm;
@@ -140,6 +143,7 @@ Model QuantizeModel(const Model& m, QType type) {
   }
   q.output = convert(m.output);
   PackForKernels(q);
+  ReportProgress(quantizing, long(m.layers.size()), long(m.layers.size()), "layers");
   return q;
 }
 

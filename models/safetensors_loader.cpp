@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/hf_format.h"
 #include "models/limits.h"
 #include "models/loader.h"
@@ -196,7 +197,13 @@ Model LoadHfSafetensors(const std::string& dir) {
   };
   // The source pages of a tensor are dropped from this process once copied: the file
   // stays in the page cache, and peak memory is the model plus one tensor.
+  uint64_t total_bytes = 0, loaded_bytes = 0;
+  for (auto& [name, t] : tensors) total_bytes += t.bytes;
+  const fs::path dir_path = fs::path(dir).filename().empty() ? fs::path(dir).parent_path() : fs::path(dir);
+  const std::string loading = "loading " + dir_path.filename().string();
+  ReportBytes(loading, 0, total_bytes);  // the step's clock starts before the first tensor
   auto release = [&](const StTensor& t) {
+    ReportBytes(loading, loaded_bytes += t.bytes, total_bytes);
     for (auto& f : folder.files)
       if (t.data >= f->data() && t.data < f->data() + f->size()) f->Release(t.data, t.bytes);
   };

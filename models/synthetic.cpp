@@ -4,6 +4,8 @@
 #include <random>
 #include <vector>
 
+#include "base/status_line.h"
+
 namespace specsweep {
 namespace {
 
@@ -35,6 +37,7 @@ Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed, QType type) {
   // Embedding rows scaled up so activations are O(1) like a trained model.
   m.tok_embeddings = RandomMatrix(rng, c.vocab_size, c.dim, IsQuantized(type) ? QType::F32 : type);
   for (int l = 0; l < c.n_layers; ++l) {
+    ReportProgress("random weights", l + 1, c.n_layers + 2, "");  // after the embedding, before the classifier
     LayerWeights L;
     L.attn_norm = RandomNorm(rng, c.dim);
     L.wq = RandomMatrix(rng, c.n_heads * hd, c.dim, type);
@@ -60,6 +63,7 @@ Model MakeSyntheticModel(const ModelConfig& c, uint64_t seed, QType type) {
   // Separate classifier with larger scale so the next-token distribution is peaked
   // enough for sampling tests to be informative.
   m.output = RandomMatrix(rng, c.vocab_size, c.dim, type);
+  ReportProgress("random weights", c.n_layers + 2, c.n_layers + 2, "");
   return m;
 }
 

@@ -9,6 +9,6 @@ do for [ext in "png svg"] {
   set output outbase.".".ext
   plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines title columnheader(1) \
          lw 2 lc rgb colour(i) dt dash(i) pt shape(i), \
-       1 with lines dt 2 lc rgb "#888888" title "AR (1x)"
+       1 with lines dt 2 lc rgb "#888888" title "AR (1x)", @hollow_points
   set output
 }

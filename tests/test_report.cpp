@@ -8,6 +8,7 @@
 #include "harness/report/plot.h"
 #include "harness/report/statistics.h"
 #include "harness/report/table.h"
+#include "harness/report/table_cells.h"
 #include "tests/test_util.h"
 
 using nlohmann::json;
@@ -101,6 +102,41 @@ TEST(Plot, LegendsFromVaryingAxesAndErrorBars) {
   EXPECT_NE(dat.find("2 1.2 1.0999999999999999 1.3 \"\""), std::string::npos) << dat;
   // Latency lines: AR vs speculative differ in k_policy "-" vs "constant", which is no axis.
   for (auto& x : LatencyVsInputLength(recs)) EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
+}
+
+TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
+  std::vector<json> recs = {Spec("q4_0", 2, 1.2), Spec("q4_0", 4, 1.3), Spec("q4_0", 6, 1.4)};
+  recs[0]["busy"] = true;
+  recs[1]["busy"] = true;
+  recs[1]["wide_ci"] = true;
+  auto s = SpeedupVsK(recs);
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(s[0].marks.size(), 3u);
+  for (size_t i = 0; i < recs.size(); ++i) {  // the table's cell carries the same marks
+    CellFlags f;
+    const std::string cell = SpeedupCell(recs[i], f);
+    EXPECT_TRUE(cell.ends_with(s[0].marks[i])) << cell;
+    EXPECT_EQ(f.busy, i < 2);
+  }
+  EXPECT_EQ(s[0].marks[0], "†");
+  EXPECT_EQ(s[0].marks[1], "†‡");
+  EXPECT_EQ(s[0].marks[2], "");
+  EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured, ‡ 95% CI wider than ±15%");
+  EXPECT_NE(DatText("t", s).find("\n4 1.3 1.2 1.4000000000000001 \"\" \"†‡\"\n"), std::string::npos) << DatText("t", s);
+  EXPECT_EQ(MarksKey(PredictedVsMeasured(recs)), "");  // no predicted_speedup: no points
+  recs[0]["predicted_speedup"] = 1.1;
+  EXPECT_EQ(MarksKey(PredictedVsMeasured(recs)), "hollow: † host busy while measured");
+  // Acceptance does not depend on the machine's load: its plots mark nothing.
+  EXPECT_TRUE(AcceptedLengthVsK(recs)[0].marks.empty());
+  recs[0]["busy"] = false, recs[1]["busy"] = false, recs[1]["wide_ci"] = false;
+  EXPECT_EQ(MarksKey(SpeedupVsK(recs)), "");
+  if (FindGnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
+  recs[1]["busy"] = true;
+  PlotOptions o;
+  o.out_dir = testing::TempDir();
+  for (auto& p : MakePlots(recs, o)) {
+    if (p.name == "speedup_vs_k") EXPECT_EQ(p.images.size(), 2u);
+  }
 }
 
 TEST(Plot, NoInputLengthPlotWithoutThatAxis) {

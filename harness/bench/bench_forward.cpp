@@ -23,6 +23,7 @@
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/forward.h"
 #include "models/loader.h"
 #include "quant/bandwidth.h"
@@ -236,6 +237,8 @@ void RunBenchForward(const BenchForwardArgs& a) {
   // before and after can miss a neighbour's busy spell in between.
   AlignedBuffer probe = MakeReadProbeBuffer();
   std::vector<double> bw_during;  // [reps] GB/s
+  const long timings = long(a.reps + 1) * long(vs.size() * ns.size());  // the warm-up round too
+  long timed = 0;
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
     for (Variant& v : vs) {
       for (size_t j = 0; j < ns.size(); ++j) {
@@ -251,6 +254,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
         const double t = secs(Clock::now() - t0);
         if (r >= 0) v.secs[j].push_back(t);
         if (a.loop) SamplerWork(logits, c.vocab_size);
+        ReportProgress("timing forward passes", ++timed, timings, "");
       }
     }
     SetTeamPolicy(TeamPolicy::kAuto);

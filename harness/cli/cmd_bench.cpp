@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "harness/bench/bench_forward.h"
+#include "base/status_line.h"
 #include "harness/cli/commands.h"
 
 namespace specsweep {
@@ -58,6 +59,7 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
     args->threads = Globals().threads;
     args->models_dir = Globals().models_dir;
     if (!args->compare.empty() || !args->compare_bin.empty()) return RunBenchForwardCompare(*args);
+    StatusLine status;  // a live line on a terminal while loading and timing
     RunBenchForward(*args);
   });
 });

@@ -26,6 +26,7 @@
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/chat_template.h"
 #include "models/loader.h"
 
@@ -365,7 +366,10 @@ CommandRegistrar reg(30, [](CLI::App& app) {
       "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"));
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
-  cmd->callback([a] { RunGenerate(*a); });
+  cmd->callback([a] {
+    StatusLine status;  // a live line on a terminal while loading a large model
+    RunGenerate(*a);
+  });
 });
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/status_line.h"
 #include "harness/cli/commands.h"
 #include "models/loader.h"
 #include "models/quant_error.h"
@@ -68,7 +69,10 @@ CommandRegistrar reg(20, [](CLI::App& app) {
   cmd->add_option("--quant-error", args->quant_error,
                   "Per-tensor error (max/mean abs, RMSE, SNR) of quantizing to these types")
       ->delimiter(',');
-  cmd->callback([args] { RunInspect(*args); });
+  cmd->callback([args] {
+    StatusLine status;  // a live line on a terminal while loading a large model
+    RunInspect(*args);
+  });
 });
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "harness/cli/commands.h"
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/gguf.h"
 #include "models/loader.h"
 
@@ -61,7 +62,10 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
                   "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k or q6_k "
                   "(embedding and norms stay as "
                   "loaded; --type: old name)");
-  cmd->callback([args] { RunQuantize(*args); });
+  cmd->callback([args] {
+    StatusLine status;  // a live line on a terminal while loading, quantizing and writing
+    RunQuantize(*args);
+  });
 });
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "harness/cli/commands.h"
 #include "base/error.h"
+#include "base/status_line.h"
 #include "models/gguf.h"
 #include "models/hf_format.h"
 #include "models/loader.h"
@@ -185,7 +186,10 @@ const CommandRegistrar kRegister(61, [](CLI::App& app) {
       ->default_str("");
   cmd->add_option("--shards", args->shards, "hf: number of safetensors shards (with model.safetensors.index.json)");
   cmd->add_option("--seed", args->seed, "Random seed")->check(SeedRange());
-  cmd->callback([args] { RunSynth(*args); });
+  cmd->callback([args] {
+    StatusLine status;  // a live line on a terminal while generating and writing
+    RunSynth(*args);
+  });
 });
 
 }  // namespace

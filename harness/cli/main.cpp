@@ -121,11 +121,12 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty())
       for (size_t i = 1; i < args_in.size(); ++i) {
         const std::string& arg = args_in[i];
-        if (arg == "--models" || arg == "--threads" || arg == "-t") {
-          ++i;  // the global option's value
+        if (arg.starts_with("-")) {
+          // A global option that takes a value (as CLI11 declares it) is followed by it.
+          const CLI::Option* o = app.get_option_no_throw(arg);
+          if (o && o->get_items_expected_min() > 0) ++i;
           continue;
         }
-        if (arg.starts_with("-")) continue;
         std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
         SuggestForUnknownArguments(app, args_in);
         return 1;

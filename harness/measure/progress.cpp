@@ -6,17 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "base/status_line.h"
+
 namespace specsweep {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Progress::Duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  int t = int(s + 0.5);
-  if (t >= 3600) return fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60);
-  if (t >= 60) return fmt::format("{}m{:02d}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
+std::string Progress::Duration(double s) { return FormatDuration(s); }
 
 Progress::Progress(std::FILE* f, int total_points, int resumed, long generations)
     : f_(f), tty_(f && isatty(fileno(f))), total_(total_points), done_(resumed), generations_(generations),

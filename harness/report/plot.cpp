@@ -16,6 +16,8 @@
 #include <fmt/ranges.h>
 
 #include "decoders/draft_spec.h"
+#include "harness/report/aggregate.h"
+#include "harness/report/table_cells.h"
 #include "harness/store/results.h"
 #include "base/build_info.h"
 #include "base/error.h"
@@ -46,10 +48,11 @@ std::vector<std::string> VaryingFields(const std::vector<const json*>& recs, con
   return out;
 }
 
-// One plotted point: y with its interval and a label.
+// One plotted point: y with its interval, a label and the table's marks (PointMarks).
 struct Pt {
   double x = NAN, y = NAN, lo = NAN, hi = NAN;
-  std::string label{};  // an initializer, so Pt{x, y} is complete for -Wmissing-field-initializers
+  std::string label{};  // initializers, so Pt{x, y} is complete for -Wmissing-field-initializers
+  std::string marks{};
 };
 
 // A draft in short words for a legend: "q4_0 self-draft", "early exit L=1", "lookup n<=3",
@@ -109,7 +112,7 @@ std::vector<Series> Group(const std::vector<const json*>& recs, const std::set<s
   auto fields = VaryingFields(recs, x_fields);
   std::map<std::string, std::vector<Pt>> by;
   std::vector<std::string> order;
-  bool any_ci = false, any_label = false;
+  bool any_ci = false, any_label = false, any_marks = false;
   for (auto* r : recs) {
     Pt p = point(*r);
     if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
@@ -117,6 +120,7 @@ std::vector<Series> Group(const std::vector<const json*>& recs, const std::set<s
     if (!by.count(t)) order.push_back(t);
     any_ci = any_ci || std::isfinite(p.lo);
     any_label = any_label || !p.label.empty();
+    any_marks = any_marks || !p.marks.empty();
     by[t].push_back(p);
   }
   std::vector<Series> out;
@@ -129,6 +133,7 @@ std::vector<Series> Group(const std::vector<const json*>& recs, const std::set<s
       s.xy.emplace_back(p.x, p.y);
       if (any_ci) s.ci.emplace_back(std::isfinite(p.lo) ? p.lo : p.y, std::isfinite(p.hi) ? p.hi : p.y);
       if (any_label) s.labels.push_back(p.label);
+      if (any_marks) s.marks.push_back(p.marks);
     }
     out.push_back(s);
   }
@@ -157,7 +162,7 @@ std::vector<Series> SpeedupVsK(const std::vector<json>& recs) {
   return Group(Spec(recs), {"k"}, [](const json& r) {
     if (Suspect(r)) return Pt{};
     return Pt{FieldNumber(r, "k"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
-              FieldNumber(r, "speedup_ci_high")};
+              FieldNumber(r, "speedup_ci_high"), "", PointMarks(r)};
   });
 }
 
@@ -181,7 +186,9 @@ std::vector<Series> LatencyVsInputLength(const std::vector<json>& recs) {
   for (auto& r : recs) all.push_back(&r);
   // x is the measured prompt length, so natural prompts plot at their real length.
   return Group(all, {"input_length"}, [](const json& r) {
-    return Pt{FieldNumber(r, "prompt_tokens"), 1e3 * FieldNumber(r, "mean_next_token_latency_s")};
+    Pt p{FieldNumber(r, "prompt_tokens"), 1e3 * FieldNumber(r, "mean_next_token_latency_s")};
+    p.marks = PointMarks(r);
+    return p;
   });
 }
 
@@ -230,7 +237,7 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
     if (Suspect(r)) return Pt{};
     std::string label = KLabelOf(r);  // the draft is the series (legend, colour, marker)
     return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
-              FieldNumber(r, "speedup_ci_high"), label};
+              FieldNumber(r, "speedup_ci_high"), label, PointMarks(r)};
   });
 }
 
@@ -247,10 +254,21 @@ std::string DatText(const std::string& title, const std::vector<Series>& series)
       auto [lo, hi] = j < se.ci.size() ? se.ci[j] : std::make_pair(y, y);
       std::string label = j < se.labels.size() ? se.labels[j] : "";
       std::replace(label.begin(), label.end(), '"', '\'');
-      out += fmt::format("{} {} {} {} \"{}\"\n", x, y, lo, hi, label);
+      const std::string marks = j < se.marks.size() ? se.marks[j] : "";
+      out += fmt::format("{} {} {} {} \"{}\" \"{}\"\n", x, y, lo, hi, label, marks);
     }
   }
   return out;
+}
+
+std::string MarksKey(const std::vector<Series>& series) {
+  bool busy = false, wide = false;
+  for (auto& se : series)
+    for (auto& m : se.marks) busy |= m.find("†") != std::string::npos, wide |= m.find("‡") != std::string::npos;
+  std::vector<std::string> says;
+  if (busy) says.push_back("† host busy while measured");
+  if (wide) says.push_back(fmt::format("‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
+  return says.empty() ? "" : fmt::format("hollow: {}", fmt::join(says, ", "));
 }
 
 std::string FindGnuplot() {
@@ -353,8 +371,8 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
       if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos) subtitle.resize(at);
     std::string err = base + ".gnuplot.log";
     std::string cmd = Quote(gnuplot) + " -e " +
-                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'", p.dat, base,
-                                          s.title, subtitle, xtics)) + " " +
+                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; markkey='{}'",
+                                          p.dat, base, s.title, subtitle, xtics, MarksKey(series))) + " " +
                       Quote(script) + " >" + Quote(err) + " 2>&1";
     int status = std::system(cmd.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -15,6 +15,7 @@ struct Series {
   std::vector<std::pair<double, double>> xy;  // [n_points] (x, y), sorted by x
   std::vector<std::pair<double, double>> ci;  // [n_points] (low, high) of y, or empty
   std::vector<std::string> labels;            // [n_points] point labels, or empty
+  std::vector<std::string> marks;             // [n_points] the tables' marks († ‡, PointMarks), or empty
 };
 
 // Series data of each plot (records as in Results::records).
@@ -26,9 +27,12 @@ std::vector<Series> AcceptancePerPosition(const std::vector<nlohmann::json>& rec
 std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& records);
 
 // gnuplot data text: "# title" comment, then per series a quoted title line and
-// "x y low high \"label\"" lines (low/high = y without an interval), series separated by
-// two blank lines (addressed with `index i`).
+// "x y low high \"label\" \"marks\"" lines (low/high = y without an interval), series
+// separated by two blank lines (addressed with `index i`).
 std::string DatText(const std::string& title, const std::vector<Series>& series);
+// The key entry explaining the hollow points of a plot ("hollow: † host busy while
+// measured, ‡ 95% CI wider than ±15%", naming the marks present), "" when none is marked.
+std::string MarksKey(const std::vector<Series>& series);
 
 struct PlotOptions {
   std::string out_dir = "plots";

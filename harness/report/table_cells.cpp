@@ -86,9 +86,16 @@ std::string SpeedupCell(const json& r, CellFlags& flags) {
                hi = FieldNumber(r, "speedup_ci_high");
   std::string c = FormatMetric("speedup", mean);
   if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
-  if (FieldText(r, "busy") == "true") c += "†", flags.busy = true;
-  if (FieldText(r, "wide_ci") == "true") c += "‡", flags.wide = true;
-  return c;
+  return c + PointMarks(r, &flags);
+}
+
+std::string PointMarks(const json& r, CellFlags* flags) {
+  CellFlags seen;
+  std::string m;
+  if (FieldText(r, "busy") == "true") m += "†", seen.busy = true;
+  if (FieldText(r, "wide_ci") == "true") m += "‡", seen.wide = true;
+  if (flags) flags->busy |= seen.busy, flags->wide |= seen.wide;
+  return m;
 }
 
 void ShowAcceptanceSource(const std::vector<json>& recs, std::vector<std::string>& rows) {

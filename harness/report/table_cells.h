@@ -26,6 +26,10 @@ std::vector<nlohmann::json> SpeculativeRecords(const std::vector<nlohmann::json>
 struct CellFlags {
   bool suspect = false, busy = false, wide = false;
 };
+// The marks of a point, as tables and plots show them: "†" when other processes used the
+// machine while its group ran (busy), "‡" when its speedup's 95% interval is wider than
+// ±kWideInterval of the mean (wide_ci), both or "". Sets the flags seen when given.
+std::string PointMarks(const nlohmann::json& r, CellFlags* flags = nullptr);
 // "1.52x ±0.08" and its marks (SpeedupCell in table_cells.cpp says which).
 std::string SpeedupCell(const nlohmann::json& r, CellFlags& flags);
 // Replayed points say so in their row even when every point is replayed alike.
