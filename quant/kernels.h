@@ -16,6 +16,8 @@
 //  - packed Q8_0/Q4_0 (Layout::kPacked16): each lane of a vector holds one row's whole
 //    block sum isum_b, so the SIMD kernels compute y exactly as the scalar reference does
 //    (same products, same order, no fused multiply-add): bit-identical.
+//  - Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS: quant/legacy_quants.h (16 float lanes, bit-identical
+//    in either layout; MatMul takes their kernels from LegacyRows, not from these tables).
 //  Every family is deterministic: an output element never depends on n, on the other
 //  rows of X or on the thread count.
 #pragma once
@@ -34,6 +36,10 @@ struct QuantActs {
   AlignedBuffer d;     // [n][cols/32] float block scales
   AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
   AlignedBuffer bsum;  // [n][cols/32] int32: sum of each 32-wide block's q (packed kernels)
+  // The packed Q4_1..IQ4_XS kernels' per-4-value terms (quant/legacy_quants.h), broadcast
+  // from memory: [n][cols/4] float sum (the min's term) and [n][2][cols/4] int32 offset
+  // corrections corr << 1 (Q5_0's 16) and corr << 4 (IQ4's 128).
+  AlignedBuffer xsum, offsets;
   // Q8_K form for the K-quant kernels (quant/kquants.h), filled only when a K-quant
   // matrix is in the product: cols_k = the matrices' cols_padded (a multiple of 256).
   int cols_k = 0;
@@ -48,6 +54,10 @@ struct QuantActs {
   }
   const int32_t* BSum(int i) const {
     return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32);
+  }
+  const float* XSum(int i) const { return reinterpret_cast<const float*>(xsum.data()) + size_t(i) * (cols / 4); }
+  const int32_t* Offsets(int i, int shift) const {  // shift 1 or 4
+    return reinterpret_cast<const int32_t*>(offsets.data()) + (2 * size_t(i) + (shift == 4)) * (cols / 4);
   }
   const int8_t* KQ(int i) const { return reinterpret_cast<const int8_t*>(kq.data()) + size_t(i) * cols_k; }
   const float* KD(int i) const { return reinterpret_cast<const float*>(kd.data()) + size_t(i) * (cols_k / 256); }

@@ -1,4 +1,4 @@
-// avx2 kernels for Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS: quant/legacy_avx2_rows.h with
+// avx2 kernels for Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS: quant/legacy_avx2_rows.h and _packed.h with
 // vpmaddubsw + vpmaddwd for the 8 lanes' integer sums (exact: |pairs| <= 2 * 127 * 127
 // for the signed IQ4 values, 2 * 31 * 128 for the unsigned ones).
 #include <immintrin.h>
@@ -8,6 +8,7 @@
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c")
 
+#include "quant/legacy_avx2_packed.h"
 #include "quant/legacy_avx2_rows.h"
 
 namespace specsweep {
@@ -23,6 +24,7 @@ struct MaddDot {
 }  // namespace
 
 RowsKernelFn LegacyRowsAvx2(QType type) { return legacy_avx2::Select<MaddDot>(type); }
+RowsKernelFn LegacyPackedAvx2(QType type) { return legacy_avx2_packed::Select<MaddDot>(type); }
 
 }  // namespace specsweep
 

@@ -8,6 +8,7 @@
 
 SPECSWEEP_TARGET_PUSH("avx2,fma,f16c,avxvnni")
 
+#include "quant/legacy_avx2_packed.h"
 #include "quant/legacy_avx2_rows.h"
 
 namespace specsweep {
@@ -21,6 +22,7 @@ struct VnniDot {
 }  // namespace
 
 RowsKernelFn LegacyRowsAvx2Vnni(QType type) { return legacy_avx2::Select<VnniDot>(type); }
+RowsKernelFn LegacyPackedAvx2Vnni(QType type) { return legacy_avx2_packed::Select<VnniDot>(type); }
 
 }  // namespace specsweep
 

@@ -12,8 +12,9 @@
 // pass (independent chains, shared activation loads), scales converted straight from the row
 // and dx pairs expanded once per call gave 10-25% (iq4_xs 2.8x: its sub-scales were scalar
 // software f16). What is left is instruction count: ~14 per row and 64 values (unpack,
-// scales, one vpdpbusd, one float step) where the 16-row interleaved q4_0 kernel spends ~2;
-// an interleaved layout for these types is the next step.
+// scales, one vpdpbusd, one float step) where the 16-row interleaved q4_0 kernel spends ~2.
+// So models hold these types interleaved too (quant/legacy_avx512_packed.h, same bits);
+// this kernel serves matrices left in row layout.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -172,14 +173,7 @@ void LegacyRowsAvx512T(const QMatrix& W, int r0, int r1, const float*, const Qua
 }  // namespace
 
 RowsKernelFn LegacyRowsAvx512(QType type) {
-  switch (type) {
-    case QType::Q4_1: return LegacyRowsAvx512T<QType::Q4_1>;
-    case QType::Q5_0: return LegacyRowsAvx512T<QType::Q5_0>;
-    case QType::Q5_1: return LegacyRowsAvx512T<QType::Q5_1>;
-    case QType::IQ4_NL: return LegacyRowsAvx512T<QType::IQ4_NL>;
-    case QType::IQ4_XS: return LegacyRowsAvx512T<QType::IQ4_XS>;
-    default: return nullptr;
-  }
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return LegacyRowsAvx512T<decltype(t)::value>; });
 }
 
 }  // namespace specsweep

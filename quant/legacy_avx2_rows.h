@@ -92,14 +92,7 @@ void Rows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, in
 
 template <class Dot>
 RowsKernelFn Select(QType type) {
-  switch (type) {
-    case QType::Q4_1: return Rows<Dot, QType::Q4_1>;
-    case QType::Q5_0: return Rows<Dot, QType::Q5_0>;
-    case QType::Q5_1: return Rows<Dot, QType::Q5_1>;
-    case QType::IQ4_NL: return Rows<Dot, QType::IQ4_NL>;
-    case QType::IQ4_XS: return Rows<Dot, QType::IQ4_XS>;
-    default: return nullptr;
-  }
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return Rows<Dot, decltype(t)::value>; });
 }
 
 }  // namespace legacy_avx2

@@ -11,6 +11,7 @@
 #include "quant/blocks_legacy.h"
 #include "quant/float_order.h"
 #include "quant/fp16.h"
+#include "quant/packed.h"
 
 namespace specsweep {
 namespace {
@@ -78,12 +79,17 @@ void DequantizeRowLegacy(QType type, const uint8_t* row, int cols, float* out) {
 
 namespace {
 
+// Either layout: a packed row is first put back in ggml's layout, so both run the same
+// arithmetic on the same values.
 template <QType T>
 void LegacyRowsScalarT(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
   const int nb = W.cols_padded / 32;
   std::vector<LegacyBlock> blocks(nb);  // [nb] one row, unpacked once for all n
+  std::vector<uint8_t> bytes(W.layout == Layout::kPacked16 ? W.row_bytes : 0);  // [row_bytes] ggml row
   for (int r = r0; r < r1; ++r) {
-    for (int b = 0; b < nb; ++b) UnpackLegacy(T, W.Row(r), b, &blocks[b]);
+    const uint8_t* row = W.Row(r);
+    if (!bytes.empty()) packed::UnpackLegacyRow(W, r, bytes.data()), row = bytes.data();
+    for (int b = 0; b < nb; ++b) UnpackLegacy(T, row, b, &blocks[b]);
     for (int i = 0; i < n; ++i) {
       const int8_t* xq = A->Q(i);
       const float* dx = A->D(i);
@@ -110,22 +116,28 @@ void LegacyRowsScalarT(const QMatrix& W, int r0, int r1, const float*, const Qua
 }  // namespace
 
 RowsKernelFn LegacyRowsScalar(QType type) {
-  switch (type) {
-    case QType::Q4_1: return LegacyRowsScalarT<QType::Q4_1>;
-    case QType::Q5_0: return LegacyRowsScalarT<QType::Q5_0>;
-    case QType::Q5_1: return LegacyRowsScalarT<QType::Q5_1>;
-    case QType::IQ4_NL: return LegacyRowsScalarT<QType::IQ4_NL>;
-    case QType::IQ4_XS: return LegacyRowsScalarT<QType::IQ4_XS>;
-    default: return nullptr;
-  }
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return LegacyRowsScalarT<decltype(t)::value>; });
 }
 
-RowsKernelFn LegacyRows(const KernelFamily& family, QType type) {
+namespace {
+
+bool CpuHasVbmi() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") != 0;
+  }();
+  return has;
+}
+
+}  // namespace
+
+RowsKernelFn LegacyRows(const KernelFamily& family, QType type, Layout layout) {
   const std::string_view isa = family.name;
+  const bool p = layout == Layout::kPacked16;
   RowsKernelFn f = nullptr;
-  if (isa == "avx512") f = LegacyRowsAvx512(type);
-  else if (isa == "avx2vnni") f = LegacyRowsAvx2Vnni(type);
-  else if (isa == "avx2") f = LegacyRowsAvx2(type);
+  if (isa == "avx512") f = p ? LegacyPackedAvx512(type, CpuHasVbmi()) : LegacyRowsAvx512(type);
+  else if (isa == "avx2vnni") f = p ? LegacyPackedAvx2Vnni(type) : LegacyRowsAvx2Vnni(type);
+  else if (isa == "avx2") f = p ? LegacyPackedAvx2(type) : LegacyRowsAvx2(type);
   return f ? f : LegacyRowsScalar(type);
 }
 

@@ -15,6 +15,7 @@
 // every family gives the scalar reference's bits.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/kernels.h"
 #include "quant/qtype.h"
@@ -37,12 +38,32 @@ void DequantizeRowLegacy(QType type, const uint8_t* row, int cols, float* out);
 // reference quantizer does; `row` names errors.
 void QuantizeRowLegacy(QType type, const float* x, int cols_padded, uint8_t* out, int row);
 
-// The family's kernel for a matrix of these types: the SIMD one where the family has it,
-// else the scalar reference.
-RowsKernelFn LegacyRows(const KernelFamily& family, QType type);
+// f(std::integral_constant<QType, T>{}) for the type T == type (one of the five), else
+// nullptr: the type switch of every family's kernel table.
+template <class F>
+RowsKernelFn ForLegacyType(QType type, F&& f) {
+  switch (type) {
+    case QType::Q4_1: return f(std::integral_constant<QType, QType::Q4_1>{});
+    case QType::Q5_0: return f(std::integral_constant<QType, QType::Q5_0>{});
+    case QType::Q5_1: return f(std::integral_constant<QType, QType::Q5_1>{});
+    case QType::IQ4_NL: return f(std::integral_constant<QType, QType::IQ4_NL>{});
+    case QType::IQ4_XS: return f(std::integral_constant<QType, QType::IQ4_XS>{});
+    default: return nullptr;
+  }
+}
+
+// The family's kernel for a matrix of these types in `layout` (kRows or kPacked16,
+// quant/packed.h): the SIMD one where the family has it, else the scalar reference, which
+// takes either layout.
+RowsKernelFn LegacyRows(const KernelFamily& family, QType type, Layout layout);
 RowsKernelFn LegacyRowsScalar(QType type);
-RowsKernelFn LegacyRowsAvx2(QType type);      // nullptr: none
-RowsKernelFn LegacyRowsAvx2Vnni(QType type);  // nullptr: none
-RowsKernelFn LegacyRowsAvx512(QType type);    // nullptr: none
+RowsKernelFn LegacyRowsAvx2(QType type);        // nullptr: none
+RowsKernelFn LegacyRowsAvx2Vnni(QType type);    // nullptr: none
+RowsKernelFn LegacyRowsAvx512(QType type);      // nullptr: none
+RowsKernelFn LegacyPackedAvx2(QType type);      // kPacked16; nullptr: none
+RowsKernelFn LegacyPackedAvx2Vnni(QType type);  // kPacked16; nullptr: none
+// kPacked16; nullptr: none. vbmi: the CPU has AVX512-VBMI (IQ4 then takes vpermb).
+RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi);
+RowsKernelFn LegacyPackedAvx512Vbmi(QType type);  // IQ4_NL, IQ4_XS; call only on VBMI CPUs
 
 }  // namespace specsweep

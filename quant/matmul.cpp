@@ -76,6 +76,8 @@ void QuantActs::Reserve(int n_rows, int cols_needed) {
     d = AlignedBuffer(elems / 32 * sizeof(float));
     corr = AlignedBuffer(elems / 4 * sizeof(int32_t));
     bsum = AlignedBuffer(elems / 32 * sizeof(int32_t));
+    xsum = AlignedBuffer(elems / 4 * sizeof(float));
+    offsets = AlignedBuffer(elems / 2 * sizeof(int32_t));
   }
   n = n_rows;
   cols = cols_needed;
@@ -100,6 +102,13 @@ void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, Qua
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) s += q[32 * b + j];
     bsum[b] = s;
+  }
+  const int32_t* corr = a.Corr(i);  // -8 x each 4 values' sum
+  auto* xsum = const_cast<float*>(a.XSum(i));
+  auto *off16 = const_cast<int32_t*>(a.Offsets(i, 1)), *off128 = const_cast<int32_t*>(a.Offsets(i, 4));
+  for (int k = 0; k < a.cols / 4; ++k) {
+    xsum[k] = static_cast<float>(-(corr[k] >> 3));
+    off16[k] = corr[k] << 1, off128[k] = corr[k] << 4;
   }
 }
 
@@ -239,7 +248,7 @@ RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
   // A packed matrix under a family without packed kernels (forced after packing) runs
   // on the scalar reference: slow, never wrong.
   return IsKQuant(W.type)           ? KQuantRows(k, W.type)
-         : IsLegacyQuant(W.type)     ? LegacyRows(k, W.type)
+         : IsLegacyQuant(W.type)     ? LegacyRows(k, W.type, W.layout)
          : W.layout == Layout::kRows ? k.rows[t]
          : k.packed[t]               ? k.packed[t]
                                      : ScalarKernels().packed[t];
@@ -262,7 +271,8 @@ void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
 QMatrix PackForKernels(const QMatrix& m) { return PackFor(*Active().per_type[static_cast<int>(m.type)], m); }
 
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
-  const bool has = m.layout == Layout::kRows && k.packed[static_cast<int>(m.type)];
+  // Every family runs the other 32-value types packed (the scalar reference included).
+  const bool has = m.layout == Layout::kRows && (k.packed[static_cast<int>(m.type)] || IsLegacyQuant(m.type));
   return has ? packed::Pack(m) : m;
 }
 

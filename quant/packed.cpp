@@ -50,18 +50,24 @@ QMatrix Pack(const QMatrix& m) {
   QMatrix p = ShapeOf(m);
   const int nb = m.cols_padded / 32, groups = Groups(m);
   p.layout = Layout::kPacked16;
-  p.group_bytes = (size_t(nb) * (QuantBytes(m.type) + 32) + 63) / 64 * 64;
+  p.group_bytes = GroupBytes(m.type, nb);
   // Every byte is written once: quants and scales of each row, zeros for the rows of a
-  // partial last group and for each group's tail.
+  // partial last group and for each group's tail (the other types' fields are or-ed
+  // into a zeroed group).
   p.data = AlignedBuffer::Uninitialized(size_t(groups) * p.group_bytes);
   uint8_t* out = p.data.data();
-  const size_t used = size_t(nb) * (QuantBytes(m.type) + 32);
+  const bool legacy = IsLegacyQuant(m.type);
+  const size_t used = legacy ? 0 : size_t(nb) * (QuantBytes(m.type) + 32);  // legacy: all of it is tail
 #pragma omp parallel for schedule(static) if (size_t(m.rows) * m.row_bytes >= (1 << 20))
   for (int g = 0; g < groups; ++g) {
     uint8_t* group = out + size_t(g) * p.group_bytes;
     const int r1 = std::min(m.rows, kGroupRows * (g + 1));
     if (r1 - kGroupRows * g < kGroupRows) std::memset(group, 0, used);
     std::memset(group + used, 0, p.group_bytes - used);
+    if (legacy) {
+      for (int r = kGroupRows * g; r < r1; ++r) PackLegacyRow(m, r, p);
+      continue;
+    }
     for (int r = kGroupRows * g; r < r1; ++r)
       for (int b = 0; b < nb; ++b) {
         uint8_t* q = out + QuantsOffset(p, r, b);
@@ -97,6 +103,11 @@ QMatrix Unpack(const QMatrix& m) {
   if (m.layout == Layout::kColChunks) return ChunkColumns(m, Layout::kRows);
   if (m.layout != Layout::kPacked16) return m;
   QMatrix u = MakeQMatrix(m.type, m.rows, m.cols);
+  if (IsLegacyQuant(m.type)) {
+#pragma omp parallel for schedule(static) if (size_t(m.rows) * m.row_bytes >= (1 << 20))
+    for (int r = 0; r < m.rows; ++r) UnpackLegacyRow(m, r, u.Row(r));
+    return u;
+  }
   ForEachBlock(u, [&](int r, int b) {
     if (m.type == QType::Q4_0) {
       BlockQ4_0& blk = reinterpret_cast<BlockQ4_0*>(u.Row(r))[b];

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include <sys/mman.h>
@@ -195,55 +196,76 @@ void DequantizeRowQ4(const uint8_t* row, int cols, float* out) {
   }
 }
 
-}  // namespace
-
-QMatrix Quantize(const float* w, int rows, int cols, QType type) {
-  QMatrix m = MakeQMatrix(type, rows, cols);
+// Row r of w[rows][cols] into m's row r; buf[cols_padded] is scratch, zero beyond cols.
+void QuantizeRow(const float* w, int r, int cols, QMatrix& m, std::vector<float>& buf) {
+  const QType type = m.type;
   const int bs = BlockSize(type);
-  std::vector<float> buf(m.cols_padded, 0.0f);  // [cols_padded] one zero-padded row
-  for (int r = 0; r < rows; ++r) {
-    const float* src = w + static_cast<size_t>(r) * cols;
-    for (int c = 0; c < cols; ++c)
-      if (!std::isfinite(src[c])) Fail("quantize: row {} col {}: non-finite weight {}", r, c, src[c]);
-    uint8_t* dst = m.Row(r);
-    switch (type) {
-      case QType::F32: std::memcpy(dst, src, sizeof(float) * cols); break;
-      case QType::F16:
-      case QType::BF16: {
-        auto* h = reinterpret_cast<uint16_t*>(dst);
-        for (int c = 0; c < cols; ++c) {
-          h[c] = type == QType::F16 ? F32ToF16(src[c]) : F32ToBF16(src[c]);
-          const float back = type == QType::F16 ? F16ToF32(h[c]) : BF16ToF32(h[c]);
-          if (std::isinf(back))
-            Fail("quantize: row {} col {}: weight {} overflows {}", r, c, src[c], QTypeName(type));
-        }
+  const float* src = w + static_cast<size_t>(r) * cols;
+  for (int c = 0; c < cols; ++c)
+    if (!std::isfinite(src[c])) Fail("quantize: row {} col {}: non-finite weight {}", r, c, src[c]);
+  uint8_t* dst = m.Row(r);
+  switch (type) {
+    case QType::F32: std::memcpy(dst, src, sizeof(float) * cols); break;
+    case QType::F16:
+    case QType::BF16: {
+      auto* h = reinterpret_cast<uint16_t*>(dst);
+      for (int c = 0; c < cols; ++c) {
+        h[c] = type == QType::F16 ? F32ToF16(src[c]) : F32ToBF16(src[c]);
+        const float back = type == QType::F16 ? F16ToF32(h[c]) : BF16ToF32(h[c]);
+        if (std::isinf(back))
+          Fail("quantize: row {} col {}: weight {} overflows {}", r, c, src[c], QTypeName(type));
+      }
+      break;
+    }
+    default: {
+      std::memcpy(buf.data(), src, sizeof(float) * cols);  // tail stays zero
+      if (IsKQuant(type)) {
+        QuantizeRowK(type, buf.data(), m.cols_padded, dst, r);
         break;
       }
-      default: {
-        std::memcpy(buf.data(), src, sizeof(float) * cols);  // tail stays zero
-        if (IsKQuant(type)) {
-          QuantizeRowK(type, buf.data(), m.cols_padded, dst, r);
-          break;
-        }
-        if (IsLegacyQuant(type)) {
-          QuantizeRowLegacy(type, buf.data(), m.cols_padded, dst, r);
-          break;
-        }
-        for (int g = 0; g < m.cols_padded / bs; ++g) {
-          const float* x = buf.data() + g * bs;
-          switch (type) {
-            case QType::Q8_0: QuantizeBlockQ8_0(x, reinterpret_cast<BlockQ8_0*>(dst) + g, r, g); break;
-            case QType::Q4_0: QuantizeGroupQ4<32>(x, reinterpret_cast<BlockQ4_0*>(dst) + g, r, g); break;
-            case QType::Q4_G64: QuantizeGroupQ4<64>(x, reinterpret_cast<BlockQ4_G64*>(dst) + g, r, g); break;
-            case QType::Q4_G128:
-              QuantizeGroupQ4<128>(x, reinterpret_cast<BlockQ4_G128*>(dst) + g, r, g);
-              break;
-            default: Fail("quantize: type {}: unsupported", QTypeName(type));
-          }
+      if (IsLegacyQuant(type)) {
+        QuantizeRowLegacy(type, buf.data(), m.cols_padded, dst, r);
+        break;
+      }
+      for (int g = 0; g < m.cols_padded / bs; ++g) {
+        const float* x = buf.data() + g * bs;
+        switch (type) {
+          case QType::Q8_0: QuantizeBlockQ8_0(x, reinterpret_cast<BlockQ8_0*>(dst) + g, r, g); break;
+          case QType::Q4_0: QuantizeGroupQ4<32>(x, reinterpret_cast<BlockQ4_0*>(dst) + g, r, g); break;
+          case QType::Q4_G64: QuantizeGroupQ4<64>(x, reinterpret_cast<BlockQ4_G64*>(dst) + g, r, g); break;
+          case QType::Q4_G128:
+            QuantizeGroupQ4<128>(x, reinterpret_cast<BlockQ4_G128*>(dst) + g, r, g);
+            break;
+          default: Fail("quantize: type {}: unsupported", QTypeName(type));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+// Rows are independent, so the thread team (OpenMP) takes them in parallel: the bytes do
+// not depend on the thread count, and of several bad rows the first is reported. IQ4_XS
+// of a 1.1B model is minutes on one thread (its scale search tries 16 scales per block).
+QMatrix Quantize(const float* w, int rows, int cols, QType type) {
+  QMatrix m = MakeQMatrix(type, rows, cols);
+  std::exception_ptr error;
+  int error_row = rows;
+#pragma omp parallel if (size_t(rows) * cols >= (1 << 18))
+  {
+    std::vector<float> buf(m.cols_padded, 0.0f);  // [cols_padded] one zero-padded row
+#pragma omp for schedule(dynamic, 16)
+    for (int r = 0; r < rows; ++r) {
+      try {
+        QuantizeRow(w, r, cols, m, buf);
+      } catch (...) {
+#pragma omp critical(specsweep_quantize_error)
+        if (r < error_row) error_row = r, error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
   return m;
 }
 
@@ -266,6 +288,11 @@ void DequantizeFloats(QType type, const uint8_t* p, int count, float* out) {
 
 void DequantizeRow(const QMatrix& m, int r, float* out) {
   if (r < 0 || r >= m.rows) Fail("dequantize: row {}: out of range [0, {})", r, m.rows);
+  if (m.layout == Layout::kPacked16 && IsLegacyQuant(m.type)) {
+    std::vector<uint8_t> row(m.row_bytes);  // row r in ggml's layout
+    packed::UnpackLegacyRow(m, r, row.data());
+    return DequantizeRowLegacy(m.type, row.data(), m.cols, out);
+  }
   if (m.layout == Layout::kPacked16) {
     for (int c = 0; c < m.cols; ++c)
       out[c] = static_cast<float>(packed::Value(m, r, c)) * F16ToF32(packed::Scale(m, r, c / 32));
@@ -307,6 +334,7 @@ void DequantizeRow(const QMatrix& m, int r, float* out) {
 
 std::vector<float> Dequantize(const QMatrix& m) {
   std::vector<float> out(static_cast<size_t>(m.rows) * m.cols);  // [rows][cols]
+#pragma omp parallel for schedule(static) if (size_t(m.rows) * m.cols >= (1 << 20))
   for (int r = 0; r < m.rows; ++r) DequantizeRow(m, r, out.data() + static_cast<size_t>(r) * m.cols);
   return out;
 }

@@ -1,9 +1,9 @@
 // A 2-D weight matrix in any QType, row-major: rows are output features, columns the
 // reduction dimension. Quantized rows are zero-padded up to a whole number of blocks
 // (cols_padded); kernels run over cols_padded and activations are zero-padded to match,
-// so padding never changes a result. inspect reports every padded tensor. Q8_0/Q4_0
-// matrices may instead be held in the 16-row interleaved layout of the VNNI kernels
-// (quant/packed.h); Row() is then meaningless.
+// so padding never changes a result. inspect reports every padded tensor. Q8_0/Q4_0 and
+// Q4_1/Q5_0/Q5_1/IQ4_NL/IQ4_XS matrices may instead be held in the 16-row interleaved
+// layout of the VNNI kernels (quant/packed.h); Row() is then meaningless.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -53,7 +53,7 @@ class AlignedBuffer {
 
 enum class Layout : uint8_t {
   kRows,       // row r at data + r * row_bytes, ggml block layout
-  kPacked16,   // Q8_0/Q4_0: groups of 16 rows interleaved (quant/packed.h)
+  kPacked16,   // Q8_0/Q4_0/Q4_1..IQ4_XS: groups of 16 rows interleaved (quant/packed.h)
   kColChunks,  // F32/F16/BF16 wider than kColChunk: 16-row blocks in column chunks (below)
 };
 

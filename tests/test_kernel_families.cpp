@@ -43,8 +43,9 @@ std::vector<std::string> AvailableFamilies() {
   return v;
 }
 
-constexpr QType kModelTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0,
-                                  QType::Q4_0, QType::Q4_K, QType::Q6_K};
+// Q8_0, Q4_0 and Q4_1..IQ4_XS run packed (quant/packed.h) under every family, scalar included.
+constexpr QType kModelTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0,   QType::Q4_0,  QType::Q4_K,
+                                  QType::Q6_K, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
 
 // `load` gives the model, loaded under the active family (loading packs for it).
 template <class Load>

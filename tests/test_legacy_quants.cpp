@@ -16,6 +16,7 @@
 #include "quant/fp16.h"
 #include "quant/legacy_quants.h"
 #include "quant/matmul.h"
+#include "quant/packed.h"
 #include "quant/qmatrix.h"
 #include "tests/gguf_fixture.h"
 #include "tests/kernel_checks.h"
@@ -234,13 +235,17 @@ std::vector<float> Gaussian(size_t n, uint64_t seed, float scale) {
   return w;
 }
 
-std::vector<float> Reference(const QMatrix& W, const std::vector<float>& X, int n) {
+// kernel(W) on the n rows of X quantized by the scalar family (all of W's rows at once).
+std::vector<float> RunKernel(RowsKernelFn kernel, const QMatrix& W, const std::vector<float>& X, int n) {
   QuantActs a;
   a.Reserve(n, ActsCols(W));
   for (int i = 0; i < n; ++i) QuantizeActsRow(ScalarKernels(), X.data() + size_t(i) * W.cols, W.cols, i, a);
   std::vector<float> y(size_t(n) * W.rows);
-  LegacyRowsScalar(W.type)(W, 0, W.rows, nullptr, &a, n, y.data());
+  kernel(W, 0, W.rows, nullptr, &a, n, y.data());
   return y;
+}
+std::vector<float> Reference(const QMatrix& W, const std::vector<float>& X, int n) {
+  return RunKernel(LegacyRowsScalar(W.type), W, X, n);
 }
 
 TEST(LegacyKernels, ScalarReferenceApproximatesFloatProduct) {
@@ -259,6 +264,36 @@ TEST(LegacyKernels, EveryFamilyBitIdenticalForAnyNAndThreads) {
       const auto X = Gaussian(size_t(9) * cols, 23, 1.0f);
       testing_kernels::ExpectEveryFamilyBitIdentical(W, X, 9, Reference(W, X, 9),
                                                      std::string(QTypeName(t)) + " cols " + std::to_string(cols));
+    }
+}
+
+// The 16-row interleaved layout: bytes round-trip, values are the row layout's, and every
+// family's packed kernel (the scalar one included) gives the row-layout reference's bits;
+// 301 and 37 rows end in a partial group (37: fewer than 8 rows in its second half).
+TEST(LegacyKernels, PackedLayoutRoundTripsAndEveryFamilyBitIdentical) {
+  for (QType t : kTypes)
+    for (int cols : {768, 288, 96}) {
+      if (cols % BlockSize(t)) continue;
+      const std::string label = std::string(QTypeName(t)) + " cols " + std::to_string(cols) + " packed";
+      const QMatrix W = RandomMatrix(t, cols == 768 ? 301 : 37, cols, 41 + cols);
+      const QMatrix P = packed::Pack(W);
+      ASSERT_EQ(P.layout, Layout::kPacked16) << label;
+      const QMatrix U = packed::Unpack(P);
+      ASSERT_EQ(U.layout, Layout::kRows) << label;
+      ASSERT_EQ(U.bytes(), W.bytes()) << label;
+      EXPECT_EQ(std::memcmp(U.data.data(), W.data.data(), W.bytes()), 0) << label;
+      EXPECT_TRUE(SameBits(Dequantize(P), Dequantize(W))) << label;
+      for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
+        if (const KernelFamily* k = FindKernelFamily(isa)) EXPECT_EQ(PackFor(*k, W).layout, Layout::kPacked16) << isa;
+      const auto X = Gaussian(size_t(9) * cols, 43, 1.0f);
+      const std::vector<float> want = Reference(W, X, 9);
+      testing_kernels::ExpectEveryFamilyBitIdentical(P, X, 9, want, label);
+      // avx512 has two IQ4 instances (vpshufb; vpermb where the CPU has AVX512-VBMI): both.
+      __builtin_cpu_init();
+      if (FindKernelFamily("avx512") && (t == QType::IQ4_NL || t == QType::IQ4_XS))
+        for (bool vbmi : {false, true})
+          if (!vbmi || __builtin_cpu_supports("avx512vbmi"))
+            EXPECT_TRUE(SameBits(RunKernel(LegacyPackedAvx512(t, vbmi), P, X, 9), want)) << label << " vbmi " << vbmi;
     }
 }
 

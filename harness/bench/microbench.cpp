@@ -7,6 +7,8 @@
 //                                    beyond the caches: the memory-bound decode step)
 //   BM_MatMulIsa/<isa>/<type>/<n>    2048x768, n = 1 or 8, per kernel family (scalar, avx2,
 //                                    avx512, avx2vnni)
+//   BM_KernelCpu/<isa>/<type>/<n>    one family on one thread, 32768x2048 from memory, CPU time
+//                                    (types: q4_0 q8_0 q4_1 q5_0 q5_1 iq4_nl iq4_xs)
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
 //                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2),
@@ -175,6 +177,39 @@ void BM_MatMulIsa(benchmark::State& st) {
   st.SetLabel(std::string(isa) + " " + std::string(QTypeName(t)));
 }
 BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}, {1, 8}})->UseRealTime()->MinTime(kMinTime);
+
+// One family on the calling thread (MatMulWith), 32768 x 2048 weights (Q4_0: 38 MB, past
+// the L3) in the layout the family runs: the kernel's own cost of streaming a matrix from
+// memory, in thread CPU time (Google Benchmark's CPU column), which other processes on the
+// host do not inflate. The 32-value types beside Q4_0/Q8_0 (all seven held: 320 MB, so
+// --benchmark_enable_random_interleaving=true interleaves them without re-quantizing).
+constexpr QType kCpuTypes[] = {QType::Q4_0, QType::Q8_0, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL,
+                               QType::IQ4_XS};
+
+void BM_KernelCpu(benchmark::State& st) {
+  const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);
+  if (!k) {
+    st.SkipWithError("kernel family not supported by this CPU");
+    return;
+  }
+  const QType t = kCpuTypes[st.range(1)];
+  const int n = static_cast<int>(st.range(2));
+  // Every SIMD family packs these types alike (quant/packed.h): one matrix per type.
+  static std::map<QType, QMatrix> held;
+  QMatrix& W = held[t];
+  if (W.rows == 0) {
+    AlignedFloats w = RandomValues(size_t(32768) * 2048, 11);  // [rows][cols]
+    W = PackFor(*k, Quantize(w.data(), 32768, 2048, t));
+  }
+  AlignedFloats x = RandomValues(size_t(n) * W.cols, 3), y(size_t(n) * W.rows);  // [n][cols], [n][rows]
+  for (auto _ : st) {
+    MatMulWith(*k, W, x.data(), n, y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetCounters(st, double(W.bytes()), double(n) * W.rows * W.cols);
+  st.SetLabel(std::string(k->name) + " " + std::string(QTypeName(t)));
+}
+BENCHMARK(BM_KernelCpu)->ArgsProduct({{1, 2, 3}, {0, 1, 2, 3, 4, 5, 6}, {1, 8}})->MinTime(0.5);
 
 void BM_QuantizeActs(benchmark::State& st) {
   const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);

@@ -1,0 +1,27 @@
+// avx512 kernels for Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS on the 16-row interleaved layout:
+// quant/legacy_avx512_packed.h. IQ4 on CPUs with AVX512-VBMI (Zen 4, Ice Lake and later)
+// takes the vpermb instance of kernels_legacy_packed_avx512vbmi.cpp.
+#include <immintrin.h>
+
+#include "quant/legacy_quants.h"
+#include "quant/target_region.h"
+
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's placeholders in the intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+SPECSWEEP_TARGET_PUSH("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
+
+#include "quant/legacy_avx512_packed.h"
+
+namespace specsweep {
+
+RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi) {
+  if (vbmi && (type == QType::IQ4_NL || type == QType::IQ4_XS)) return LegacyPackedAvx512Vbmi(type);
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return legacy_avx512_packed::PackedRows<decltype(t)::value, false>; });
+}
+
+}  // namespace specsweep
+
+SPECSWEEP_TARGET_POP()
