@@ -28,8 +28,8 @@ inline constexpr int kDynamicTopK = 4;
 // premise: its draft's confidence tracks the acceptance rate). Sampling: the draft's q at
 // the sampling settings, its estimate of the target's p, which is what the one-hot rule
 // accepts with. Greedy: the probability that the node is the target's argmax, which the
-// draft's softmax misstates (a q4_0 self-draft agrees with the argmax ~80% of the time at
-// a mean top-1 softmax of ~0.5: docs/trees.md). Modelled as softmax(logits / tau), tau
+// draft's raw softmax understates (ranked by it, a q4_0 self-draft's tree fell below its
+// own chain; docs/trees.md). Modelled as softmax(logits / tau), tau
 // the maximum-likelihood fit over the steps of this generation (the target's token after
 // each step's root is what the next step's sequence holds); 1 before the first.
 struct TreeCalibration {
