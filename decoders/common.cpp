@@ -36,19 +36,21 @@ void CheckLogits(std::span<const float> rows, int vocab, const std::string& mode
 }
 
 std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits) {
+                                     int n_max, int reps, bool all_logits, bool tree) {
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
   KVCache cache(model.config, layers, len + n_max, kv);
   Forward(model, prompt, 0, cache, false);
   std::vector<int> tokens(n_max);  // [n_max] any valid ids: the prompt's, cycled
   for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
+  const std::vector<int> parents(tree ? n_max : 0, len - 1);  // [n_max] siblings
   std::vector<std::vector<double>> t(n_max);  // [n_max][reps] seconds
   for (int r = 0; r < reps; ++r)
     for (int j = 0; j < n_max; ++j) {
       const int n = 1 + (j + r) % n_max;  // rotate the order every repetition
       const auto t0 = Clock::now();
-      Forward(model, std::span<const int>(tokens).first(n), len, cache, all_logits);
+      Forward(model, std::span<const int>(tokens).first(n), len, cache, all_logits || tree,
+              std::span<const int>(parents).first(tree ? n : 0));
       t[n - 1].push_back(Seconds(t0, Clock::now()));
       cache.Truncate(len);
     }
@@ -79,7 +81,9 @@ void AddStats(GenerationStats& into, const GenerationStats& s) {
   into.drafted += s.drafted;
   into.accepted += s.accepted;
   for (auto [to, from] : {std::pair{&into.drafted_at_pos, &s.drafted_at_pos},
-                          std::pair{&into.accepted_at_pos, &s.accepted_at_pos}}) {
+                          std::pair{&into.accepted_at_pos, &s.accepted_at_pos},
+                          std::pair{&into.draft_calls_by_size, &s.draft_calls_by_size},
+                          std::pair{&into.draft_tree_calls_by_size, &s.draft_tree_calls_by_size}}) {
     if (to->size() < from->size()) to->resize(from->size());
     for (size_t i = 0; i < from->size(); ++i) (*to)[i] += (*from)[i];
   }

@@ -34,9 +34,11 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 
 // Median time of `reps` Forward calls of n = 1..n_max positions of `model` (its first
 // `layers` blocks; 0: all) right after `prompt` was prefilled: [n_max] seconds. Calls of
-// different n alternate, so a slow spell hits them alike.
+// different n alternate, so a slow spell hits them alike. tree: the n positions are tree
+// nodes below the prompt's last token (siblings, every node's logits), as a draft tree's
+// calls run them.
 std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits);
+                                     int n_max, int reps, bool all_logits, bool tree = false);
 
 // Fills total/other/latency/throughput fields from the timers already set.
 void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,

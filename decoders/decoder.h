@@ -58,6 +58,10 @@ struct GenerationStats {
   // goes with the first draft block).
   int target_calls = 0;
   int draft_calls = 0;    // draft Forward calls (including catch-up of accepted tokens)
+  // Token trees of a draft model (draft_tree.h), its draft_calls by size: [n-1] = calls
+  // over n positions, catch-ups (a sequence, last logits) and tree calls (n nodes below
+  // the tree, every node's logits). The tree cost model prices each (docs/trees.md).
+  std::vector<int64_t> draft_calls_by_size, draft_tree_calls_by_size;
   int64_t drafted = 0;    // draft tokens proposed
   int64_t accepted = 0;   // draft tokens accepted
   std::vector<int64_t> drafted_at_pos;   // [K_max] drafted tokens at draft position i+1
@@ -93,7 +97,10 @@ struct GenerationResult {
 struct CallCosts {
   std::vector<double> target_s;  // [n_max] T_target(n) for n = 1..n_max (verify batch n)
   std::vector<double> draft_s;   // [2] T_draft(1), T_draft(2) (the catch-up batch after a
-                                 // fully accepted step); empty for a decoder without one
+                                 // fully accepted step); empty for a decoder without one.
+                                 // A model's token tree: [n_max] T_draft(n), n = 1..n_max
+                                 // (n_max: the largest call its shape can make)
+  std::vector<double> draft_tree_s;  // a model's token tree: [n_max] a tree call over n nodes
 };
 
 // Called with each batch of newly accepted tokens, for streaming.

@@ -10,15 +10,17 @@
 namespace specsweep {
 namespace {
 
-// The m most probable tokens of q (descending; the lowest id first on ties).
+// The m most probable tokens of q (descending; the lowest id first on ties), in one
+// pass: a draft tree asks this of every node it expands.
 std::vector<int> TopTokens(std::span<const float> q, int m) {
-  std::vector<int> ids(q.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  m = std::min<int>(m, static_cast<int>(ids.size()));
-  std::partial_sort(ids.begin(), ids.begin() + m, ids.end(),
-                    [&](int a, int b) { return q[a] > q[b] || (q[a] == q[b] && a < b); });
-  ids.resize(m);
-  return ids;
+  m = std::min<int>(m, static_cast<int>(q.size()));
+  std::vector<int> top;  // [<= m]
+  for (int i = 0; i < static_cast<int>(q.size()); ++i) {
+    if (static_cast<int>(top.size()) == m && !(q[i] > q[top.back()])) continue;
+    top.insert(std::upper_bound(top.begin(), top.end(), i, [&](int a, int b) { return q[a] > q[b]; }), i);
+    if (static_cast<int>(top.size()) > m) top.pop_back();
+  }
+  return top;
 }
 
 // A node grown by the draft before selection.
@@ -28,17 +30,47 @@ struct Grown {
   int slot = -1;      // draft cache slot once run (expanded), else -1
 };
 
-// Softmax probability at temperature 1 of each token in `ids` (EAGLE-2's scores).
-std::vector<double> Softmax1(std::span<const float> row, const std::vector<int>& ids) {
-  const float mx = *std::max_element(row.begin(), row.end());
+// log sum_x exp((row[x] - mx) / tau), mx = max(row). Terms below e^-40 are skipped: at
+// most vocab x 4e-18 relative, and most of a sharp row (small tau) costs a compare, not
+// an exp -- a dynamic tree evaluates this for every node it expands.
+double LogSumExpAt(std::span<const float> row, float mx, double tau) {
+  const float floor = mx - static_cast<float>(40.0 * tau);
   double z = 0;
-  for (float x : row) z += std::exp(double(x - mx));
+  for (float x : row)
+    if (x >= floor) z += std::exp(double(x - mx) / tau);
+  return std::log(z);
+}
+
+// softmax(row / tau) of each token in `ids`.
+std::vector<double> SoftmaxAt(std::span<const float> row, const std::vector<int>& ids, double tau) {
+  const float mx = *std::max_element(row.begin(), row.end());
+  const double lz = LogSumExpAt(row, mx, tau);
   std::vector<double> p;
-  for (int t : ids) p.push_back(std::exp(double(row[t] - mx)) / z);
+  for (int t : ids) p.push_back(std::exp(double(row[t] - mx) / tau - lz));
   return p;
 }
 
+// One more draft call over n positions in a by-size histogram ([n-1]).
+void CountCall(std::vector<int64_t>& by_size, int n) {
+  if (by_size.size() < size_t(n)) by_size.resize(n, 0);
+  ++by_size[n - 1];
+}
+
 }  // namespace
+
+double TreeCalibration::Tau() const {
+  if (observed == 0) return 1.0;
+  return kTaus[std::max_element(loglik.begin(), loglik.end()) - loglik.begin()];
+}
+
+void TreeCalibration::Learn(std::span<const int> seq) {
+  if (row_pos < 0 || row_pos + 1 >= static_cast<int>(seq.size())) return;
+  const int t = seq[row_pos + 1];
+  const float mx = *std::max_element(row.begin(), row.end());
+  for (size_t i = 0; i < kTaus.size(); ++i) loglik[i] += double(row[t] - mx) / kTaus[i] - LogSumExpAt(row, mx, kTaus[i]);
+  ++observed;
+  row_pos = -1;
+}
 
 // Keeps the path of the cached tree that seq follows (its accepted tokens), drops the
 // rest. seq's last token is never kept: its logits are the new root's, so it is fed.
@@ -57,8 +89,8 @@ void KeepFollowedPath(KVCache& cache, const std::vector<int>& tree_tokens, std::
 }
 
 void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
-                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
-                      GenerationStats& st) {
+                      int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
+                      DraftBlock& out, GenerationStats& st) {
   KeepFollowedPath(cache, tree_tokens, seq);
   tree_tokens.clear();
   const int vocab = model.config.vocab_size;
@@ -68,8 +100,16 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   const int keep = dynamic ? std::min(k, shape.budget) : k;  // nodes proposed at most
   const int max_depth = dynamic ? keep : static_cast<int>(shape.branching.size());
   // Catch up; the root's logits are the last row.
+  CountCall(st.draft_calls_by_size, n_seq - cache.length());
   std::span<const float> l = Forward(model, seq.subspan(cache.length()), cache.length(), cache, false);
   ++st.draft_calls;
+  const bool calibrate = dynamic && sampling.greedy();
+  if (calibrate) {  // learn from the last step's root, keep this one's
+    cal.Learn(seq);
+    cal.row.assign(l.begin(), l.end());
+    cal.row_pos = n_seq - 1;
+  }
+  const double tau = cal.Tau();
   std::vector<float> rows(l.begin(), l.end());  // [frontier][vocab] logits of the frontier
   std::vector<Grown> nodes;
   std::vector<int> frontier{-1};  // grown-list indices of the nodes just run (-1: the root)
@@ -81,7 +121,13 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
       std::span<const float> row(&rows[f * vocab], vocab);
       if (dynamic) {
         const std::vector<int> top = TopTokens(row, kDynamicTopK);
-        const std::vector<double> pr = Softmax1(row, top);
+        std::vector<double> pr;  // each child's chance of acceptance (TreeCalibration)
+        if (calibrate) {
+          pr = SoftmaxAt(row, top, tau);
+        } else {
+          ComputeProbs(row, sampling, q);
+          for (int t : top) pr.push_back(q[t]);
+        }
         for (size_t j = 0; j < top.size(); ++j) {
           nodes.push_back({top[j], u, (u < 0 ? 1.0 : nodes[u].score) * pr[j]});
           added.push_back(static_cast<int>(nodes.size()) - 1);
@@ -98,15 +144,16 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
       }
     }
     if (dynamic) {
-      // Expand the kDynamicTopK best new nodes, unless none of them can enter the final
-      // top `keep`: a child scores at most its parent's score.
+      // Expand the kDynamicTopK best new nodes, except those that cannot enter the final
+      // top `keep`: a child scores at most its parent, and later-grown nodes lose ties,
+      // so their subtrees would be dropped anyway (the kept tree is unchanged).
       std::stable_sort(added.begin(), added.end(), [&](int a, int b) { return nodes[a].score > nodes[b].score; });
       if (added.size() > size_t(kDynamicTopK)) added.resize(kDynamicTopK);
       if (static_cast<int>(nodes.size()) >= keep) {
         std::vector<double> scores;
         for (const Grown& g : nodes) scores.push_back(g.score);
         std::nth_element(scores.begin(), scores.begin() + keep - 1, scores.end(), std::greater<>());
-        if (!added.empty() && nodes[added[0]].score <= scores[keep - 1]) break;
+        std::erase_if(added, [&](int a) { return nodes[a].score <= scores[keep - 1]; });
       }
     }
     // The draft's cache holds every expanded node: stop at its context end.
@@ -122,6 +169,7 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
     l = Forward(model, toks, cache.length(), cache, true, parents);  // [added][vocab]
     tree_tokens.insert(tree_tokens.end(), toks.begin(), toks.end());
     ++st.draft_calls;
+    CountCall(st.draft_tree_calls_by_size, static_cast<int>(toks.size()));
     rows.assign(l.begin(), l.end());
     frontier = added;
   }

@@ -1,6 +1,7 @@
 // Token trees proposed by a draft model (SpecInfer/Sequoia static trees, EAGLE-2
 // dynamic trees) and by lookup (every matching continuation merged into a trie).
 #pragma once
+#include <array>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,26 @@ struct TreeShape {
 // 60; 4 suits the budgets of at most ~32 a CPU verifies cheaply).
 inline constexpr int kDynamicTopK = 4;
 
+// A dynamic tree ranks nodes by the probability that verification accepts them (EAGLE-2's
+// premise: its draft's confidence tracks the acceptance rate). Sampling: the draft's q at
+// the sampling settings, its estimate of the target's p, which is what the one-hot rule
+// accepts with. Greedy: the probability that the node is the target's argmax, which the
+// draft's raw softmax understates (ranked by it, a q4_0 self-draft's tree fell below its
+// own chain; docs/trees.md). Modelled as softmax(logits / tau), tau
+// the maximum-likelihood fit over the steps of this generation (the target's token after
+// each step's root is what the next step's sequence holds); 1 before the first.
+struct TreeCalibration {
+  static constexpr std::array<double, 10> kTaus = {0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5};
+  std::array<double, kTaus.size()> loglik{};  // summed log softmax(row / tau)[target's token]
+  int observed = 0;
+  std::vector<float> row;  // [vocab] the draft's logits at the last step's root
+  int row_pos = -1;        // that root's index in the sequence (-1: none)
+  void Reset() { *this = TreeCalibration{}; }
+  double Tau() const;
+  // seq continues past the last root: its next token is the target's argmax there.
+  void Learn(std::span<const int> seq);
+};
+
 // Grows a tree with `model` below the last token of seq, into `out` (tokens, parents;
 // probs in sampling mode), at most k nodes. The cache holds a prefix of seq, possibly
 // followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
@@ -30,8 +51,8 @@ inline constexpr int kDynamicTopK = 4;
 // caught up, then the new tree's nodes are added level by level (one Forward per depth
 // with the tree mask) and left in the cache for the next step.
 void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
-                      int k, const TreeShape& shape, const SamplingParams& sampling, Rng& rng, DraftBlock& out,
-                      GenerationStats& st);
+                      int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
+                      DraftBlock& out, GenerationStats& st);
 
 // Prompt lookup as a tree: every earlier occurrence of seq's longest recurring suffix
 // n-gram (n = max_ngram down to min_ngram; most recent first) contributes the tokens that

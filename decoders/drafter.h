@@ -62,6 +62,12 @@ class Drafter {
   // (the catch-up batch) right after `prompt` (target ids); empty for a drafter without
   // a model, whose cost is what the loop measures.
   virtual std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) { return {}; }
+  // Token trees of a draft model, the tree cost model's inputs: [n_max] median times of
+  // its calls over n = 1..n_max positions after `prompt`, a catch-up sequence (tree
+  // false: last logits) or tree nodes (every node's logits); empty without a model.
+  virtual std::vector<double> MeasureTreeCallCosts(std::span<const int> prompt, int n_max, bool tree, int reps) {
+    return {};
+  }
   // Decoder::draft_types.
   virtual std::map<std::string, int> matrix_types() const { return {}; }
 };

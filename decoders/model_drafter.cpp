@@ -23,13 +23,15 @@ class ModelDrafter : public Drafter {
 
   void Begin(std::span<const int> prompt) override {
     cache_ = std::make_unique<KVCache>(model_->config, layers_, 0, kv_type_);
+    calibration_.Reset();  // per generation: a prompt's drafts never depend on another's
     // Everything but the last prompt token: it is fed with the first draft position.
     if (prompt.size() > 1) Forward(*model_, prompt.first(prompt.size() - 1), 0, *cache_, false);
   }
 
   void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
                GenerationStats& st) override {
-    if (tree_.is_tree()) return ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, rng, out, st);
+    if (tree_.is_tree())
+      return ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st);
     const bool greedy = sampling_.greedy();
     std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
     for (int i = 0; i < k; ++i) {
@@ -63,6 +65,9 @@ class ModelDrafter : public Drafter {
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
   }
+  std::vector<double> MeasureTreeCallCosts(std::span<const int> prompt, int n_max, bool tree, int reps) override {
+    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, n_max, reps, false, tree);
+  }
 
  private:
   std::shared_ptr<const Model> model_;
@@ -73,6 +78,7 @@ class ModelDrafter : public Drafter {
   TreeShape tree_;
   std::unique_ptr<KVCache> cache_;
   std::vector<int> tree_tokens_;  // the token of each tree slot of cache_ (trees only)
+  TreeCalibration calibration_;   // greedy dynamic trees
   std::vector<float> q_;  // [vocab]
 };
 

@@ -38,6 +38,13 @@ class SpeculativeDecoder : public Decoder {
     if (target_n_max > 0)
       c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
     c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
+    if (opt_.draft.IsTree()) {  // a call holds at most K tree nodes, a catch-up K + 1 tokens
+      const int n_max = std::min(opt_.k + 1, drafter_->context() - static_cast<int>(prompt.size()));
+      if (std::vector<double> s = drafter_->MeasureTreeCallCosts(prompt, n_max, false, reps); !s.empty()) {
+        c.draft_s = std::move(s);
+        c.draft_tree_s = drafter_->MeasureTreeCallCosts(prompt, n_max, true, reps);
+      }
+    }
     return c;
   }
   std::map<std::string, int> draft_types() const override { return drafter_->matrix_types(); }

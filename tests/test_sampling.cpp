@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -331,29 +332,39 @@ class LookupEndToEnd : public EndToEnd {
   // tree_budget > 0: the lookup tree (every continuation) of that many nodes, K = 4.
   std::pair<double, int> RunLookup(const std::vector<int>& prompt, const std::vector<double>& joint,
                                    AcceptRule rule, int runs, int64_t* accepted_at_2, int tree_budget = 0) {
+    const int k = tree_budget ? 4 : 2;
+    std::vector<int64_t> accepted;
+    auto res = RunDraftFree(prompt, joint, rule, runs, accepted, k, k,
+                            [&] { return MakeLookupDrafter(2, 2, tree_budget); });
+    if (accepted.size() > 1) *accepted_at_2 += accepted[1];
+    return res;
+  }
+  // The first two tokens of `runs` seeded generations through a drafter without a model
+  // (K = k; the first step drafts first_k): {chi-square, df} against `joint`; `accepted`
+  // sums the runs' accepted_at_pos.
+  std::pair<double, int> RunDraftFree(const std::vector<int>& prompt, const std::vector<double>& joint,
+                                      AcceptRule rule, int runs, std::vector<int64_t>& accepted, int k, int first_k,
+                                      const std::function<std::unique_ptr<Drafter>()>& make) {
     const int vocab = target_.model->config.vocab_size;
     std::vector<int> counts(joint.size());
     DecoderOptions o;
     o.kind = DecoderKind::Speculative;
-    o.draft.lookup = true;
-    o.draft.max_ngram = 2;
-    o.draft.min_ngram = 2;
-    o.k = tree_budget ? 4 : 2;
-    o.draft.tree_budget = tree_budget;
-    o.max_new_tokens = o.k + 1;  // the first step drafts K tokens
+    o.k = k;
+    o.max_new_tokens = k + 1;  // the first step may draft K tokens
     o.stop_at_eos = false;
     o.sampling.temperature = 1.0f;
+    std::unique_ptr<Drafter> probe = make();
     for (int s = 0; s < runs; ++s) {
       o.sampling.seed = 5000 + s;
-      auto dec = MakeSpeculativeDecoder(
-          target_, MakeLookupDrafter(o.draft.max_ngram, o.draft.min_ngram, tree_budget), o, rule);
+      auto dec = MakeSpeculativeDecoder(target_, make(), o, rule);
       GenerationResult r = dec->Generate(prompt);
-      EXPECT_EQ(r.stats.k_per_step.at(0), o.k);
-      if (r.stats.accepted_at_pos.size() > 1) *accepted_at_2 += r.stats.accepted_at_pos[1];
+      EXPECT_EQ(r.stats.k_per_step.at(0), first_k);
+      accepted.resize(std::max(accepted.size(), r.stats.accepted_at_pos.size()));
+      for (size_t i = 0; i < r.stats.accepted_at_pos.size(); ++i) accepted[i] += r.stats.accepted_at_pos[i];
       ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];
     }
     auto res = ChiSquare(counts, joint);
-    std::printf("  lookup, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n",
+    std::printf("  %s, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n", probe->name().c_str(),
                 rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second, Critical(res.second));
     return res;
   }
@@ -414,6 +425,39 @@ TEST_F(LookupEndToEnd, LookupTreeSamplingMatchesTargetDistribution) {
   EXPECT_GE(df, 5);
   EXPECT_LT(stat, Critical(df)) << "df " << df;  // (c rarely follows here: depth 2 is seldom accepted)
   auto [bad, bad_df] = RunLookup(prompt, Joint(prompt), AcceptRule::AlwaysAccept, 6000, &acc2, 4);
+  EXPECT_GT(bad, Critical(bad_df)) << "df " << bad_df;
+}
+
+// Token recycling: its table is empty before the first verification, which fills it
+// with the target's ranking after the prompt's last token L; when t1 = L the second
+// step verifies a tree of those candidates (one-hot siblings, deeper where a candidate
+// is L again). L is the token the target most likely repeats, so that happens often.
+TEST_F(LookupEndToEnd, RecyclingTreeSamplingMatchesTargetDistribution) {
+  const Model& m = *target_.model;
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  std::vector<float> p;
+  std::vector<int> prompt;
+  float best = -1.0f;
+  for (int l = 3; l < m.config.vocab_size; ++l) {
+    const std::vector<int> cand{1, 17, 42, l};
+    KVCache cache(m.config);
+    ComputeProbs(Forward(m, cand, 0, cache, false), sp, p);
+    if (p[l] > best) best = p[l], prompt = cand;
+  }
+  EXPECT_GT(best, 0.2);  // the tree is verified in a good share of the runs
+  const std::vector<double> joint = Joint(prompt);
+  auto make = [] { return MakeRecyclingDrafter({4, 2, 2, 1}); };
+  std::vector<int64_t> accepted;
+  auto [stat, df] = RunDraftFree(prompt, joint, AcceptRule::Exact, 12000, accepted, 8, 0, make);
+  EXPECT_GE(df, 5);
+  EXPECT_LT(stat, Critical(df)) << "df " << df;
+  ASSERT_FALSE(accepted.empty());  // the second step's trees had nodes accepted
+  std::printf("  P(t1 = L) %.2f; runs whose tree accepted a node: %lld of 12000\n", best,
+              static_cast<long long>(accepted[0]));
+  EXPECT_GT(accepted[0], 0);
+  std::vector<int64_t> bad_accepted;
+  auto [bad, bad_df] = RunDraftFree(prompt, joint, AcceptRule::AlwaysAccept, 6000, bad_accepted, 8, 0, make);
   EXPECT_GT(bad, Critical(bad_df)) << "df " << bad_df;
 }
 

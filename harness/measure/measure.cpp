@@ -307,11 +307,15 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   // Cost model: the target's batches through the baseline, each draft through its point.
   const int ctx = cache.Base(base.model).model->config.max_seq_len;
   std::vector<std::vector<double>> target;
-  std::vector<std::vector<std::vector<double>>> draft(n);
+  std::vector<std::vector<std::vector<double>>> draft(n), draft_tree(n);
   for (auto& ids : prompts) {
     const int n_max = std::min(VerifyBatchMax(g), ctx - int(ids.size()));
     target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps).target_s);
-    for (int i = 1; i < n; ++i) draft[i].push_back(decoders[i]->MeasureCallCosts(ids, 0, kCostReps).draft_s);
+    for (int i = 1; i < n; ++i) {
+      CallCosts c = decoders[i]->MeasureCallCosts(ids, 0, kCostReps);
+      draft[i].push_back(std::move(c.draft_s));
+      draft_tree[i].push_back(std::move(c.draft_tree_s));
+    }
   }
   const std::vector<double> target_s = MedianOver(target);
 
@@ -350,6 +354,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     records[j].kernel_isa = ActiveKernelIsa();
     records[j].costs.target_s = target_s;
     records[j].costs.draft_s = MedianOver(draft[j]);
+    records[j].costs.draft_tree_s = MedianOver(draft_tree[j]);
     records[j].host = host;
   }
 }

@@ -105,15 +105,28 @@ double Latency(const GenerationStats& s) { return s.mean_next_token_latency_s; }
 
 json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-// T_target(n) from the measured [n_max] costs; beyond n_max, their least-squares fit
-// (harness/report/fit.h; only adaptive K policies draft past the measured range). One
-// measured size: that cost.
-double TargetTime(const std::vector<double>& t, int n) {
+// T(n) of a call over n positions from the measured [n_max] costs (the target's, or a
+// draft tree's); beyond n_max, their least-squares fit (harness/report/fit.h; only
+// adaptive K policies draft past the measured range). One measured size: that cost.
+double CallTime(const std::vector<double>& t, int n) {
   const int m = int(t.size());
   if (m == 0 || n < 1) return NAN;
   if (n <= m) return t[n - 1];
   const CostFit fit = FitVerifyCost(t);
   return fit.ok() ? fit.At(n) : t[m - 1];
+}
+
+// A model-drafted token tree's draft time over all steps: every call at its size, a
+// catch-up of n tokens T_d(n), a tree call of n nodes T_d,tree(n) (both measured up to
+// K + 1, fitted beyond). NaN when the runs did not record the sizes (older records).
+double TreeDraftTime(const GenerationStats& s, const CallCosts& c) {
+  if (s.draft_calls_by_size.empty() && s.draft_tree_calls_by_size.empty()) return NAN;
+  double t = 0;
+  for (auto [calls, cost] : {std::pair{&s.draft_calls_by_size, &c.draft_s},
+                             std::pair{&s.draft_tree_calls_by_size, &c.draft_tree_s}})
+    for (size_t i = 0; i < calls->size(); ++i)
+      if ((*calls)[i] > 0) t += double((*calls)[i]) * CallTime(*cost, int(i) + 1);
+  return t;
 }
 
 // f(point run) / f(baseline run of the same round), one per (prompt, repetition).
@@ -162,7 +175,7 @@ VerifyCost VerifyCostOf(const GenerationStats& pooled, const std::vector<double>
   VerifyCost v;
   if (t.empty() || pooled.k_per_step.empty()) return v;
   double sum = 0;
-  for (int k : pooled.k_per_step) sum += TargetTime(t, k + 1);
+  for (int k : pooled.k_per_step) sum += CallTime(t, k + 1);
   v.calls_in_t1 = sum / t[0];
   v.mean_verify_s = sum / double(pooled.k_per_step.size());
   return v;
@@ -277,6 +290,10 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
                               {"max_residual_rel", fit.max_residual_rel}, {"points", fit.points}};
   out["draft_time_s"] = NumOrNull(td1);
   out["draft_catch_up_time_s"] = NumOrNull(td2);
+  if (!r.costs.draft_tree_s.empty()) {  // a model's token tree: its calls by size
+    out["draft_time_by_n_s"] = r.costs.draft_s;
+    out["draft_tree_time_by_n_s"] = r.costs.draft_tree_s;
+  }
 
   const bool spec = !r.baseline_key.empty();
   if (!spec) return out;
@@ -293,19 +310,20 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
   double e_tokens = 1.0;
   for (size_t i = 0; i < pooled.accepted_at_pos.size(); ++i) e_tokens += double(pooled.accepted_at_pos[i]) / steps;
   double draft_step = NAN;
-  if (std::isfinite(td1)) {
+  const std::string draft = FieldText(r.params, "draft");
+  if (draft.find("branching=") != std::string::npos || draft.find("tree_budget=") != std::string::npos) {
+    // A token tree: each draft call at its size (a model's tree: catch-ups T_d(n) and
+    // tree calls T_d,tree(n); docs/trees.md), or the drafter's measured time (no model).
+    draft_step = std::isfinite(td1) ? TreeDraftTime(pooled, r.costs) / steps : pooled.draft_s / steps;
+  } else if (std::isfinite(td1)) {
     // Every draft call costs T_d(1), the first one of a step after a fully accepted step
     // T_d(2) (it also feeds the last draft token); only known for constant K.
-    // Not for token trees: their draft calls run many nodes (documented in docs/trees.md).
     const bool constant_k = FieldText(r.params, "k_policy") == "constant";
     const size_t kk = size_t(std::max(0, int(FieldNumber(r.params, "k"))));
     const double p_full = constant_k && kk > 0 && kk <= pooled.accepted_at_pos.size()
                               ? double(pooled.accepted_at_pos[kk - 1]) / steps
                               : 0.0;
     draft_step = double(pooled.draft_calls) / steps * td1 + p_full * (td2 - td1);
-    const std::string draft = FieldText(r.params, "draft");
-    if (draft.find("branching=") != std::string::npos || draft.find("tree_budget=") != std::string::npos)
-      draft_step = NAN;
   } else if (steps > 0) {
     draft_step = pooled.draft_s / steps;  // a drafter without a model (measured in the loop)
   }

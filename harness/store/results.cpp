@@ -87,26 +87,38 @@ bool UpgradeRecord(json& rec) {
 // JSON conversions
 
 json StatsToJson(const GenerationStats& s) {
-  return json{{"prompt_tokens", s.prompt_tokens},
-              {"generated_tokens", s.generated_tokens},
-              {"target_calls", s.target_calls},
-              {"draft_calls", s.draft_calls},
-              {"drafted", s.drafted},
-              {"accepted", s.accepted},
-              {"drafted_at_pos", s.drafted_at_pos},
-              {"accepted_at_pos", s.accepted_at_pos},
-              {"k_per_step", s.k_per_step},
-              {"accepted_per_step", s.accepted_per_step},
-              {"prefill_s", s.prefill_s},
-              {"draft_s", s.draft_s},
-              {"verify_s", s.verify_s},
-              {"other_s", s.other_s},
-              {"retokenize_s", s.retokenize_s},
-              {"total_s", s.total_s},
-              {"first_token_latency_s", s.first_token_latency_s},
-              {"mean_next_token_latency_s", s.mean_next_token_latency_s},
-              {"tokens_per_s", s.tokens_per_s}};
+  json out{{"prompt_tokens", s.prompt_tokens},
+           {"generated_tokens", s.generated_tokens},
+           {"target_calls", s.target_calls},
+           {"draft_calls", s.draft_calls},
+           {"drafted", s.drafted},
+           {"accepted", s.accepted},
+           {"drafted_at_pos", s.drafted_at_pos},
+           {"accepted_at_pos", s.accepted_at_pos},
+           {"k_per_step", s.k_per_step},
+           {"accepted_per_step", s.accepted_per_step},
+           {"prefill_s", s.prefill_s},
+           {"draft_s", s.draft_s},
+           {"verify_s", s.verify_s},
+           {"other_s", s.other_s},
+           {"retokenize_s", s.retokenize_s},
+           {"total_s", s.total_s},
+           {"first_token_latency_s", s.first_token_latency_s},
+           {"mean_next_token_latency_s", s.mean_next_token_latency_s},
+           {"tokens_per_s", s.tokens_per_s}};
+  // Token trees of a draft model only (older records and other drafts: absent).
+  if (!s.draft_calls_by_size.empty()) out["draft_calls_by_size"] = s.draft_calls_by_size;
+  if (!s.draft_tree_calls_by_size.empty()) out["draft_tree_calls_by_size"] = s.draft_tree_calls_by_size;
+  return out;
 }
+
+namespace {
+json CostsToJson(const CallCosts& c) {
+  json out{{"target_s", c.target_s}, {"draft_s", c.draft_s}};
+  if (!c.draft_tree_s.empty()) out["draft_tree_s"] = c.draft_tree_s;  // token trees of a model
+  return out;
+}
+}  // namespace
 
 GenerationStats StatsFromJson(const json& j, const std::string& what) {
   GenerationStats s;
@@ -131,6 +143,8 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
     s.first_token_latency_s = j.at("first_token_latency_s").get<double>();
     s.mean_next_token_latency_s = j.at("mean_next_token_latency_s").get<double>();
     s.tokens_per_s = j.at("tokens_per_s").get<double>();
+    s.draft_calls_by_size = j.value("draft_calls_by_size", std::vector<int64_t>{});
+    s.draft_tree_calls_by_size = j.value("draft_tree_calls_by_size", std::vector<int64_t>{});
   } catch (const json::exception& e) {
     Fail("{}: stats: {}", what, e.what());
   }
@@ -154,7 +168,7 @@ json RawToJson(const RawRecord& r) {
                                 {"prompt_sha256", r.identity.prompt_sha256},
                                 {"model_files", ModelFilesToJson(r.identity.model_files)},
                                 {"group", r.identity.group}}},
-              {"costs", json{{"target_s", r.costs.target_s}, {"draft_s", r.costs.draft_s}}},
+              {"costs", CostsToJson(r.costs)},
               {"host", r.host.ToJson()},
               {"prompt_tokens", r.prompt_tokens},
               {"runs", runs}};
@@ -193,6 +207,8 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     r.identity.group = id.at("group").get<std::vector<std::string>>();
     r.costs.target_s = j.at("costs").at("target_s").get<std::vector<double>>();
     r.costs.draft_s = j.at("costs").at("draft_s").get<std::vector<double>>();
+    // Absent before the tree cost model (and for every other draft).
+    r.costs.draft_tree_s = j.at("costs").value("draft_tree_s", std::vector<double>{});
     const json& h = j.at("host");
     r.host.load_before = h.at("load_before").get<double>();
     r.host.load_after = h.at("load_after").get<double>();
