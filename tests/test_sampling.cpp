@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -331,29 +332,34 @@ class LookupEndToEnd : public EndToEnd {
   // tree_budget > 0: the lookup tree (every continuation) of that many nodes, K = 4.
   std::pair<double, int> RunLookup(const std::vector<int>& prompt, const std::vector<double>& joint,
                                    AcceptRule rule, int runs, int64_t* accepted_at_2, int tree_budget = 0) {
+    return RunJoint(prompt, joint, rule, runs, accepted_at_2, tree_budget ? 4 : 2, "lookup",
+                    [&] { return MakeLookupDrafter(2, 2, tree_budget); }, true);
+  }
+  // The first two tokens emitted by speculative sampling (temperature 1) with fresh
+  // drafters from `make`, over `runs` seeds, against the joint. first_full: the first
+  // step drafts K. accepted_at_2 (and accepted, if given) sum the runs' acceptances.
+  std::pair<double, int> RunJoint(const std::vector<int>& prompt, const std::vector<double>& joint,
+                                  AcceptRule rule, int runs, int64_t* accepted_at_2, int k, const char* name,
+                                  const std::function<std::unique_ptr<Drafter>()>& make, bool first_full,
+                                  int64_t* accepted = nullptr) {
     const int vocab = target_.model->config.vocab_size;
     std::vector<int> counts(joint.size());
     DecoderOptions o;
     o.kind = DecoderKind::Speculative;
-    o.draft.lookup = true;
-    o.draft.max_ngram = 2;
-    o.draft.min_ngram = 2;
-    o.k = tree_budget ? 4 : 2;
-    o.draft.tree_budget = tree_budget;
-    o.max_new_tokens = o.k + 1;  // the first step drafts K tokens
+    o.k = k;
+    o.max_new_tokens = k + 1;
     o.stop_at_eos = false;
     o.sampling.temperature = 1.0f;
     for (int s = 0; s < runs; ++s) {
       o.sampling.seed = 5000 + s;
-      auto dec = MakeSpeculativeDecoder(
-          target_, MakeLookupDrafter(o.draft.max_ngram, o.draft.min_ngram, tree_budget), o, rule);
-      GenerationResult r = dec->Generate(prompt);
-      EXPECT_EQ(r.stats.k_per_step.at(0), o.k);
+      GenerationResult r = MakeSpeculativeDecoder(target_, make(), o, rule)->Generate(prompt);
+      if (first_full) EXPECT_EQ(r.stats.k_per_step.at(0), o.k);
+      if (accepted) *accepted += r.stats.accepted;
       if (r.stats.accepted_at_pos.size() > 1) *accepted_at_2 += r.stats.accepted_at_pos[1];
       ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];
     }
     auto res = ChiSquare(counts, joint);
-    std::printf("  lookup, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n",
+    std::printf("  %s, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n", name,
                 rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second, Critical(res.second));
     return res;
   }
@@ -415,6 +421,36 @@ TEST_F(LookupEndToEnd, LookupTreeSamplingMatchesTargetDistribution) {
   EXPECT_LT(stat, Critical(df)) << "df " << df;  // (c rarely follows here: depth 2 is seldom accepted)
   auto [bad, bad_df] = RunLookup(prompt, Joint(prompt), AcceptRule::AlwaysAccept, 6000, &acc2, 4);
   EXPECT_GT(bad, Critical(bad_df)) << "df " << bad_df;
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// Lookahead and REST trees in sampling mode (one-hot candidates): the first two tokens
+// follow the target's joint, and always-accept is detected. Lookahead's first step
+// verifies its Jacobi window (prompt tokens), the second also the pool's n-grams; REST
+// retrieves two continuations of "a b" (x c and y c) as sibling branches.
+TEST_F(LookupEndToEnd, LookaheadAndRestSamplingMatchTargetDistribution) {
+  const std::vector<int> chain = LookupPrompt();
+  const int x = chain[3], y = x == 50 ? 51 : 50, c = chain[4], a = chain[1], b = chain[2];
+  const std::vector<int> prompt{1, a, b, x, x, c, a, b};
+  const std::vector<double> joint = Joint(prompt);
+  auto lookahead = [] { return MakeLookaheadDrafter(4, 3, 4); };
+  const std::vector<int> corpus{a, b, y, c, -1, a, b, x, c, -1};
+  auto rest = [&] { return MakeRestDrafter(corpus, 6, "test"); };
+  for (auto& [name, make, k] : {std::tuple{"lookahead", std::function<std::unique_ptr<Drafter>()>(lookahead), 11},
+                                std::tuple{"rest", std::function<std::unique_ptr<Drafter>()>(rest), 6}}) {
+    int64_t acc2 = 0, accepted = 0;
+    auto [stat, df] = RunJoint(prompt, joint, AcceptRule::Exact, 12000, &acc2, k, name, make, false, &accepted);
+    EXPECT_GT(accepted, 0) << name;  // the draft took part
+    EXPECT_GE(df, 5) << name;
+    EXPECT_LT(stat, Critical(df)) << name << " df " << df;
+    auto [bad, bad_df] = RunJoint(prompt, joint, AcceptRule::AlwaysAccept, 6000, &acc2, k, name, make, false);
+    EXPECT_GT(bad, Critical(bad_df)) << name << " df " << bad_df;
+  }
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
               "every min_ngram is larger than every max_ngram: no lookup draft left");
       continue;
     }
-    if (dr.recycling) {  // no model: draft_quant does not apply
+    if (dr.ModelFree()) {  // recycling, lookahead, rest: no model, draft_quant does not apply
       concrete.push_back(dr);
       continue;
     }
@@ -102,13 +102,15 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
     std::vector<DraftSpec> shaped;
     for (const DraftSpec& dr : concrete) {
       for (int b : a.tree_budget) {
-        if (dr.recycling) break;  // its shape is a branching
+        if (dr.recycling || dr.lookahead) break;  // shaped by branching / by its window
+        if (dr.rest && b == 0) continue;          // a rest draft is a tree
         DraftSpec t = dr;
         t.tree_budget = b, t.branching.clear();
         shaped.push_back(t);
       }
       for (const std::vector<int>& br : a.branching) {
-        if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+        if ((dr.lookup || dr.rest) && !br.empty()) continue;  // a lookup or rest tree has no fixed shape
+        if (dr.lookahead || (dr.rest && br.empty())) continue;  // nor chains of these
         if (dr.recycling && br.empty()) continue;  // nor a recycling chain
         DraftSpec t = dr;
         t.branching = br, t.tree_budget = 0;
