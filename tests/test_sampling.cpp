@@ -445,6 +445,7 @@ TEST_F(LookupEndToEnd, LookaheadAndRestSamplingMatchTargetDistribution) {
                                 std::tuple{"rest", std::function<std::unique_ptr<Drafter>()>(rest), 6}}) {
     int64_t acc2 = 0, accepted = 0;
     auto [stat, df] = RunJoint(prompt, joint, AcceptRule::Exact, 12000, &acc2, k, name, make, false, &accepted);
+    std::printf("  %s: %lld draft tokens accepted in the runs\n", name, static_cast<long long>(accepted));
     EXPECT_GT(accepted, 0) << name;  // the draft took part
     EXPECT_GE(df, 5) << name;
     EXPECT_LT(stat, Critical(df)) << name << " df " << df;
