@@ -9,6 +9,9 @@
 //                         recent earlier occurrence; no model        -- lookup_drafter.cpp
 //   CrossTokenizerDrafter a draft model with its own vocabulary, bridged through text
 //                         (universal assisted generation)            -- cross_tokenizer_drafter.cpp
+//   token trees without a model: token recycling, lookahead decoding (a Jacobi window
+//                         in the verification pass), REST retrieval  -- recycling_, lookahead_,
+//                                                                       rest_drafter.cpp
 #pragma once
 #include <limits>
 #include <memory>
