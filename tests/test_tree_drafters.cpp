@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "decoders/draft_spec.h"
 #include "decoders/drafter.h"
 #include "decoders/speculative.h"
+#include "harness/sweep/experiment.h"
 #include "models/forward.h"
 #include "models/loader.h"
 #include "models/synthetic.h"
@@ -92,6 +94,23 @@ TEST(TreeDraftSpec, LookaheadAndRest) {
   testing::ExpectError([] { ParseDraftSpec("rest", "t"); }, {"rest needs corpus=PATH"});
   testing::ExpectError([] { ParseDraftSpec("rest+corpus=x+branching=2,2", "t"); }, {"rest draft has no model"});
   testing::ExpectError([] { ParseDraftSpec("q4_0+corpus=x", "t"); }, {"corpus needs the rest draft"});
+}
+
+// Experiment files: the tree axes leave lookahead as it is (its window shapes it) and give
+// REST their budgets (a REST draft is never a chain); the corpus is found beside the file.
+TEST(TreeDraftSpec, ExperimentAxesAndCorpusPath) {
+  const std::string dir = testing::TempDir();
+  testing::WriteTinyGguf(dir + "/tiny.gguf", 3);
+  testing::WriteFile(dir + "/prompts.txt", "Once upon a time\n");
+  testing::WriteFile(dir + "/c.txt", "The dog ran.\n");
+  testing::WriteFile(dir + "/e.yaml", "name: e\nmodels: [\"" + dir + "/tiny.gguf\"]\nprompts: {file: prompts.txt, count: 1}\n"
+                     "sweep: {k: [16], tree_budget: [0, 8], branching: [\"4,2,1\"]}\n"
+                     "decoders:\n  - decoder: speculative\n    draft: [lookahead, \"rest+corpus=c.txt\"]\n");
+  std::set<std::string> labels;
+  for (const Point& p : LoadExperiment(dir + "/e.yaml").points)
+    if (p.speculative()) labels.insert(p.draft.Label());
+  EXPECT_EQ(labels, (std::set<std::string>{"lookahead+window=5+ngram=3+candidates=5",
+                                           "rest+corpus=" + dir + "/c.txt+tree_budget=8"}));
 }
 
 // Greedy decoding with each drafter gives the autoregressive tokens on every prompt, and

@@ -101,6 +101,7 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
   if (!a.tree_budget.empty() || !a.branching.empty()) {  // every draft in every tree shape
     std::vector<DraftSpec> shaped;
     for (const DraftSpec& dr : concrete) {
+      const size_t before = shaped.size();
       for (int b : a.tree_budget) {
         if (dr.recycling || dr.lookahead) break;  // shaped by branching / by its window
         if (dr.rest && b == 0) continue;          // a rest draft is a tree
@@ -109,14 +110,15 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
         shaped.push_back(t);
       }
       for (const std::vector<int>& br : a.branching) {
-        if ((dr.lookup || dr.rest) && !br.empty()) continue;  // a lookup or rest tree has no fixed shape
-        if (dr.lookahead || (dr.rest && br.empty())) continue;  // nor chains of these
+        if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+        if (dr.lookahead || dr.rest) continue;    // shaped by its window / its tree_budget
         if (dr.recycling && br.empty()) continue;  // nor a recycling chain
         DraftSpec t = dr;
         t.branching = br, t.tree_budget = 0;
         if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
           shaped.push_back(t);
       }
+      if (shaped.size() == before && (dr.lookahead || dr.rest)) shaped.push_back(dr);  // no axis shapes it
     }
     concrete.swap(shaped);
   }
