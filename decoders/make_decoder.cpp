@@ -121,7 +121,8 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (o.kind != DecoderKind::Speculative)
     Fail("decoder: kind: a draft model needs the speculative decoder, got {}", DecoderKindName(o.kind));
   if (o.draft.ModelFree())
-    Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it", o.draft.Label());
+    Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it",
+         o.draft.lookup ? "lookup" : o.draft.recycling ? "recycling" : o.draft.lookahead ? "lookahead" : "rest");
   ValidateSpeculativeOptions(target, o);
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
   if (SharesVocabulary(target, draft)) {
