@@ -18,6 +18,8 @@ static std::string ModelLabel(const DraftSpec& d) {
   // The n-gram range is the lookup draft's architecture: tables tell variants apart.
   if (d.lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", d.max_ngram, d.min_ngram);
   if (d.recycling) return "recycling";
+  if (d.lookahead) return fmt::format("lookahead+window={}+ngram={}+candidates={}", d.window, d.ngram, d.candidates);
+  if (d.rest) return "rest+corpus=" + d.corpus;
   std::string s;
   if (!d.model.empty()) s = "model=" + d.model;
   if (d.layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", d.layers);
@@ -54,6 +56,26 @@ void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) 
            "branching)", what, text);
     if (d.branching.empty()) d.branching = {4, 2, 2, 1};
   }
+  if (d.lookahead) {
+    if (d.lookup || d.recycling || d.rest || !d.model.empty() || d.layers || d.quant || !d.branching.empty() ||
+        d.tree_budget)
+      Fail("{}: '{}': a lookahead draft has no model, layers, quant type, other draft or tree shape (its shape is "
+           "window, ngram, candidates)", what, text);
+    if (!d.window) d.window = 5;
+    if (!d.ngram) d.ngram = 3;
+    if (!d.candidates) d.candidates = d.window;  // the paper's G = W
+  } else if (d.window || d.ngram || d.candidates) {
+    Fail("{}: '{}': window/ngram/candidates need the lookahead draft", what, text);
+  }
+  if (d.rest) {
+    if (d.lookup || d.recycling || !d.model.empty() || d.layers || d.quant || !d.branching.empty())
+      Fail("{}: '{}': a rest draft has no model, layers, quant type, other draft or branching (its shape is "
+           "tree_budget)", what, text);
+    if (d.corpus.empty()) Fail("{}: '{}': rest needs corpus=PATH (a text file, one document a line)", what, text);
+    if (!d.tree_budget) d.tree_budget = 16;
+  } else if (!d.corpus.empty()) {
+    Fail("{}: '{}': corpus needs the rest draft", what, text);
+  }
   if (!d.lookup) {
     if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
     return;
@@ -68,7 +90,9 @@ void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) 
 
 DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
   DraftSpec d;
-  if (text.empty()) Fail("{}: empty draft (expected self, a quant type, layers=N, model=NAME or lookup)", what);
+  if (text.empty())
+    Fail("{}: empty draft (expected self, a quant type, layers=N, model=NAME, lookup, recycling, lookahead or rest)",
+         what);
   size_t start = 0;
   while (start <= text.size()) {
     size_t plus = text.find('+', start);
@@ -78,6 +102,18 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       d.lookup = true;
     } else if (part == "recycling") {
       d.recycling = true;
+    } else if (part == "lookahead") {
+      d.lookahead = true;
+    } else if (part == "rest") {
+      d.rest = true;
+    } else if (part.starts_with("window=") || part.starts_with("ngram=") || part.starts_with("candidates=")) {
+      const size_t eq = part.find('=');
+      int& n = part[0] == 'w' ? d.window : part[0] == 'n' ? d.ngram : d.candidates;
+      if (!ParseInt(part.substr(eq + 1), n) || n < (part[0] == 'n' ? 2 : 1) || n > 64)
+        Fail("{}: '{}': {} must be an integer in [{}, 64]", what, part, part.substr(0, eq), part[0] == 'n' ? 2 : 1);
+    } else if (part.starts_with("corpus=")) {
+      d.corpus = std::string(part.substr(7));
+      if (d.corpus.empty()) Fail("{}: '{}': empty corpus path", what, part);
     } else if (part.starts_with("max_ngram=") || part.starts_with("min_ngram=")) {
       int& n = part[1] == 'a' ? d.max_ngram : d.min_ngram;
       if (!ParseInt(part.substr(10), n) || n < 1 || n > 64)
@@ -106,7 +142,8 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       try {
         d.quant = ParseQType(part);
       } catch (const Error&) {
-        Fail("{}: '{}' is not self, layers=N, model=NAME, lookup or a quant type (q8_0, q4_0, ...)", what, part);
+        Fail("{}: '{}' is not self, layers=N, model=NAME, lookup, recycling, lookahead, rest or a quant type (q8_0, "
+             "q4_0, ...)", what, part);
       }
       if (!CanQuantizeTo(*d.quant)) Fail("{}: {}", what, LoadOnlyReason(*d.quant));
     }
@@ -120,12 +157,16 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
 void ApplyDecoderAlias(std::string_view decoder, DraftSpec& d,
                        const std::function<std::string(std::string_view part)>& option) {
   if (decoder == "assisted") {
-    if (d.lookup) Fail("{}: assisted drafts with a separate model, not by lookup (use --decoder speculative)", option("lookup"));
+    if (d.ModelFree())
+      Fail("{}: assisted drafts with a separate model, not by {} (use --decoder speculative)", option("lookup"),
+           d.BaseLabel());
     if (d.model.empty()) Fail("{}: assisted needs a separate draft model", option("model"));
   } else if (decoder == "self-spec") {
     if (!d.model.empty())
       Fail("{}: self-spec drafts with the target's own weights, not a separate model (use assisted)", option("model"));
-    if (d.lookup) Fail("{}: self-spec drafts with the target's own weights, not by lookup (use speculative)", option("lookup"));
+    if (d.ModelFree())
+      Fail("{}: self-spec drafts with the target's own weights, not by {} (use speculative)", option("lookup"),
+           d.BaseLabel());
     if (d.layers)
       Fail("{}: self-spec drafts with all of the target's blocks quantized; an early-exit draft is "
            "speculative with layers", option("layers"));

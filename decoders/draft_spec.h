@@ -25,6 +25,15 @@ struct DraftSpec {
   bool lookup = false;         // prompt lookup (n-gram copy); excludes the three above
   bool recycling = false;      // token recycling (a tree of `branching`, no model); excludes the above
   int max_ngram = 0, min_ngram = 0;  // lookup only (0 otherwise; CheckDraftSpec: 3 and 1)
+  // Lookahead decoding (no model; the target's own verification pass runs its Jacobi
+  // window): window W, n-gram size N, at most `candidates` G n-grams verified a step
+  // (0 otherwise; CheckDraftSpec: 5, 3, 5). Excludes everything above.
+  bool lookahead = false;
+  int window = 0, ngram = 0, candidates = 0;
+  // REST retrieval (no model): the datastore's text file, tokenized with the target's
+  // tokenizer; the tree is its tree_budget most frequent continuation nodes (default 16).
+  bool rest = false;
+  std::string corpus;
   // Token trees (docs/trees.md), verified in one target pass. A model draft: a static
   // tree with `branching` children per node at depth 1, 2, ... ("branching=4,2,2,1"), or
   // a dynamic tree of the tree_budget nodes of highest cumulative draft probability
@@ -37,14 +46,18 @@ struct DraftSpec {
   // "layers=2+q4_0", "model=tinystories-260k", "model=x+q8_0",
   // "lookup+max_ngram=3+min_ngram=1" (input: "lookup" alone means these defaults),
   // trees "q4_0+branching=4,2,2,1", "q4_0+tree_budget=16", "lookup+...+tree_budget=16",
-  // "recycling+branching=4,2,2,1" (input: "recycling" alone means this shape).
+  // "recycling+branching=4,2,2,1" (input: "recycling" alone means this shape),
+  // "lookahead+window=5+ngram=3+candidates=5" (input: "lookahead" alone means these),
+  // "rest+corpus=PATH+tree_budget=16" (PATH without '+'; tree_budget defaults to 16).
   std::string Label() const;
   // Label without the quantization (the draft's architecture, tree included): "self",
   // "layers=2", "layers=2+tree_budget=16", ...
   std::string BaseLabel() const;
   // "self": the target unchanged, which cannot draft for itself.
-  bool IsSelf() const { return model.empty() && layers == 0 && !quant && !lookup && !recycling; }
-  bool IsTree() const { return !branching.empty() || tree_budget > 0; }
+  bool IsSelf() const { return model.empty() && layers == 0 && !quant && !lookup && !recycling && !lookahead && !rest; }
+  // A draft without a model: lookup, recycling, lookahead, rest.
+  bool ModelFree() const { return lookup || recycling || lookahead || rest; }
+  bool IsTree() const { return !branching.empty() || tree_budget > 0 || lookahead; }
   std::string TreeLabel() const;  // "+branching=4,2,2,1", "+tree_budget=16" or ""
 };
 

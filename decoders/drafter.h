@@ -9,6 +9,9 @@
 //                         recent earlier occurrence; no model        -- lookup_drafter.cpp
 //   CrossTokenizerDrafter a draft model with its own vocabulary, bridged through text
 //                         (universal assisted generation)            -- cross_tokenizer_drafter.cpp
+//   token trees without a model: token recycling, lookahead decoding (a Jacobi window
+//                         in the verification pass), REST retrieval  -- recycling_, lookahead_,
+//                                                                       rest_drafter.cpp
 #pragma once
 #include <limits>
 #include <memory>
@@ -93,6 +96,20 @@ std::vector<int> LookupProposal(std::span<const int> seq, int k, int max_ngram, 
 // Token recycling (recycling_drafter.cpp): a tree of shape `branching` read out of the
 // top-max(branching) tokens the target ranked after each token it has verified.
 std::unique_ptr<Drafter> MakeRecyclingDrafter(std::vector<int> branching);
+
+// Lookahead decoding (lookahead_drafter.cpp): a Jacobi window of `window` columns and
+// ngram-1 levels run inside the target's verification pass, and the <= `candidates`
+// n-grams of its trajectory that continue the last token. K must hold the window:
+// LookaheadWindowNodes(window, ngram) nodes a step, plus the candidates.
+std::unique_ptr<Drafter> MakeLookaheadDrafter(int window, int ngram, int candidates);
+int LookaheadWindowNodes(int window, int ngram);
+
+// REST retrieval (rest_drafter.cpp): a trie of the continuations of seq's longest suffix
+// found in `corpus` (target ids; documents separated by -1), cut to its tree_budget most
+// frequent nodes. `label` names the corpus in the drafter's name.
+std::unique_ptr<Drafter> MakeRestDrafter(std::vector<int> corpus, int tree_budget, const std::string& label);
+// A text file as a REST corpus: each non-blank line a document, in the target's tokens.
+std::vector<int> ReadRestCorpus(const std::string& path, const Tokenizer& tokenizer);
 
 // Draft model with another tokenizer (greedy only). `target_tok`/`draft_tok` bridge
 // the two vocabularies through text.

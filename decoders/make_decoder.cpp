@@ -93,6 +93,25 @@ std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const Deco
   return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram, d.tree_budget), o);
 }
 
+// Lookahead and REST: no model, so model options and the policies that read a draft's
+// probabilities do not apply (CheckDraftSpec excluded the former).
+std::unique_ptr<Decoder> MakeModelFreeTreeDecoder(const LoadedModel& target, const DecoderOptions& o) {
+  ValidateSpeculativeOptions(target, o);  // trees: k_policy constant
+  const DraftSpec& d = o.draft;
+  if (d.lookahead) {
+    const int window_nodes = LookaheadWindowNodes(d.window, d.ngram);
+    if (o.k < window_nodes)
+      Fail("decoder: k: {} verifies a window of {} nodes every step (plus its candidates); k must be at least {}, "
+           "got {}", d.Label(), window_nodes, window_nodes, o.k);
+    return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(d.window, d.ngram, d.candidates), o);
+  }
+  if (!target.tokenizer)
+    Fail("decoder: draft: {}: the corpus is tokenized with the target's tokenizer, and '{}' has none", d.Label(),
+         target.name);
+  return MakeSpeculativeDecoder(target, MakeRestDrafter(ReadRestCorpus(d.corpus, *target.tokenizer), d.tree_budget,
+                                                        d.corpus), o);
+}
+
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
 // enough: the draft's ids must mean the target's tokens), else the same size.
 bool SharesVocabulary(const LoadedModel& a, const LoadedModel& b) {
@@ -114,6 +133,7 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     case DecoderKind::Speculative: {
       // One loop; the draft spec picks the drafter.
       if (o.draft.lookup) return MakeLookupDecoder(target, o);
+      if (o.draft.lookahead || o.draft.rest) return MakeModelFreeTreeDecoder(target, o);
       if (o.draft.recycling) {  // no model; the shape was checked with the draft spec
         ValidateSpeculativeOptions(target, o);
         if (o.draft.branching.empty()) Fail("decoder: draft: recycling needs a branching shape");
@@ -137,7 +157,9 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (!draft.model) Fail("decoder: draft: no model loaded");
   if (o.kind != DecoderKind::Speculative)
     Fail("decoder: kind: a draft model needs the speculative decoder, got {}", DecoderKindName(o.kind));
-  if (o.draft.lookup) Fail("decoder: draft: a lookup draft has no model; do not pass a draft model with it");
+  if (o.draft.ModelFree())
+    Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it",
+         o.draft.lookup ? "lookup" : o.draft.recycling ? "recycling" : o.draft.lookahead ? "lookahead" : "rest");
   ValidateSpeculativeOptions(target, o);
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
   if (SharesVocabulary(target, draft)) {

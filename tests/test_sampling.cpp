@@ -340,8 +340,8 @@ class LookupEndToEnd : public EndToEnd {
     return res;
   }
   // The first two tokens of `runs` seeded generations through a drafter without a model
-  // (K = k; the first step drafts first_k): {chi-square, df} against `joint`; `accepted`
-  // sums the runs' accepted_at_pos.
+  // (K = k; the first step drafts first_k, unchecked when -1): {chi-square, df} against
+  // `joint`; `accepted` sums the runs' accepted_at_pos.
   std::pair<double, int> RunDraftFree(const std::vector<int>& prompt, const std::vector<double>& joint,
                                       AcceptRule rule, int runs, std::vector<int64_t>& accepted, int k, int first_k,
                                       const std::function<std::unique_ptr<Drafter>()>& make) {
@@ -358,7 +358,7 @@ class LookupEndToEnd : public EndToEnd {
       o.sampling.seed = 5000 + s;
       auto dec = MakeSpeculativeDecoder(target_, make(), o, rule);
       GenerationResult r = dec->Generate(prompt);
-      EXPECT_EQ(r.stats.k_per_step.at(0), first_k);
+      if (first_k >= 0) EXPECT_EQ(r.stats.k_per_step.at(0), first_k);
       accepted.resize(std::max(accepted.size(), r.stats.accepted_at_pos.size()));
       for (size_t i = 0; i < r.stats.accepted_at_pos.size(); ++i) accepted[i] += r.stats.accepted_at_pos[i];
       ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];
@@ -459,6 +459,38 @@ TEST_F(LookupEndToEnd, RecyclingTreeSamplingMatchesTargetDistribution) {
   std::vector<int64_t> bad_accepted;
   auto [bad, bad_df] = RunDraftFree(prompt, joint, AcceptRule::AlwaysAccept, 6000, bad_accepted, 8, 0, make);
   EXPECT_GT(bad, Critical(bad_df)) << "df " << bad_df;
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// Lookahead and REST trees in sampling mode (one-hot candidates): the first two tokens
+// follow the target's joint, and always-accept is detected. Lookahead's first step
+// verifies its Jacobi window (prompt tokens), the second also the pool's n-grams; REST
+// retrieves two continuations of "a b" (x c and y c) as sibling branches.
+TEST_F(LookupEndToEnd, LookaheadAndRestSamplingMatchTargetDistribution) {
+  const std::vector<int> chain = LookupPrompt();
+  const int x = chain[3], y = x == 50 ? 51 : 50, c = chain[4], a = chain[1], b = chain[2];
+  const std::vector<int> prompt{1, a, b, x, x, c, a, b};
+  const std::vector<double> joint = Joint(prompt);
+  auto lookahead = [] { return MakeLookaheadDrafter(4, 3, 4); };
+  const std::vector<int> corpus{a, b, y, c, -1, a, b, x, c, -1};
+  auto rest = [&] { return MakeRestDrafter(corpus, 6, "test"); };
+  for (auto& [name, make, k] : {std::tuple{"lookahead", std::function<std::unique_ptr<Drafter>()>(lookahead), 11},
+                                std::tuple{"rest", std::function<std::unique_ptr<Drafter>()>(rest), 6}}) {
+    std::vector<int64_t> at_pos, bad_at_pos;
+    auto [stat, df] = RunDraftFree(prompt, joint, AcceptRule::Exact, 12000, at_pos, k, -1, make);
+    const int64_t accepted = std::accumulate(at_pos.begin(), at_pos.end(), int64_t{0});
+    std::printf("  %s: %lld draft tokens accepted in the runs\n", name, static_cast<long long>(accepted));
+    EXPECT_GT(accepted, 0) << name;  // the draft took part
+    EXPECT_GE(df, 5) << name;
+    EXPECT_LT(stat, Critical(df)) << name << " df " << df;
+    auto [bad, bad_df] = RunDraftFree(prompt, joint, AcceptRule::AlwaysAccept, 6000, bad_at_pos, k, -1, make);
+    EXPECT_GT(bad, Critical(bad_df)) << name << " df " << bad_df;
+  }
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
               "every min_ngram is larger than every max_ngram: no lookup draft left");
       continue;
     }
-    if (dr.recycling) {  // no model: draft_quant does not apply
+    if (dr.ModelFree()) {  // recycling, lookahead, rest: no model, draft_quant does not apply
       concrete.push_back(dr);
       continue;
     }
@@ -101,20 +101,24 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
   if (!a.tree_budget.empty() || !a.branching.empty()) {  // every draft in every tree shape
     std::vector<DraftSpec> shaped;
     for (const DraftSpec& dr : concrete) {
+      const size_t before = shaped.size();
       for (int b : a.tree_budget) {
-        if (dr.recycling) break;  // its shape is a branching
+        if (dr.recycling || dr.lookahead) break;  // shaped by branching / by its window
+        if (dr.rest && b == 0) continue;          // a rest draft is a tree
         DraftSpec t = dr;
         t.tree_budget = b, t.branching.clear();
         shaped.push_back(t);
       }
       for (const std::vector<int>& br : a.branching) {
         if (dr.lookup && !br.empty()) continue;  // a lookup tree has no fixed shape
+        if (dr.lookahead || dr.rest) continue;    // shaped by its window / its tree_budget
         if (dr.recycling && br.empty()) continue;  // nor a recycling chain
         DraftSpec t = dr;
         t.branching = br, t.tree_budget = 0;
         if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
           shaped.push_back(t);
       }
+      if (shaped.size() == before && (dr.lookahead || dr.rest)) shaped.push_back(dr);  // no axis shapes it
     }
     concrete.swap(shaped);
   }

@@ -130,6 +130,7 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
         DraftSpec d;
         if (x.is_string()) {
           d = ParseDraftSpec(c.Str(x, xp), c.file + ": " + xp);
+          if (d.rest) d.corpus = ResolvePath(d.corpus, c.file, models_dir);  // beside the experiment file first
         } else if (x.is_object()) {
           c.CheckKeys(x, xp, {"model", "layers", "quant", "lookup", "max_ngram", "min_ngram"});
           if (x.contains("model")) d.model = c.Str(x["model"], xp + ".model");

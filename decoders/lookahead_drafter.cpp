@@ -1,0 +1,110 @@
+// Lookahead decoding (Fu et al. 2024, "Break the Sequential Dependency of LLM Inference
+// Using Lookahead Decoding"; llama.cpp examples/lookahead): no draft model. The target's
+// verification pass also runs a Jacobi window, whose trajectory fills an n-gram pool;
+// the pool's n-grams starting with the last token are the next step's candidates.
+//   window: N-1 levels x W columns of guessed tokens; level j column i stands at depth
+//           i + j below the last token (column 0 of level 0 *is* the last token)
+//   each step, ONE target Forward over a token tree holding
+//     verification branch: the <= G pool n-grams starting with the last token (a trie)
+//     lookahead branch:    level 0 as a chain (Jacobi's guess), and below its column i
+//                          the column's levels 1..N-2 (each column sees the guess up to
+//                          it, then its own trajectory: the paper's mask)
+//   verify the whole tree (a window node the target agrees with is accepted too)
+//   for each column i: next = argmax of the target at its newest level;
+//     pool[level0[i]] += (level1[i], .., level_{N-2}[i], next)    (unique, the G latest)
+//   slide the window: drop level 0, append the column's next tokens as the newest level
+// The window rides in the verification pass, so its cost is measured with it (mean_k,
+// verify time); there is no draft call. The window advances one Jacobi iteration per
+// target pass, whatever was accepted. Candidates and window are deterministic given
+// what the target computed (argmax, also when sampling): q is one-hot (verify.h).
+#include <algorithm>
+#include <deque>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "decoders/candidate_trie.h"
+#include "decoders/sampler.h"
+
+namespace specsweep {
+namespace {
+
+class LookaheadDrafter : public Drafter {
+ public:
+  LookaheadDrafter(int window, int ngram, int candidates)
+      : w_(window), n_(ngram), g_(candidates),
+        name_(fmt::format("lookahead(window={}, ngram={}, candidates={})", window, ngram, candidates)) {}
+  const std::string& name() const override { return name_; }
+
+  void Begin(std::span<const int> prompt) override {
+    // The paper starts the window from random tokens; ours are the prompt's (fixed seed).
+    std::mt19937 pick(0);
+    levels_.assign(n_ - 1, std::vector<int>(w_));
+    for (auto& level : levels_)
+      for (int& t : level) t = prompt[pick() % prompt.size()];
+    pool_.clear();
+    newest_.clear();
+  }
+
+  void Propose(std::span<const int> seq, int k, DraftPolicy&, Rng&, DraftBlock& out, GenerationStats&) override {
+    newest_.clear();
+    root_ = seq.back();
+    const int window_nodes = LookaheadWindowNodes(w_, n_);
+    const bool run_window = k >= window_nodes;  // near the context end only the candidates fit
+    // Verification branch: the pool's n-grams that continue the last token.
+    trie_.Clear();
+    if (auto it = pool_.find(root_); it != pool_.end())
+      for (const auto& tail : it->second) trie_.Insert(tail);
+    trie_.TopNodes(run_window ? k - window_nodes : k, -1, out);
+    if (!run_window) return DropParentsOfChain(out);
+    // Lookahead branch: level 0 a chain below the root, then each column's levels.
+    std::vector<int> below(w_, -1);  // per column: the block index of its deepest node so far
+    for (int i = 1; i < w_; ++i) below[i] = Add(levels_[0][i], below[i - 1], out);
+    for (int j = 1; j < n_ - 1; ++j)
+      for (int i = 0; i < w_; ++i) below[i] = Add(levels_[j][i], below[i], out);
+    newest_ = below;  // N = 2: level 0 itself (column 0: the root)
+  }
+
+  void Observe(std::span<const int> inputs, std::span<const float> logits, int vocab) override {
+    if (newest_.empty()) return;  // the window did not run this step
+    std::vector<int> next(w_);
+    for (int i = 0; i < w_; ++i) next[i] = Argmax(logits.subspan(size_t(newest_[i] + 1) * vocab, vocab));
+    for (int i = 0; i < w_; ++i) {
+      std::vector<int> tail;  // [N-1]
+      for (int j = 1; j < n_ - 1; ++j) tail.push_back(levels_[j][i]);
+      tail.push_back(next[i]);
+      std::deque<std::vector<int>>& grams = pool_[i == 0 ? root_ : levels_[0][i]];
+      if (std::find(grams.begin(), grams.end(), tail) != grams.end()) continue;
+      grams.push_front(std::move(tail));
+      if (static_cast<int>(grams.size()) > g_) grams.pop_back();
+    }
+    levels_.erase(levels_.begin());
+    levels_.push_back(std::move(next));
+    newest_.clear();
+  }
+
+ private:
+  static int Add(int token, int parent, DraftBlock& out) {
+    out.tokens.push_back(token);
+    out.parents.push_back(parent);
+    return static_cast<int>(out.tokens.size()) - 1;
+  }
+
+  int w_, n_, g_;
+  std::string name_;
+  std::vector<std::vector<int>> levels_;  // [N-1][W] the window, oldest level first
+  std::unordered_map<int, std::deque<std::vector<int>>> pool_;  // first token -> <= G tails [N-1], latest first
+  CandidateTrie trie_;
+  int root_ = -1;             // this step's last token
+  std::vector<int> newest_;  // [W] block index of each column's newest-level node (-1: the root); empty: no window
+};
+
+}  // namespace
+
+int LookaheadWindowNodes(int window, int ngram) { return (window - 1) + (ngram - 2) * window; }
+
+std::unique_ptr<Drafter> MakeLookaheadDrafter(int window, int ngram, int candidates) {
+  return std::make_unique<LookaheadDrafter>(window, ngram, candidates);
+}
+
+}  // namespace specsweep
