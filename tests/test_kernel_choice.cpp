@@ -43,9 +43,9 @@ const KernelFamily& Fake(const char* name) {
 
 TEST(KernelChoice, PicksTheFasterFamilyPerFormat) {
   const std::vector<const KernelFamily*> cands = {&Fake("wide"), &Fake("narrow"), &Fake("other")};
-  const json t = {{"q4_k", {{"wide", 100.0}, {"narrow", 86.0}, {"other", 90.0}}},
+  const json t = {{"q4_k", {{"wide", 100.0}, {"narrow", 76.0}, {"other", 80.0}}},
                   {"f16", {{"wide", 100.0}, {"narrow", 132.0}}},
-                  {"q8_0", {{"wide", 100.0}, {"narrow", 97.0}}}};  // within the 5% margin
+                  {"q8_0", {{"wide", 100.0}, {"narrow", 90.0}}}};  // within the 15% margin
   const KernelChoice c = ChooseKernels(t, cands);
   EXPECT_EQ(c.base, cands[0]);
   EXPECT_EQ(c.per_type[int(QType::Q4_K)], cands[1]);
@@ -53,7 +53,7 @@ TEST(KernelChoice, PicksTheFasterFamilyPerFormat) {
   EXPECT_EQ(c.per_type[int(QType::Q8_0)], cands[0]) << "a gain within the margin keeps the default";
   EXPECT_EQ(c.per_type[int(QType::Q6_K)], cands[0]) << "untimed formats keep the default";
   EXPECT_EQ(DescribeChoice(c), "wide (q4_k: narrow), prefetch window");
-  EXPECT_EQ(ChooseKernels(t, cands, 0.02).per_type[int(QType::Q8_0)], cands[1]);
+  EXPECT_EQ(ChooseKernels(t, cands, 0.05).per_type[int(QType::Q8_0)], cands[1]);
 }
 
 TEST(KernelChoice, MalformedTimingsKeepTheDefault) {

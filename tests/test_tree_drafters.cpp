@@ -252,5 +252,30 @@ TEST(TreeDecoding, LookaheadAndRestEqualAutoregressiveSharedModels) {
   }
 }
 
+// llama.cpp's Q4_K_M file (K-quant tensors, Q6_K classifier) as the target, as the other
+// tree drafters are checked (test_trees: GreedyEqualsAutoregressiveKQuantGguf); REST
+// retrieves from the target's own continuations of other prompts.
+TEST(TreeDecoding, LookaheadAndRestEqualAutoregressiveKQuantGguf) {
+  const std::string p = testing::SharedFile("fixtures/kquants/synth-Q4_K_M.gguf");
+  if (p.empty()) GTEST_SKIP() << "shared fixtures/kquants/synth-Q4_K_M.gguf not available";
+  LoadedModel m = LoadModel(p);
+  m.name = "synth-Q4_K_M";
+  ASSERT_TRUE(m.tokenizer);
+  std::vector<std::vector<int>> prompts;
+  for (const std::string& s : testing::TinyStoriesPrompts()) prompts.push_back(m.tokenizer->Encode(s, true));
+  prompts.resize(10);
+  DecoderOptions ar;
+  ar.max_new_tokens = 24;
+  std::string text;
+  const std::vector<std::string> all = testing::TinyStoriesPrompts();
+  for (size_t i = 10; i < all.size(); ++i)
+    text += all[i] + m.tokenizer->Decode(MakeDecoder(m, ar)->Generate(m.tokenizer->Encode(all[i], true)).tokens) + "\n\n";
+  const std::string dir = testing::TempDir();
+  testing::WriteFile(dir + "/kq_corpus.txt", text);
+  std::vector<Case> cases = LookaheadCases(m);
+  cases.push_back(RestCase(m, "rest+corpus=" + dir + "/kq_corpus.txt+tree_budget=12", 12));
+  ExpectLossless(m, prompts, cases, 24);
+}
+
 }  // namespace
 }  // namespace specsweep
