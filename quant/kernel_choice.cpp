@@ -281,7 +281,7 @@ KernelChoice DefaultKernelChoice() {
   // The families are timed under the pattern they will run with; timings cached under
   // another pattern (SPECSWEEP_PREFETCH) are measured again.
   const std::string pattern = PrefetchPatternName(c.prefetch);
-  const bool measure = !cache.contains("timings") || cache.value("prefetch", "window") != pattern;
+  const bool measure = !cache.contains("timings") || !cache.contains("prefetch") || cache["prefetch"] != pattern;
   if (measure) {
     const PrefetchPattern before = ActivePrefetchPattern();
     SetPrefetchPattern(c.prefetch);
