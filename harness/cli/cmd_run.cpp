@@ -49,14 +49,19 @@ const CommandRegistrar kRegister(40, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run an experiment sweep (YAML/JSON) and write results");
   cmd->add_option("experiment", a->experiment, "Experiment file (.yaml, .yml or .json)")->required();
   cmd->add_option("-o,--out", a->out_dir, "Output directory for <name>.jsonl and <name>.json");
-  auto* resume = cmd->add_flag("--resume{same}", a->resume,
+  // A flag without a default value: CLI11 2.1 prints a default as "--resume{same}" in help.
+  // Given bare, a flag's value is "true", read as "same" below.
+  auto* resume = cmd->add_flag("--resume", a->resume,
                                "Reuse the groups already in <name>.jsonl that match the experiment; any difference "
                                "is an error. --resume=changed re-measures what changed instead (old records are "
                                "moved to <name>.jsonl.replaced)");
   cmd->add_flag("--overwrite", a->overwrite, "Discard an existing <name>.jsonl")->excludes(resume);
   cmd->add_option("--shard", a->shard, "Run shard I of N (0-based, e.g. 0/4): baseline groups balanced by cost");
   cmd->add_flag("--list", a->list, "Print the expanded grid (point keys) and exit");
-  cmd->callback([a] { RunCommand(*a); });
+  cmd->callback([a] {
+    if (a->resume == "true") a->resume = "same";
+    RunCommand(*a);
+  });
 });
 
 }  // namespace
