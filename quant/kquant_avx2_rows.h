@@ -108,13 +108,9 @@ inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A,
 
 template <class Dot, QType T>
 void KRowsAvx2(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
-  WindowPrefetcher window(W.Row(r0));
-  for (int r = r0; r < r1; ++r)
-    for (int i0 = 0; i0 < n; i0 += kMaxCols) {
-      const int nc = std::min(kMaxCols, n - i0);
-      if (nc == 1) RowPass<Dot, T, 1>(W, r, i0, nc, A, window, Y);
-      else RowPass<Dot, T, 0>(W, r, i0, nc, A, window, Y);
-    }
+  RowPasses<kMaxCols>(W, r0, r1, n, [&]<int C>(int r, int i0, int nc, WindowPrefetcher& window) {
+    RowPass<Dot, T, C>(W, r, i0, nc, A, window, Y);
+  });
 }
 
 }  // namespace kquant_avx2

@@ -8,11 +8,14 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "quant/blocks_k.h"
 #include "quant/fp16.h"
+#include "quant/prefetch.h"
+#include "quant/qmatrix.h"
 #include "quant/qtype.h"
 
 // Internal linkage: each including file compiles these for its own target, and no
@@ -96,6 +99,21 @@ inline float LaneSum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// The row walk of the AVX2 row-layout kernels (K-quants, quant/kquant_avx2_rows.h; the
+// 32-value types, quant/legacy_avx2_rows.h): per weight row, the activation rows in chunks
+// of up to MaxCols, a chunk of one compiled apart (C = 1: its lanes stay in a register),
+// others with C = 0: pass.template operator()<C>(r, i0, nc, window).
+template <int MaxCols, class Pass>
+inline void RowPasses(const QMatrix& W, int r0, int r1, int n, Pass&& pass) {
+  WindowPrefetcher window(W.Row(r0));
+  for (int r = r0; r < r1; ++r)
+    for (int i0 = 0; i0 < n; i0 += MaxCols) {
+      const int nc = std::min(MaxCols, n - i0);
+      if (nc == 1) pass.template operator()<1>(r, i0, nc, window);
+      else pass.template operator()<0>(r, i0, nc, window);
+    }
 }
 
 }  // namespace kquant_simd

@@ -1,17 +1,48 @@
-// Checks shared by the kernel tests of the quantized types: a reference product against
-// the float product of the dequantized weights, and every kernel family against it bit for bit.
+// Checks shared by the kernel tests of the quantized types: random weights and
+// activations, a reference product against the float product of the dequantized weights,
+// and every kernel family against it bit for bit.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "quant/fp16.h"
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
 
 namespace specsweep::testing_kernels {
+
+// n normal values (mean 0, standard deviation `scale`).
+inline std::vector<float> Gaussian(size_t n, uint64_t seed, float scale = 0.02f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, scale);
+  std::vector<float> w(n);
+  for (auto& x : w) x = g(rng);
+  return w;
+}
+
+// Random bytes for `nblocks` blocks of type t whose f16 fields at `f16_offsets` (scales,
+// mins) are drawn uniformly from [lo, hi): every value finite and moderate.
+inline std::vector<uint8_t> RandomBlocks(QType t, int nblocks, uint64_t seed, float lo, float hi,
+                                         std::initializer_list<size_t> f16_offsets) {
+  std::mt19937_64 rng(seed);
+  const size_t bb = BlockBytes(t);
+  std::vector<uint8_t> bytes(bb * nblocks);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int k = 0; k < nblocks; ++k)
+    for (size_t off : f16_offsets) {
+      const uint16_t h = F32ToF16(u(rng));
+      std::memcpy(bytes.data() + bb * k + off, &h, 2);
+    }
+  return bytes;
+}
 
 // y[n][W.rows] within rel * sum |w x| (+ 1e-6) of the float product of Dequantize(W) and X[n][W.cols].
 inline void ExpectNearFloatProduct(const QMatrix& W, const std::vector<float>& X, int n, const std::vector<float>& y,

@@ -152,27 +152,17 @@ std::vector<float> GgmlLoop(QType t, const uint8_t* blk) {
 
 // Random block bytes with finite, moderate f16 scales (at the type's d/dmin offsets).
 std::vector<uint8_t> RandomBlocks(QType t, int nblocks, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const size_t bb = BlockBytes(t);
-  std::vector<uint8_t> bytes(bb * nblocks);
-  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> u(1e-4f, 2e-3f);
-  for (int k = 0; k < nblocks; ++k) {
-    uint8_t* blk = bytes.data() + bb * k;
-    auto put = [&](size_t off) {
-      const uint16_t h = F32ToF16(u(rng));
-      std::memcpy(blk + off, &h, 2);
-    };
-    switch (t) {
-      case QType::Q2_K: put(offsetof(BlockQ2_K, d)); put(offsetof(BlockQ2_K, dmin)); break;
-      case QType::Q3_K: put(offsetof(BlockQ3_K, d)); break;
-      case QType::Q4_K:
-      case QType::Q5_K: put(0); put(2); break;
-      case QType::Q6_K: put(offsetof(BlockQ6_K, d)); break;
-      default: break;
-    }
+  auto with = [&](std::initializer_list<size_t> offsets) {
+    return testing_kernels::RandomBlocks(t, nblocks, seed, 1e-4f, 2e-3f, offsets);
+  };
+  switch (t) {
+    case QType::Q2_K: return with({offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)});
+    case QType::Q3_K: return with({offsetof(BlockQ3_K, d)});
+    case QType::Q4_K:
+    case QType::Q5_K: return with({0, 2});
+    case QType::Q6_K: return with({offsetof(BlockQ6_K, d)});
+    default: return with({});
   }
-  return bytes;
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -204,13 +194,7 @@ TEST(KQuantLayout, NamesAndSizes) {
 
 // ---- quantization ---------------------------------------------------------------
 
-std::vector<float> Gaussian(size_t n, uint64_t seed, float scale = 0.02f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, scale);
-  std::vector<float> w(n);
-  for (auto& x : w) x = g(rng);
-  return w;
-}
+using testing_kernels::Gaussian;
 
 double Rmse(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;

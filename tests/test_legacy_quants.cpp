@@ -91,19 +91,8 @@ std::vector<float> GgmlLoop(QType t, const uint8_t* blk) {
 
 // Random block bytes with finite, moderate f16 scales (and mins).
 std::vector<uint8_t> RandomBlocks(QType t, int nblocks, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const size_t bb = BlockBytes(t);
-  std::vector<uint8_t> bytes(bb * nblocks);
-  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> u(-2e-3f, 2e-3f);
-  for (int k = 0; k < nblocks; ++k) {
-    uint8_t* blk = bytes.data() + bb * k;
-    for (int h = 0; h < (HasMin(t) ? 2 : 1); ++h) {
-      const uint16_t v = F32ToF16(u(rng));
-      std::memcpy(blk + 2 * h, &v, 2);
-    }
-  }
-  return bytes;
+  return HasMin(t) ? testing_kernels::RandomBlocks(t, nblocks, seed, -2e-3f, 2e-3f, {0, 2})
+                   : testing_kernels::RandomBlocks(t, nblocks, seed, -2e-3f, 2e-3f, {0});
 }
 
 QMatrix RandomMatrix(QType t, int rows, int cols, uint64_t seed) {
@@ -227,13 +216,7 @@ TEST(LegacyQuantize, ErrorOrderedByBitsAndZeroBlocks) {
 
 // ---- kernels: every family equals the scalar reference ------------------------------
 
-std::vector<float> Gaussian(size_t n, uint64_t seed, float scale) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, scale);
-  std::vector<float> w(n);
-  for (auto& x : w) x = g(rng);
-  return w;
-}
+using testing_kernels::Gaussian;
 
 // kernel(W) on the n rows of X quantized by the scalar family (all of W's rows at once).
 std::vector<float> RunKernel(RowsKernelFn kernel, const QMatrix& W, const std::vector<float>& X, int n) {
