@@ -9,6 +9,8 @@
 //                                    avx512, avx2vnni)
 //   BM_KernelCpu/<isa>/<type>/<n>    one family on one thread, 32768x2048 from memory, CPU time
 //                                    (types: q4_0 q8_0 q4_1 q5_0 q5_1 iq4_nl iq4_xs)
+//   BM_KQuantCpu/<isa>/<type>/<n>/<m> one family on one thread, K-quant 512x2048 in L2 (m 0) or
+//                                    32768x2048 from memory (m 1), CPU time (types: q4_k q5_k q6_k)
 //   BM_QuantizeActs/<isa>/<cols>     activation quantization of one row
 //   BM_ReadBandwidth/<pattern>       STREAM-like read of 256 MiB (GB/s counter), prefetching
 //                                    4 KB ahead (0), page-interleaved to L1 (1) or to L2 (2),
@@ -25,6 +27,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -186,20 +189,20 @@ BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}, {1, 8}})->UseR
 constexpr QType kCpuTypes[] = {QType::Q4_0, QType::Q8_0, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL,
                                QType::IQ4_XS};
 
-void BM_KernelCpu(benchmark::State& st) {
+// One family on the calling thread: y = W x for a `rows` x 2048 matrix of type t (held
+// per type and size: every SIMD family packs these types alike, quant/packed.h), timed by
+// the caller's clock choice.
+void KernelOnOneThread(benchmark::State& st, QType t, int rows, int n) {
   const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);
   if (!k) {
     st.SkipWithError("kernel family not supported by this CPU");
     return;
   }
-  const QType t = kCpuTypes[st.range(1)];
-  const int n = static_cast<int>(st.range(2));
-  // Every SIMD family packs these types alike (quant/packed.h): one matrix per type.
-  static std::map<QType, QMatrix> held;
-  QMatrix& W = held[t];
+  static std::map<std::pair<QType, int>, QMatrix> held;
+  QMatrix& W = held[{t, rows}];
   if (W.rows == 0) {
-    AlignedFloats w = RandomValues(size_t(32768) * 2048, 11);  // [rows][cols]
-    W = PackFor(*k, Quantize(w.data(), 32768, 2048, t));
+    AlignedFloats w = RandomValues(size_t(rows) * 2048, 11);  // [rows][cols]
+    W = PackFor(*k, Quantize(w.data(), rows, 2048, t));
   }
   AlignedFloats x = RandomValues(size_t(n) * W.cols, 3), y(size_t(n) * W.rows);  // [n][cols], [n][rows]
   for (auto _ : st) {
@@ -209,7 +212,19 @@ void BM_KernelCpu(benchmark::State& st) {
   SetCounters(st, double(W.bytes()), double(n) * W.rows * W.cols);
   st.SetLabel(std::string(k->name) + " " + std::string(QTypeName(t)));
 }
+
+void BM_KernelCpu(benchmark::State& st) {
+  KernelOnOneThread(st, kCpuTypes[st.range(1)], 32768, static_cast<int>(st.range(2)));
+}
 BENCHMARK(BM_KernelCpu)->ArgsProduct({{1, 2, 3}, {0, 1, 2, 3, 4, 5, 6}, {1, 8}})->MinTime(0.5);
+
+// The K-quants the same way, 512 x 2048 in L2 (m = 0; Q4_K 590 KB: the kernel's compute
+// per weight byte) or 32768 x 2048 from memory (m = 1; Q4_K 38 MB), thread CPU time.
+void BM_KQuantCpu(benchmark::State& st) {
+  const QType t = std::array{QType::Q4_K, QType::Q5_K, QType::Q6_K}[st.range(1)];
+  KernelOnOneThread(st, t, st.range(3) ? 32768 : 512, static_cast<int>(st.range(2)));
+}
+BENCHMARK(BM_KQuantCpu)->ArgsProduct({{1, 2, 3}, {0, 1, 2}, {1, 8}, {0, 1}})->MinTime(0.3);
 
 void BM_QuantizeActs(benchmark::State& st) {
   const KernelFamily* k = FindKernelFamily(kIsas[st.range(0)]);
