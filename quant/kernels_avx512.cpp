@@ -134,10 +134,26 @@ struct FloatBlk {
       for (int b = 0; b < C; ++b)
         acc[a][b] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(park + (a * kMaxCols + b) * 16);
     const int full = std::min(c1, cols & ~15) - c0;  // columns from c0 in whole vectors
-    // The tile's R spans are adjacent: one stream, consumed R x as fast as a span.
+    // Window pattern: the tile's R spans are adjacent, one stream consumed R x as fast as
+    // a span. Lead pattern: every span's next 64 columns one tile ahead, where the next
+    // tile (the next R spans, adjacent in both layouts) reads them. A lead 4 KB past a
+    // linear position left the later spans of each 6 KB tile without lead (rows 2-3 of a
+    // 4-row F16 tile start 3-4.5 KB in): on Zen 4 (2 vCPUs) one thread streamed F16 at
+    // 13-14 GB/s per CPU second against 19-20 one tile ahead (Q8_0/Q4_0: 16-20), and the
+    // 1.1B F16 decode T(1) fell 8-12% (bench-forward --compare-bin, 3 rounds twice).
+    // Two or three tiles ahead were slower (1.02x, 1.11x), into L1 1.6x slower.
     BasicPrefetcher<kBinding> window(w[0]);
+    const size_t tile_bytes = WL::At(w[0], R * (c1 - c0)) - w[0];
     for (int c = 0; c < full; c += 16) {
-      window.Reach(WL::At(w[0], R * c));
+      if constexpr (kBinding == PrefetchBinding::kLead) {
+        if ((c & 63) == 0)
+          #pragma GCC unroll 16
+          for (int a = 0; a < R; ++a)
+            for (const uint8_t *p = WL::At(w[a], c) + tile_bytes, *e = p + (WL::At(w[a], 64) - w[a]); p < e; p += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+      } else {
+        window.Reach(WL::At(w[0], R * c));
+      }
       __m512 wv[R];
       #pragma GCC unroll 16
       for (int a = 0; a < R; ++a) {
