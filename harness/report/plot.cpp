@@ -17,6 +17,7 @@
 
 #include "decoders/draft_spec.h"
 #include "harness/report/aggregate.h"
+#include "harness/report/plot_layout.h"
 #include "harness/report/table_cells.h"
 #include "harness/store/results.h"
 #include "base/build_info.h"
@@ -235,7 +236,7 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const json& r) {
     if (Suspect(r)) return Pt{};
-    std::string label = KLabelOf(r);  // the draft is the series (legend, colour, marker)
+    std::string label = KLabelOf(r);  // K: the marker shape (PointKeys); the draft is the series' colour
     return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
               FieldNumber(r, "speedup_ci_high"), label, PointMarks(r)};
   });
@@ -266,9 +267,9 @@ std::string MarksKey(const std::vector<Series>& series) {
   for (auto& se : series)
     for (auto& m : se.marks) busy |= m.find("†") != std::string::npos, wide |= m.find("‡") != std::string::npos;
   std::vector<std::string> says;
-  if (busy) says.push_back("† host busy while measured");
-  if (wide) says.push_back(fmt::format("‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
-  return says.empty() ? "" : fmt::format("hollow: {}", fmt::join(says, ", "));
+  if (busy) says.push_back("hollow: † host busy while measured");
+  if (wide) says.push_back(fmt::format("hollow: ‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
+  return fmt::format("{}", fmt::join(says, "|"));
 }
 
 std::string FindGnuplot() {
@@ -321,18 +322,27 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
   std::string scripts = o.scripts_dir.empty() ? std::string(SourceDir()) + "/plots" : o.scripts_dir;
   fs::create_directories(o.out_dir);
 
+  // The legend below the plot (the width kept for the curves) or, for the square
+  // predicted-vs-measured plot, beside it when it fits there; `extra` key entries besides
+  // the series, the point keys and the hollow marks (a reference line); subtitle lines of
+  // at most `wrap` characters.
   struct Spec {
     const char* name;
     const char* title;
     std::vector<Series> (*data)(const std::vector<json>&);
+    bool key_right = false;
+    int extra = 0;
+    Canvas canvas{};
+    size_t wrap = 150;
   };
   const Spec specs[] = {
-      {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK},
+      {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK, false, 1},
       {"acceptance_vs_k", "Per-token acceptance alpha vs draft length K", AcceptanceVsK},
       {"accepted_length_vs_k", "Mean accepted length tau vs draft length K", AcceptedLengthVsK},
       {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength},
       {"acceptance_per_position", "Conditional acceptance per draft position", AcceptancePerPosition},
-      {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured},
+      {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured, true, 1,
+       Canvas{1100, 700}, 80},
   };
   std::vector<PlotOutput> out;
   for (auto& s : specs) {
@@ -367,13 +377,24 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
     if (!fs::exists(script)) Fail("plot: {}: script not found", script);
     // The subtitle names the error bars only on a plot that has them.
     std::string subtitle = o.subtitle;
-    if (std::none_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); }))
+    const bool errorbars = std::any_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); });
+    if (!errorbars)
       if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos) subtitle.resize(at);
+    subtitle = WrapParts(subtitle, s.wrap);
+    std::replace(subtitle.begin(), subtitle.end(), '\n', '|');  // common.gp breaks the lines there
+    const std::string marks = MarksKey(series);
+    const std::vector<std::string> keys = PointKeys(series);
+    const KeyText key = KeyTextOf(series, marks, keys, s.extra);
+    const bool right = s.key_right && KeyFitsRight(s.canvas, key);
+    const Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
     std::string err = base + ".gnuplot.log";
-    std::string cmd = Quote(gnuplot) + " -e " +
-                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; markkey='{}'",
-                                          p.dat, base, s.title, subtitle, xtics, MarksKey(series))) + " " +
-                      Quote(script) + " >" + Quote(err) + " 2>&1";
+    std::string cmd =
+        Quote(gnuplot) + " -e " +
+        Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; markkey='{}'; "
+                          "canvas='{},{}'; pointkeys='{}'; errorbars={:d}; keyside='{}'",
+                          p.dat, base, s.title, subtitle, xtics, marks, canvas.width, canvas.height,
+                          fmt::join(keys, "|"), errorbars, right ? "right" : "below")) +
+        " " + Quote(script) + " >" + Quote(err) + " 2>&1";
     int status = std::system(cmd.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::ifstream f(err);

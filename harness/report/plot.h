@@ -30,8 +30,9 @@ std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& recor
 // "x y low high \"label\" \"marks\"" lines (low/high = y without an interval), series
 // separated by two blank lines (addressed with `index i`).
 std::string DatText(const std::string& title, const std::vector<Series>& series);
-// The key entry explaining the hollow points of a plot ("hollow: † host busy while
-// measured, ‡ 95% CI wider than ±15%", naming the marks present), "" when none is marked.
+// The key entries explaining the hollow points of a plot, one per mark present, "|"
+// between them ("hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%"),
+// "" when none is marked.
 std::string MarksKey(const std::vector<Series>& series);
 
 struct PlotOptions {

@@ -1,0 +1,115 @@
+#include "harness/report/plot_layout.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace specsweep {
+
+namespace {
+
+// Legend metrics of common.gp's key (font 9, spacing 1.1) as gnuplot lays it out,
+// measured on the SVGs it writes: a row is 14.9 px; a column is about 6.2 px a character
+// of the longest title plus 8 characters of sample and gaps, and the columns share the
+// width of the plot (the canvas less about 115 px of margins).
+constexpr int kRowPx = 15;
+constexpr double kCharPx = 6.2;
+constexpr size_t kSampleChars = 8;
+constexpr int kMarginsPx = 115;
+// Rows the base canvas (650 px) holds below the plot without shrinking it.
+constexpr size_t kRowsBelow = 3;
+// The key beside the plot (predicted_vs_measured.gp: default font, spacing 1.2): 22.5 px
+// a line, and about 100 px of the canvas height above and below it.
+constexpr int kRightRowPx = 23;
+constexpr int kSpareRight = 100;
+
+// Numbers inside labels compared by value: "k=2" < "k=12".
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      if (na.size() != nb.size()) return na.size() < nb.size();  // no leading zeros in K
+      if (na != nb) return na < nb;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+std::string WrapParts(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find("; ", at);
+    const bool last = end == std::string::npos;
+    const std::string part = text.substr(at, last ? std::string::npos : end - at);
+    const std::string joined = line.empty() ? part : line + "; " + part;
+    if (!line.empty() && joined.size() > width) {
+      out += (out.empty() ? "" : "\n") + line;
+      line = part;
+    } else {
+      line = joined;
+    }
+    if (last) break;
+    at = end + 2;
+  }
+  if (!line.empty()) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+std::vector<std::string> PointKeys(const std::vector<Series>& series) {
+  std::set<std::string> seen;
+  for (auto& s : series)
+    for (auto& l : s.labels)
+      if (!l.empty()) seen.insert(l);
+  std::vector<std::string> keys(seen.begin(), seen.end());
+  std::sort(keys.begin(), keys.end(), NaturalLess);
+  return keys;
+}
+
+KeyText KeyTextOf(const std::vector<Series>& series, const std::string& marks, const std::vector<std::string>& keys,
+                  int extra) {
+  KeyText k;
+  auto add = [&k](const std::string& title) {
+    size_t chars = 0;
+    for (unsigned char c : title) chars += (c & 0xC0) != 0x80;  // UTF-8 code points († ‡ ±)
+    k.entries += 1, k.longest = std::max(k.longest, chars);
+  };
+  for (auto& s : series) add(s.title);
+  for (auto& key : keys) add(key);
+  for (size_t at = 0; !marks.empty() && at <= marks.size();) {
+    const size_t end = std::min(marks.find('|', at), marks.size());
+    add(marks.substr(at, end - at));
+    at = end + 1;
+  }
+  k.entries += size_t(std::max(extra, 0));
+  return k;
+}
+
+Canvas CanvasForKeyBelow(Canvas base, KeyText key) {
+  const double column_px = kCharPx * double(key.longest + kSampleChars);
+  const size_t columns = std::max<size_t>(1, size_t(double(base.width - kMarginsPx) / column_px));
+  const size_t rows = (key.entries + columns - 1) / columns;
+  if (rows > kRowsBelow) base.height += int(rows - kRowsBelow) * kRowPx;
+  return base;
+}
+
+Canvas CanvasForKeyRight(Canvas base, KeyText key) {
+  base.height = std::max(base.height, int(key.entries) * kRightRowPx + kSpareRight);
+  return base;
+}
+
+bool KeyFitsRight(Canvas base, KeyText key) {
+  return key.longest <= 45 && CanvasForKeyRight(base, key).height <= base.height * 3 / 2;
+}
+
+}  // namespace specsweep
