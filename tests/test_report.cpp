@@ -203,8 +203,8 @@ std::vector<TextBox> SvgTexts(const std::string& svg) {
 }
 
 // Records of two models x four drafts x eight K with long legend names and a point of
-// two drafts at the same place in predicted vs measured, all busy: each plot of them
-// must keep its text apart and inside the canvas.
+// two drafts at the same place in predicted vs measured, and AR at three input lengths,
+// all busy: each plot of them must keep its text apart and inside the canvas.
 TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
   if (FindGnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
   std::vector<json> recs;
@@ -221,8 +221,14 @@ TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
         r["predicted_speedup"] = 0.35 + 0.1 * (d / 2) + 0.01 * k;
         r["speedup"] = 0.3 + 0.1 * (d / 2) + 0.01 * k;
         r["acceptance_at_pos_conditional"] = std::vector<double>(size_t(k), 0.5 + 0.05 * d);
+        r["input_length"] = 128, r["prompt_tokens"] = 128, r["mean_next_token_latency_s"] = 0.002 + 1e-4 * k;
         recs.push_back(r);
       }
+  for (const char* model : {"tinystories-260k", "tinystories-656k"})  // AR at three input lengths
+    for (int n : {32, 128, 512})
+      recs.push_back(json{{"key", fmt::format("{}ar{}", model, n)}, {"model", model}, {"decoder", "ar"}, {"k", 0},
+                          {"k_policy", "-"}, {"draft_quant", "-"}, {"kv_type", "f32"}, {"input_length", n},
+                          {"prompt_tokens", n}, {"mean_next_token_latency_s", 0.002 + 1e-6 * n}, {"busy", true}});
   PlotOptions o;
   o.out_dir = testing::TempDir() + "/overlap";
   o.subtitle = PlotSubtitle(json{{"cpu_model", "AMD EPYC 9R14 96-Core Processor"}}, recs);
@@ -247,7 +253,7 @@ TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
     }
     ++drawn;
   }
-  EXPECT_EQ(drawn, 5u);  // all but latency vs input length
+  EXPECT_EQ(drawn, 6u);
 }
 
 }  // namespace

@@ -81,12 +81,25 @@ std::string ShortDraft(const json& r) {
   return quant.empty() ? label : quant + " self-draft";
 }
 
+bool IsDraftField(const std::string& f) {
+  return f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram";
+}
+
 std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   std::string t;
   bool draft_said = false;
+  const bool ar = FieldText(r, "decoder") == "ar";
+  const bool draft_varies = std::any_of(fields.begin(), fields.end(), IsDraftField);
   for (auto& f : fields) {
-    if (f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram") {
-      if (!std::exchange(draft_said, true) && FieldText(r, "decoder") != "ar")
+    // AR drafts nothing: its K (0) is no value. A named draft already says "speculative".
+    if (ar && f == "k") continue;
+    if (f == "decoder" && (ar || !draft_varies)) {
+      t += (t.empty() ? "" : " ") + std::string(ar ? "AR" : FieldText(r, f));
+      continue;
+    }
+    if (f == "decoder") continue;
+    if (IsDraftField(f)) {
+      if (!std::exchange(draft_said, true) && !ar)
         t += (t.empty() ? "" : " ") + ShortDraft(r);
       continue;
     }
@@ -94,6 +107,7 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
     // Bare values read well for names; numeric knobs keep their field name.
     bool bare = f == "model" || f == "decoder" || f == "draft_base" || f == "target_quant";
     if (f == "target_quant") v = "target " + v;
+    if (f == "kv_type") v = "KV " + v, bare = true;
     // x is K: say what K is under the policy (KLabel).
     if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
     if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;

@@ -8,14 +8,15 @@ namespace specsweep {
 
 namespace {
 
-// Legend metrics of common.gp's key (font 9, spacing 1.1) as gnuplot lays it out,
-// measured on the SVGs it writes: a row is 14.9 px; a column is about 6.2 px a character
-// of the longest title plus 8 characters of sample and gaps, and the columns share the
-// width of the plot (the canvas less about 115 px of margins).
-constexpr int kRowPx = 15;
-constexpr double kCharPx = 6.2;
-constexpr size_t kSampleChars = 8;
-constexpr int kMarginsPx = 115;
+// Legend metrics of common.gp's key (font 9, spacing 1.1) as gnuplot lays it out in the
+// PNG (pngcairo; the SVG's estimate is smaller, so the PNG sets the rows), measured on
+// keys of titles of 20 to 70 characters: a row is 15.5 px, a column 8.2 px a character
+// of the longest title plus 47 px of sample and gaps, and the columns share the canvas
+// width less about 60 px.
+constexpr int kRowPx = 16;
+constexpr double kCharPx = 8.2;
+constexpr double kSamplePx = 47;
+constexpr int kMarginsPx = 60;
 // Rows the base canvas (650 px) holds below the plot without shrinking it.
 constexpr size_t kRowsBelow = 3;
 // The key beside the plot (predicted_vs_measured.gp: default font, spacing 1.2): 22.5 px
@@ -96,7 +97,7 @@ KeyText KeyTextOf(const std::vector<Series>& series, const std::string& marks, c
 }
 
 Canvas CanvasForKeyBelow(Canvas base, KeyText key) {
-  const double column_px = kCharPx * double(key.longest + kSampleChars);
+  const double column_px = kCharPx * double(key.longest) + kSamplePx;
   const size_t columns = std::max<size_t>(1, size_t(double(base.width - kMarginsPx) / column_px));
   const size_t rows = (key.entries + columns - 1) / columns;
   if (rows > kRowsBelow) base.height += int(rows - kRowsBelow) * kRowPx;
