@@ -305,29 +305,6 @@ static std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-std::string PlotSubtitle(const json& context, const std::vector<json>& records) {
-  std::set<std::string> models, isas, threads;
-  for (auto& r : records) {
-    models.insert(FieldText(r, "model"));
-    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
-    if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
-  }
-  std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};
-  const json* prompts = context.contains("prompts") ? &context["prompts"] : nullptr;
-  if (prompts && prompts->contains("file"))
-    parts.push_back("prompts " + fs::path((*prompts)["file"].value("path", "")).filename().string());
-  else if (prompts && prompts->contains("passages"))
-    parts.push_back("passages " + fs::path((*prompts)["passages"].value("path", "")).filename().string());
-  if (context.contains("cpu_model") && context["cpu_model"].is_string())
-    parts.push_back(context["cpu_model"].get<std::string>());
-  if (!isas.empty()) parts.push_back(fmt::format("kernels {}", fmt::join(isas, "/")));
-  if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
-  parts.push_back("error bars: 95% bootstrap CI");
-  std::string t = fmt::format("{}", fmt::join(parts, "; "));
-  std::erase(t, '\'');  // passed to gnuplot in single quotes
-  return t;
-}
-
 std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOptions& o) {
   std::string gnuplot = o.gnuplot.empty() ? FindGnuplot() : o.gnuplot;
   if (gnuplot.empty() || access(gnuplot.c_str(), X_OK) != 0)

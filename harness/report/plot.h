@@ -14,7 +14,7 @@ struct Series {
   std::string title;
   std::vector<std::pair<double, double>> xy;  // [n_points] (x, y), sorted by x
   std::vector<std::pair<double, double>> ci;  // [n_points] (low, high) of y, or empty
-  std::vector<std::string> labels;            // [n_points] point labels, or empty
+  std::vector<std::string> labels;            // [n_points] point labels (K: PointKeys), or empty
   std::vector<std::string> marks;             // [n_points] the tables' marks († ‡, PointMarks), or empty
 };
 
@@ -39,12 +39,8 @@ struct PlotOptions {
   std::string out_dir = "plots";
   std::string scripts_dir;  // "": <source tree>/plots
   std::string gnuplot;      // "": found in PATH
-  std::string subtitle;     // second title line (PlotSubtitle), "" for none
+  std::string subtitle;     // second title line (PlotSubtitle, plot_layout.h), "" for none
 };
-
-// "models A, B; prompts tinystories.txt; CPU; kernels avx512; 2 threads; error bars: 95%
-// bootstrap CI" from a results file's context and records.
-std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records);
 
 struct PlotOutput {
   std::string name;                 // "speedup_vs_k", ...

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
+
+#include <fmt/ranges.h>
+
+#include "harness/store/results.h"
 
 namespace specsweep {
 
@@ -45,6 +50,30 @@ bool NaturalLess(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records) {
+  std::set<std::string> models, isas, threads;
+  for (auto& r : records) {
+    models.insert(FieldText(r, "model"));
+    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
+    if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
+  }
+  std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};
+  const nlohmann::json* prompts = context.contains("prompts") ? &context["prompts"] : nullptr;
+  if (prompts && prompts->contains("file"))
+    parts.push_back("prompts " + std::filesystem::path((*prompts)["file"].value("path", "")).filename().string());
+  else if (prompts && prompts->contains("passages"))
+    parts.push_back("passages " + std::filesystem::path((*prompts)["passages"].value("path", "")).filename().string());
+  if (context.contains("cpu_model") && context["cpu_model"].is_string())
+    parts.push_back(context["cpu_model"].get<std::string>());
+  if (!isas.empty()) parts.push_back(fmt::format("kernels {}", fmt::join(isas, "/")));
+  if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
+  parts.push_back("error bars: 95% bootstrap CI");
+  std::string t = fmt::format("{}", fmt::join(parts, "; "));
+  std::erase(t, '\'');                 // passed to gnuplot in single quotes
+  std::replace(t.begin(), t.end(), '|', '/');  // "|" breaks lines there (common.gp)
+  return t;
+}
 
 std::string WrapParts(const std::string& text, size_t width) {
   std::string out, line;

@@ -1,14 +1,20 @@
 // Layout of the plots' text, decided before gnuplot runs so no text overlaps: the
-// subtitle wrapped to the plot's width, the canvas grown to hold the legend's rows, and
+// subtitle, wrapped to the plot's width, the canvas grown to hold the legend's rows, and
 // the point keys (K) that the predicted-vs-measured plot draws as marker shapes instead
 // of text beside each point (text beside near-coincident points overlaps).
 #pragma once
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/report/plot.h"
 
 namespace specsweep {
+
+// "models A, B; prompts tinystories.txt; CPU; kernels avx512; 2 threads; error bars: 95%
+// bootstrap CI" from a results file's context and records.
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records);
 
 // `text` split at "; " into lines of at most `width` characters (a part longer than that
 // gets a line of its own), joined with "\n".
