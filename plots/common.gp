@@ -1,6 +1,6 @@
 # Shared setup of the specsweep plots. Parameters (set with gnuplot -e):
 #   datafile  .dat written by `specsweep plot` (one index block per series, first line its
-#             title; columns x y y_low y_high "label")
+#             title; columns x y y_low y_high "label" "marks")
 #   outbase   output path without extension; <outbase>.png and <outbase>.svg are written
 #   plottitle title shown on top
 #   plotsubtitle second title line(s), "|" between lines: models, prompts, CPU, kernels, threads
@@ -49,8 +49,8 @@ shape(i) = 5 + 2 * ((i + i / 8) % 5)
 hollow(i) = shape(i) - 1
 # Points the tables mark (column 6: † busy host, ‡ 95% interval wider than ±15%) drawn
 # hollow, a white point over the filled one and the open shape in the series' colour,
-# and a key entry per mark (markkey) saying what hollow means. No mark is written beside the
-# points: text there overlaps the error bars and the marks of nearby points (the
+# and a key entry per mark (markkey) saying what hollow means. No mark is written beside
+# the points: text there overlaps the error bars and the marks of nearby points (the
 # tables and the .dat files keep each point's marks). Appended to a plot command as
 # `, @hollow_points` (`, @hollow_keys`: the key entries only).
 marked_y(c) = strlen(strcol(6)) > 0 ? column(c) : NaN
