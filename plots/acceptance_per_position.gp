@@ -5,7 +5,7 @@ set xlabel "draft position"
 set ylabel "conditional acceptance: P(accept i | i-1 accepted)"
 set yrange [0:1.05]
 do for [ext in "png svg"] {
-  if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
+  eval(terminal(ext))
   set output outbase.".".ext
   plot for [i=0:nseries-1] datafile index i using 1:2 with linespoints title columnheader(1) lw 2 lc rgb colour(i) dt dash(i) pt shape(i)
   set output

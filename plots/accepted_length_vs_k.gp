@@ -5,8 +5,8 @@ set xlabel "draft length K"
 set ylabel "mean accepted length tau (tokens per target call)"
 set yrange [1:*]
 do for [ext in "png svg"] {
-  if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
+  eval(terminal(ext))
   set output outbase.".".ext
-  plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines title columnheader(1) lw 2 lc rgb colour(i) dt dash(i) pt shape(i)
+  plot for [i=0:nseries-1] datafile index i using @curve title columnheader(1) lw 2 lc rgb colour(i) dt dash(i) pt shape(i)
   set output
 }

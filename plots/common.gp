@@ -1,21 +1,41 @@
 # Shared setup of the specsweep plots. Parameters (set with gnuplot -e):
 #   datafile  .dat written by `specsweep plot` (one index block per series, first line its
-#             title; columns x y y_low y_high "label")
+#             title; columns x y y_low y_high "label" "marks")
 #   outbase   output path without extension; <outbase>.png and <outbase>.svg are written
 #   plottitle title shown on top
-#   plotsubtitle second, smaller title line: models, prompts, CPU, kernels, threads
+#   plotsubtitle second title line(s), "|" between lines: models, prompts, CPU, kernels, threads
 #   xticvals  comma-separated measured x values to put ticks at ("" = automatic)
-#   markkey   key entry explaining hollow points ("" = none is marked)
+#   markkey   key entries explaining hollow points, "|" between them ("" = none is marked)
+#   canvas    "width,height" of the image in pixels (grown by `specsweep plot` to hold the legend)
+#   pointkeys the points' labels ("k=2|k=4"), drawn as marker shapes with a key entry each
+#   errorbars 1 when the data holds intervals (columns 3 and 4), else 0
 if (!exists("datafile")) datafile = "data.dat"
 if (!exists("outbase")) outbase = "plot"
 if (!exists("plottitle")) plottitle = ""
 if (!exists("plotsubtitle")) plotsubtitle = ""
 if (!exists("xticvals")) xticvals = ""
 if (!exists("markkey")) markkey = ""
+if (!exists("canvas")) canvas = "1100,650"
+if (!exists("pointkeys")) pointkeys = ""
+if (!exists("errorbars")) errorbars = 1
+# A curve with its error bars when the data holds intervals, else a plain line, so the
+# key shows no error bar that the plot does not draw. Used as `using @curve`.
+curve = errorbars ? "1:2:3:4 with yerrorlines" : "1:2 with linespoints"
 stats datafile using 1 nooutput
 nseries = STATS_blocks
-set title plottitle.(strlen(plotsubtitle) > 0 ? "\n".plotsubtitle : "") noenhanced
-set key outside below center horizontal maxrows 4 noenhanced spacing 1.1 font ",9"
+# Lists in one string, "|" between items (one -e argument holds no newline): the
+# subtitle's lines, the marks' key entries, the point keys. items(s) counts them, item(s,
+# j) is the j-th (1-based), lines(s) puts them on lines of their own.
+items(s) = strlen(s) == 0 ? 0 : 1 + (strstrt(s, "|") ? items(s[strstrt(s, "|") + 1:]) : 0)
+item(s, j) = j <= 1 ? (strstrt(s, "|") ? s[1:strstrt(s, "|") - 1] : s) : item(s[strstrt(s, "|") + 1:], j - 1)
+lines(s) = strstrt(s, "|") ? s[1:strstrt(s, "|") - 1]."\n".lines(s[strstrt(s, "|") + 1:]) : s
+set title plottitle.(strlen(plotsubtitle) > 0 ? "\n".lines(plotsubtitle) : "") noenhanced
+# The legend below the plot, as many columns as the width holds; its empty title is a
+# line of space so it never touches the x label.
+set key outside below center horizontal noenhanced spacing 1.1 font ",9" title " "
+# Measured x values at the ends, and the top of an autoscaled y range, sit inside the
+# frame, their error bars visible.
+set offsets graph 0.04, graph 0.04, graph 0.03, 0
 set grid lc rgb "#dddddd"
 set border lc rgb "#555555"
 set pointsize 1.2
@@ -29,13 +49,18 @@ shape(i) = 5 + 2 * ((i + i / 8) % 5)
 hollow(i) = shape(i) - 1
 # Points the tables mark (column 6: † busy host, ‡ 95% interval wider than ±15%) drawn
 # hollow, a white point over the filled one and the open shape in the series' colour,
-# with the marks beside them, and one key entry (markkey) saying so. Appended to a plot
-# command as `, @hollow_points`.
+# and a key entry per mark (markkey) saying what hollow means. No mark is written beside
+# the points: text there overlaps the error bars and the marks of nearby points (the
+# tables and the .dat files keep each point's marks). Appended to a plot command as
+# `, @hollow_points` (`, @hollow_keys`: the key entries only).
 marked_y(c) = strlen(strcol(6)) > 0 ? column(c) : NaN
+hollow_keys = "for [j=1:items(markkey)] keyentry with points pt 6 lc rgb '#444444' title item(markkey, j)"
 hollow_points = "for [i=0:nseries-1] datafile index i using 1:(marked_y(2)) with points pt shape(i) lc rgb 'white' notitle, "\
   ."for [i=0:nseries-1] datafile index i using 1:(marked_y(2)) with points pt hollow(i) lc rgb colour(i) notitle, "\
-  ."for [i=0:nseries-1] datafile index i using 1:2:6 with labels offset -1.3,0.9 font ',10' tc rgb colour(i) notitle, "\
-  ."keyentry with points pt 6 lc rgb '#444444' title markkey"
+  .hollow_keys
 if (strlen(xticvals) > 0) { eval("set xtics (".xticvals.")") }
-# The PNG terminal: pngcairo when built in, else the libgd png one.
+# The PNG terminal: pngcairo when built in, else the libgd png one. terminal(ext) is the
+# command that opens the image of type ext ("png" or "svg") at the canvas size.
 png_term = (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) ? "pngcairo" : "png"
+terminal(ext) = ext eq "png" ? "set terminal ".png_term." size ".canvas." noenhanced" \
+                             : "set terminal svg size ".canvas." dynamic noenhanced"

@@ -4,7 +4,7 @@ set xlabel "prompt length (tokens)"
 set ylabel "next-token latency (ms)"
 set yrange [0:*]
 do for [ext in "png svg"] {
-  if (ext eq "png") { eval("set terminal ".png_term." size 1100,650 noenhanced") } else { set terminal svg size 1100,650 dynamic noenhanced }
+  eval(terminal(ext))
   set output outbase.".".ext
   plot for [i=0:nseries-1] datafile index i using 1:2 with linespoints title columnheader(1) lw 2 lc rgb colour(i) dt dash(i) pt shape(i), \
        @hollow_points

@@ -2,10 +2,13 @@
 // sees must say what was measured: intervals, flags, units, no number for a suspect cell.
 #include <cmath>
 #include <filesystem>
+#include <regex>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "harness/report/plot.h"
+#include "harness/report/plot_layout.h"
 #include "harness/report/statistics.h"
 #include "harness/report/table.h"
 #include "harness/report/table_cells.h"
@@ -121,7 +124,7 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   EXPECT_EQ(s[0].marks[0], "†");
   EXPECT_EQ(s[0].marks[1], "†‡");
   EXPECT_EQ(s[0].marks[2], "");
-  EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured, ‡ 95% CI wider than ±15%");
+  EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%");
   EXPECT_NE(DatText("t", s).find("\n4 1.3 1.2 1.4000000000000001 \"\" \"†‡\"\n"), std::string::npos) << DatText("t", s);
   EXPECT_EQ(MarksKey(PredictedVsMeasured(recs)), "");  // no predicted_speedup: no points
   recs[0]["predicted_speedup"] = 1.1;
@@ -147,6 +150,110 @@ TEST(Plot, NoInputLengthPlotWithoutThatAxis) {
   o.out_dir = testing::TempDir();
   for (auto& p : MakePlots(recs, o))
     if (p.name == "latency_vs_input_length") EXPECT_EQ(p.skipped, "the experiment has no input_length axis");
+}
+
+TEST(Plot, SubtitleWrapsAtPartsAndPointKeysInKOrder) {
+  EXPECT_EQ(WrapParts("aaa; bbb; cc", 8), "aaa; bbb\ncc");
+  EXPECT_EQ(WrapParts("a-very-long-part; b", 4), "a-very-long-part\nb");
+  EXPECT_EQ(WrapParts("short", 80), "short");
+  Series a, b;
+  a.labels = {"k=12", "k=2", ""};
+  b.labels = {"k=4", "k=2", "k<=8 adaptive"};
+  EXPECT_EQ(PointKeys({a, b}), (std::vector<std::string>{"k<=8 adaptive", "k=2", "k=4", "k=12"}));
+  // The legend's entries and longest title in characters (not bytes: † is three).
+  a.title = "q4_0 self-draft", b.title = "early exit L=1";
+  const KeyText key = KeyTextOf({a, b}, "hollow: † host busy|hollow: ‡ wide", PointKeys({a, b}), 1);
+  EXPECT_EQ(key.entries, 2u + 2u + 4u + 1u);
+  EXPECT_EQ(key.longest, 19u);
+  // More legend rows than the base canvas holds make it taller, so the plot keeps its height.
+  EXPECT_EQ(CanvasForKeyBelow({1100, 650}, key).height, 650);
+  EXPECT_GT(CanvasForKeyBelow({1100, 650}, KeyText{40, 60}).height, 650);
+  EXPECT_TRUE(KeyFitsRight({1100, 700}, key));
+  EXPECT_FALSE(KeyFitsRight({1100, 700}, KeyText{50, 30}));  // too many lines
+  EXPECT_FALSE(KeyFitsRight({1100, 700}, KeyText{5, 80}));   // too wide
+  EXPECT_GT(CanvasForKeyRight({1100, 700}, KeyText{30, 30}).height, 700);
+}
+
+// A text of an SVG gnuplot wrote, with a box estimated from its font size (Arial: a
+// character about half the size wide, 0.75 above the baseline and 0.2 below).
+struct TextBox {
+  std::string text;
+  double x0, y0, x1, y1;
+};
+
+std::vector<TextBox> SvgTexts(const std::string& svg) {
+  static const std::regex re(
+      R"re(<g transform="translate\(([-\d.]+),([-\d.]+)\)( rotate\((\d+)\))?"[^>]*font-size="([\d.]+)"[^>]*text-anchor="(\w+)">\s*<text>([^<]*)</text>)re");
+  std::vector<TextBox> out;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), re), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    std::string text = m[7];
+    size_t chars = 0;
+    for (unsigned char c : text) chars += (c & 0xC0) != 0x80;  // UTF-8 code points
+    if (text.find_first_not_of(' ') == std::string::npos) continue;
+    const double x = std::stod(m[1]), y = std::stod(m[2]), size = std::stod(m[5]);
+    const double len = 0.5 * size * double(chars);
+    const double start = m[6] == "end" ? -len : m[6] == "middle" ? -len / 2 : 0;
+    if (m[4].matched)  // rotated 270: the text runs upwards from (x, y)
+      out.push_back({text, x - 0.75 * size, y - start - len, x + 0.2 * size, y - start});
+    else
+      out.push_back({text, x + start, y - 0.75 * size, x + start + len, y + 0.2 * size});
+  }
+  return out;
+}
+
+// Records of two models x four drafts x eight K with long legend names and a point of
+// two drafts at the same place in predicted vs measured, and AR at three input lengths,
+// all busy: each plot of them must keep its text apart and inside the canvas.
+TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
+  if (FindGnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
+  std::vector<json> recs;
+  const char* drafts[] = {"q4_0", "q8_0", "layers=1", "tinystories-656k+q8_0"};
+  for (const char* model : {"tinystories-260k", "tinystories-656k"})
+    for (int d = 0; d < 4; ++d)
+      for (int k : {1, 2, 3, 4, 6, 8, 12, 16}) {
+        json r = Spec(drafts[d], k, 0.3 + 0.1 * d + 0.01 * k);
+        r["model"] = model, r["draft_base"] = d == 3 ? "tinystories-656k" : "self";
+        r["key"] = fmt::format("{}{}{}", model, d, k);
+        r["busy"] = true;
+        r["alpha"] = 0.5 + 0.1 * d;
+        // Drafts 0 and 1 predict and measure the same at every K: coinciding points.
+        r["predicted_speedup"] = 0.35 + 0.1 * (d / 2) + 0.01 * k;
+        r["speedup"] = 0.3 + 0.1 * (d / 2) + 0.01 * k;
+        r["acceptance_at_pos_conditional"] = std::vector<double>(size_t(k), 0.5 + 0.05 * d);
+        r["input_length"] = 128, r["prompt_tokens"] = 128, r["mean_next_token_latency_s"] = 0.002 + 1e-4 * k;
+        recs.push_back(r);
+      }
+  for (const char* model : {"tinystories-260k", "tinystories-656k"})  // AR at three input lengths
+    for (int n : {32, 128, 512})
+      recs.push_back(json{{"key", fmt::format("{}ar{}", model, n)}, {"model", model}, {"decoder", "ar"}, {"k", 0},
+                          {"k_policy", "-"}, {"draft_quant", "-"}, {"kv_type", "f32"}, {"input_length", n},
+                          {"prompt_tokens", n}, {"mean_next_token_latency_s", 0.002 + 1e-6 * n}, {"busy", true}});
+  PlotOptions o;
+  o.out_dir = testing::TempDir() + "/overlap";
+  o.subtitle = PlotSubtitle(json{{"cpu_model", "AMD EPYC 9R14 96-Core Processor"}}, recs);
+  size_t drawn = 0;
+  for (auto& p : MakePlots(recs, o)) {
+    if (!p.skipped.empty()) continue;
+    const std::string svg = testing::ReadFile(p.images.at(1));
+    std::smatch size;
+    ASSERT_TRUE(std::regex_search(svg, size, std::regex(R"re(viewBox="0 0 (\d+) (\d+)")re"))) << p.name;
+    const double width = std::stod(size[1]), height = std::stod(size[2]);
+    const std::vector<TextBox> texts = SvgTexts(svg);
+    ASSERT_GT(texts.size(), 10u) << p.name;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const TextBox& a = texts[i];
+      EXPECT_TRUE(a.x0 >= 0 && a.x1 <= width && a.y0 >= 0 && a.y1 <= height) << p.name << ": '" << a.text << "' leaves the canvas";
+      for (size_t j = i + 1; j < texts.size(); ++j) {
+        const TextBox& b = texts[j];
+        const double gap = 1.0;  // px: touching text reads as one
+        const bool apart = a.x1 + gap <= b.x0 || b.x1 + gap <= a.x0 || a.y1 + gap <= b.y0 || b.y1 + gap <= a.y0;
+        EXPECT_TRUE(apart) << p.name << ": '" << a.text << "' overlaps '" << b.text << "'";
+      }
+    }
+    ++drawn;
+  }
+  EXPECT_EQ(drawn, 6u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "harness/report/load.h"
 #include "harness/cli/commands.h"
 #include "harness/report/plot.h"
+#include "harness/report/plot_layout.h"
 #include "harness/store/results.h"
 #include "base/error.h"
 

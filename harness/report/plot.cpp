@@ -17,6 +17,7 @@
 
 #include "decoders/draft_spec.h"
 #include "harness/report/aggregate.h"
+#include "harness/report/plot_layout.h"
 #include "harness/report/table_cells.h"
 #include "harness/store/results.h"
 #include "base/build_info.h"
@@ -80,12 +81,25 @@ std::string ShortDraft(const json& r) {
   return quant.empty() ? label : quant + " self-draft";
 }
 
+bool IsDraftField(const std::string& f) {
+  return f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram";
+}
+
 std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
   std::string t;
   bool draft_said = false;
+  const bool ar = FieldText(r, "decoder") == "ar";
+  const bool draft_varies = std::any_of(fields.begin(), fields.end(), IsDraftField);
   for (auto& f : fields) {
-    if (f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram") {
-      if (!std::exchange(draft_said, true) && FieldText(r, "decoder") != "ar")
+    // AR drafts nothing: its K (0) is no value. A named draft already says "speculative".
+    if (ar && f == "k") continue;
+    if (f == "decoder" && (ar || !draft_varies)) {
+      t += (t.empty() ? "" : " ") + std::string(ar ? "AR" : FieldText(r, f));
+      continue;
+    }
+    if (f == "decoder") continue;
+    if (IsDraftField(f)) {
+      if (!std::exchange(draft_said, true) && !ar)
         t += (t.empty() ? "" : " ") + ShortDraft(r);
       continue;
     }
@@ -93,6 +107,7 @@ std::string SeriesTitle(const json& r, const std::vector<std::string>& fields) {
     // Bare values read well for names; numeric knobs keep their field name.
     bool bare = f == "model" || f == "decoder" || f == "draft_base" || f == "target_quant";
     if (f == "target_quant") v = "target " + v;
+    if (f == "kv_type") v = "KV " + v, bare = true;
     // x is K: say what K is under the policy (KLabel).
     if (f == "k_policy" && (v == "threshold" || v == "adaptive")) v += " (K = bound)", bare = true;
     if (f == "k_policy" && v == "heuristic") v += " (K = start)", bare = true;
@@ -235,7 +250,7 @@ std::vector<Series> PredictedVsMeasured(const std::vector<json>& recs) {
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const json& r) {
     if (Suspect(r)) return Pt{};
-    std::string label = KLabelOf(r);  // the draft is the series (legend, colour, marker)
+    std::string label = KLabelOf(r);  // K: the marker shape (PointKeys); the draft is the series' colour
     return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
               FieldNumber(r, "speedup_ci_high"), label, PointMarks(r)};
   });
@@ -266,9 +281,9 @@ std::string MarksKey(const std::vector<Series>& series) {
   for (auto& se : series)
     for (auto& m : se.marks) busy |= m.find("†") != std::string::npos, wide |= m.find("‡") != std::string::npos;
   std::vector<std::string> says;
-  if (busy) says.push_back("† host busy while measured");
-  if (wide) says.push_back(fmt::format("‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
-  return says.empty() ? "" : fmt::format("hollow: {}", fmt::join(says, ", "));
+  if (busy) says.push_back("hollow: † host busy while measured");
+  if (wide) says.push_back(fmt::format("hollow: ‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
+  return fmt::format("{}", fmt::join(says, "|"));
 }
 
 std::string FindGnuplot() {
@@ -290,29 +305,6 @@ static std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-std::string PlotSubtitle(const json& context, const std::vector<json>& records) {
-  std::set<std::string> models, isas, threads;
-  for (auto& r : records) {
-    models.insert(FieldText(r, "model"));
-    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
-    if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
-  }
-  std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};
-  const json* prompts = context.contains("prompts") ? &context["prompts"] : nullptr;
-  if (prompts && prompts->contains("file"))
-    parts.push_back("prompts " + fs::path((*prompts)["file"].value("path", "")).filename().string());
-  else if (prompts && prompts->contains("passages"))
-    parts.push_back("passages " + fs::path((*prompts)["passages"].value("path", "")).filename().string());
-  if (context.contains("cpu_model") && context["cpu_model"].is_string())
-    parts.push_back(context["cpu_model"].get<std::string>());
-  if (!isas.empty()) parts.push_back(fmt::format("kernels {}", fmt::join(isas, "/")));
-  if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
-  parts.push_back("error bars: 95% bootstrap CI");
-  std::string t = fmt::format("{}", fmt::join(parts, "; "));
-  std::erase(t, '\'');  // passed to gnuplot in single quotes
-  return t;
-}
-
 std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOptions& o) {
   std::string gnuplot = o.gnuplot.empty() ? FindGnuplot() : o.gnuplot;
   if (gnuplot.empty() || access(gnuplot.c_str(), X_OK) != 0)
@@ -321,18 +313,27 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
   std::string scripts = o.scripts_dir.empty() ? std::string(SourceDir()) + "/plots" : o.scripts_dir;
   fs::create_directories(o.out_dir);
 
+  // The legend below the plot (the width kept for the curves) or, for the square
+  // predicted-vs-measured plot, beside it when it fits there; `extra` key entries besides
+  // the series, the point keys and the hollow marks (a reference line); subtitle lines of
+  // at most `wrap` characters.
   struct Spec {
     const char* name;
     const char* title;
     std::vector<Series> (*data)(const std::vector<json>&);
+    bool key_right = false;
+    int extra = 0;
+    Canvas canvas{};
+    size_t wrap = 150;
   };
   const Spec specs[] = {
-      {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK},
+      {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK, false, 1},
       {"acceptance_vs_k", "Per-token acceptance alpha vs draft length K", AcceptanceVsK},
       {"accepted_length_vs_k", "Mean accepted length tau vs draft length K", AcceptedLengthVsK},
       {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength},
       {"acceptance_per_position", "Conditional acceptance per draft position", AcceptancePerPosition},
-      {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured},
+      {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured, true, 1,
+       Canvas{1100, 700}, 80},
   };
   std::vector<PlotOutput> out;
   for (auto& s : specs) {
@@ -367,13 +368,24 @@ std::vector<PlotOutput> MakePlots(const std::vector<json>& records, const PlotOp
     if (!fs::exists(script)) Fail("plot: {}: script not found", script);
     // The subtitle names the error bars only on a plot that has them.
     std::string subtitle = o.subtitle;
-    if (std::none_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); }))
+    const bool errorbars = std::any_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); });
+    if (!errorbars)
       if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos) subtitle.resize(at);
+    subtitle = WrapParts(subtitle, s.wrap);
+    std::replace(subtitle.begin(), subtitle.end(), '\n', '|');  // common.gp breaks the lines there
+    const std::string marks = MarksKey(series);
+    const std::vector<std::string> keys = PointKeys(series);
+    const KeyText key = KeyTextOf(series, marks, keys, s.extra);
+    const bool right = s.key_right && KeyFitsRight(s.canvas, key);
+    const Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
     std::string err = base + ".gnuplot.log";
-    std::string cmd = Quote(gnuplot) + " -e " +
-                      Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; markkey='{}'",
-                                          p.dat, base, s.title, subtitle, xtics, MarksKey(series))) + " " +
-                      Quote(script) + " >" + Quote(err) + " 2>&1";
+    std::string cmd =
+        Quote(gnuplot) + " -e " +
+        Quote(fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; markkey='{}'; "
+                          "canvas='{},{}'; pointkeys='{}'; errorbars={:d}; keyside='{}'",
+                          p.dat, base, s.title, subtitle, xtics, marks, canvas.width, canvas.height,
+                          fmt::join(keys, "|"), errorbars, right ? "right" : "below")) +
+        " " + Quote(script) + " >" + Quote(err) + " 2>&1";
     int status = std::system(cmd.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::ifstream f(err);

@@ -14,7 +14,7 @@ struct Series {
   std::string title;
   std::vector<std::pair<double, double>> xy;  // [n_points] (x, y), sorted by x
   std::vector<std::pair<double, double>> ci;  // [n_points] (low, high) of y, or empty
-  std::vector<std::string> labels;            // [n_points] point labels, or empty
+  std::vector<std::string> labels;            // [n_points] point labels (K: PointKeys), or empty
   std::vector<std::string> marks;             // [n_points] the tables' marks († ‡, PointMarks), or empty
 };
 
@@ -30,20 +30,17 @@ std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& recor
 // "x y low high \"label\" \"marks\"" lines (low/high = y without an interval), series
 // separated by two blank lines (addressed with `index i`).
 std::string DatText(const std::string& title, const std::vector<Series>& series);
-// The key entry explaining the hollow points of a plot ("hollow: † host busy while
-// measured, ‡ 95% CI wider than ±15%", naming the marks present), "" when none is marked.
+// The key entries explaining the hollow points of a plot, one per mark present, "|"
+// between them ("hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%"),
+// "" when none is marked.
 std::string MarksKey(const std::vector<Series>& series);
 
 struct PlotOptions {
   std::string out_dir = "plots";
   std::string scripts_dir;  // "": <source tree>/plots
   std::string gnuplot;      // "": found in PATH
-  std::string subtitle;     // second title line (PlotSubtitle), "" for none
+  std::string subtitle;     // second title line (PlotSubtitle, plot_layout.h), "" for none
 };
-
-// "models A, B; prompts tinystories.txt; CPU; kernels avx512; 2 threads; error bars: 95%
-// bootstrap CI" from a results file's context and records.
-std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records);
 
 struct PlotOutput {
   std::string name;                 // "speedup_vs_k", ...

@@ -1,0 +1,145 @@
+#include "harness/report/plot_layout.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "harness/store/results.h"
+
+namespace specsweep {
+
+namespace {
+
+// Legend metrics of common.gp's key (font 9, spacing 1.1) as gnuplot lays it out in the
+// PNG (pngcairo; the SVG's estimate is smaller, so the PNG sets the rows), measured on
+// keys of titles of 20 to 70 characters: a row is 15.5 px, a column 8.2 px a character
+// of the longest title plus 47 px of sample and gaps, and the columns share the canvas
+// width less about 60 px.
+constexpr int kRowPx = 16;
+constexpr double kCharPx = 8.2;
+constexpr double kSamplePx = 47;
+constexpr int kMarginsPx = 60;
+// Rows the base canvas (650 px) holds below the plot without shrinking it.
+constexpr size_t kRowsBelow = 3;
+// The key beside the plot (predicted_vs_measured.gp: default font, spacing 1.2): 22.5 px
+// a line, and about 100 px of the canvas height above and below it.
+constexpr int kRightRowPx = 23;
+constexpr int kSpareRight = 100;
+
+// Numbers inside labels compared by value: "k=2" < "k=12".
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      if (na.size() != nb.size()) return na.size() < nb.size();  // no leading zeros in K
+      if (na != nb) return na < nb;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records) {
+  std::set<std::string> models, isas, threads;
+  for (auto& r : records) {
+    models.insert(FieldText(r, "model"));
+    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
+    if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
+  }
+  std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};
+  const nlohmann::json* prompts = context.contains("prompts") ? &context["prompts"] : nullptr;
+  if (prompts && prompts->contains("file"))
+    parts.push_back("prompts " + std::filesystem::path((*prompts)["file"].value("path", "")).filename().string());
+  else if (prompts && prompts->contains("passages"))
+    parts.push_back("passages " + std::filesystem::path((*prompts)["passages"].value("path", "")).filename().string());
+  if (context.contains("cpu_model") && context["cpu_model"].is_string())
+    parts.push_back(context["cpu_model"].get<std::string>());
+  if (!isas.empty()) parts.push_back(fmt::format("kernels {}", fmt::join(isas, "/")));
+  if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
+  parts.push_back("error bars: 95% bootstrap CI");
+  std::string t = fmt::format("{}", fmt::join(parts, "; "));
+  std::erase(t, '\'');                 // passed to gnuplot in single quotes
+  std::replace(t.begin(), t.end(), '|', '/');  // "|" breaks lines there (common.gp)
+  return t;
+}
+
+std::string WrapParts(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find("; ", at);
+    const bool last = end == std::string::npos;
+    const std::string part = text.substr(at, last ? std::string::npos : end - at);
+    const std::string joined = line.empty() ? part : line + "; " + part;
+    if (!line.empty() && joined.size() > width) {
+      out += (out.empty() ? "" : "\n") + line;
+      line = part;
+    } else {
+      line = joined;
+    }
+    if (last) break;
+    at = end + 2;
+  }
+  if (!line.empty()) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+std::vector<std::string> PointKeys(const std::vector<Series>& series) {
+  std::set<std::string> seen;
+  for (auto& s : series)
+    for (auto& l : s.labels)
+      if (!l.empty()) seen.insert(l);
+  std::vector<std::string> keys(seen.begin(), seen.end());
+  std::sort(keys.begin(), keys.end(), NaturalLess);
+  return keys;
+}
+
+KeyText KeyTextOf(const std::vector<Series>& series, const std::string& marks, const std::vector<std::string>& keys,
+                  int extra) {
+  KeyText k;
+  auto add = [&k](const std::string& title) {
+    size_t chars = 0;
+    for (unsigned char c : title) chars += (c & 0xC0) != 0x80;  // UTF-8 code points († ‡ ±)
+    k.entries += 1, k.longest = std::max(k.longest, chars);
+  };
+  for (auto& s : series) add(s.title);
+  for (auto& key : keys) add(key);
+  for (size_t at = 0; !marks.empty() && at <= marks.size();) {
+    const size_t end = std::min(marks.find('|', at), marks.size());
+    add(marks.substr(at, end - at));
+    at = end + 1;
+  }
+  k.entries += size_t(std::max(extra, 0));
+  return k;
+}
+
+Canvas CanvasForKeyBelow(Canvas base, KeyText key) {
+  const double column_px = kCharPx * double(key.longest) + kSamplePx;
+  const size_t columns = std::max<size_t>(1, size_t(double(base.width - kMarginsPx) / column_px));
+  const size_t rows = (key.entries + columns - 1) / columns;
+  if (rows > kRowsBelow) base.height += int(rows - kRowsBelow) * kRowPx;
+  return base;
+}
+
+Canvas CanvasForKeyRight(Canvas base, KeyText key) {
+  base.height = std::max(base.height, int(key.entries) * kRightRowPx + kSpareRight);
+  return base;
+}
+
+bool KeyFitsRight(Canvas base, KeyText key) {
+  return key.longest <= 45 && CanvasForKeyRight(base, key).height <= base.height * 3 / 2;
+}
+
+}  // namespace specsweep
