@@ -257,7 +257,8 @@ int VerifyBatchMax(const Group& g) {
   return std::min(n, 17);
 }
 
-// Element-wise median over prompts of per-prompt medians.
+// Element-wise median over prompts of per-prompt medians (an even count: the mean of the
+// middle two; the upper one alone made every cost of a 2-prompt group the larger).
 std::vector<double> MedianOver(const std::vector<std::vector<double>>& v) {
   if (v.empty()) return {};
   std::vector<double> out;
@@ -266,7 +267,8 @@ std::vector<double> MedianOver(const std::vector<std::vector<double>>& v) {
     for (auto& row : v)
       if (j < row.size()) col.push_back(row[j]);
     std::sort(col.begin(), col.end());
-    out.push_back(col[col.size() / 2]);
+    const size_t m = col.size() / 2;
+    out.push_back(col.size() % 2 ? col[m] : (col[m - 1] + col[m]) / 2);
   }
   return out;
 }
@@ -302,13 +304,17 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
       at("warm-up", 0, *g.points[j]);
       decoders[j]->Generate(prompts[0]);
     }
-  at("cost model", 0, base);
 
-  // Cost model: the target's batches through the baseline, each draft through its point.
+  // Cost model: the target's batches through the baseline, each draft through its point,
+  // on each prompt at the start of its round of the first repetition, so that the call
+  // times and the generations they predict share the host's minutes. (Timed once before
+  // all rounds, T(1) came out 9% and 20% above the baseline's own calls in the rounds
+  // at 7B and 1.1B: issue #31, docs/reproducing.md.)
   const int ctx = cache.Base(base.model).model->config.max_seq_len;
   std::vector<std::vector<double>> target;
   std::vector<std::vector<std::vector<double>>> draft(n), draft_tree(n);
-  for (auto& ids : prompts) {
+  auto measure_costs = [&](const std::vector<int>& ids) {
+    at("cost model", 0, base);
     const int n_max = std::min(VerifyBatchMax(g), ctx - int(ids.size()));
     target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps).target_s);
     for (int i = 1; i < n; ++i) {
@@ -316,8 +322,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
       draft[i].push_back(std::move(c.draft_s));
       draft_tree[i].push_back(std::move(c.draft_tree_s));
     }
-  }
-  const std::vector<double> target_s = MedianOver(target);
+  };
 
   // Rounds: every point once per (repetition, prompt), in rotated order. A question's
   // later turns (turns: all) follow each decoder's own answers.
@@ -331,6 +336,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   for (int rep = 0; rep < e.repetitions; ++rep)
     for (int i = 0; i < n_prompts; ++i) {
       const int round = rep * n_prompts + i;
+      if (rep == 0) measure_costs(prompts[i]);
       const std::vector<int> order = RoundOrder(n, round);
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
@@ -344,6 +350,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
       ++rounds_done;
     }
   const HostLoad host = HostLoadBetween(before, SampleHost());
+  const std::vector<double> target_s = MedianOver(target);
   for (int j = 0; j < n; ++j) {
     const Point& p = *g.points[j];
     records[j].target_types = MatrixTypeCounts(*cache.Target(p.model, p.target_quant).model);

@@ -68,9 +68,10 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
 // decoder options, draft model. Error names the experiment file and the point.
 void Preflight(const Experiment& e, const Group& g, ModelCache& cache);
 
-// Measures a group: builds its decoders, runs the warm-up, the cost model on every
-// prompt, then repetitions x prompts rounds, each running every point once in rotated
-// order. `records` (from DescribeGroup) get their runs, costs and host load.
+// Measures a group: builds its decoders, runs the warm-up, then repetitions x prompts
+// rounds, each running every point once in rotated order (a round of the first
+// repetition starts with the cost model's calls on its prompt). `records` (from
+// DescribeGroup) get their runs, costs and host load.
 // `progress` (may be null) hears where the loop is; `stop` (may be null) is checked
 // between generations: once set, MeasureGroup throws Interrupted, keeping nothing of
 // the group (its records are stored whole or not at all).

@@ -181,6 +181,30 @@ VerifyCost VerifyCostOf(const GenerationStats& pooled, const std::vector<double>
   return v;
 }
 
+// Steps fully accepted (a = k > 0) and followed by a step that drafts: the next step's
+// first draft call then feeds two tokens (the last draft token and the bonus), T_d(2).
+// NaN when the runs carry no per-step acceptance (records before #31).
+double CatchUpsAfterFullSteps(const RawRecord& r) {
+  double n = 0;
+  for (const RawRun& run : r.runs) {
+    const std::vector<int>&k = run.stats.k_per_step, &a = run.stats.accepted_per_step;
+    if (a.size() != k.size()) return NAN;
+    for (size_t i = 0; i + 1 < k.size(); ++i) n += a[i] == k[i] && k[i] > 0 && k[i + 1] > 0;
+  }
+  return n;
+}
+
+// Tokens an autoregressive record's decode yields per target call in it: its prefill
+// yields the first token, so a generation of G tokens makes G - 1 decode calls.
+double TokensPerDecodeCall(const RawRecord& ar) {
+  double tokens = 0, calls = 0;
+  for (const RawRun& run : ar.runs) {
+    tokens += run.stats.generated_tokens;
+    calls += std::max(0, run.stats.target_calls - 1);
+  }
+  return calls > 0 ? tokens / calls : 1.0;
+}
+
 }  // namespace
 
 json Aggregate(const RawRecord& r, const RawRecord* baseline) {
@@ -317,19 +341,24 @@ json Aggregate(const RawRecord& r, const RawRecord* baseline) {
     draft_step = std::isfinite(td1) ? TreeDraftTime(pooled, r.costs) / steps : pooled.draft_s / steps;
   } else if (std::isfinite(td1)) {
     // Every draft call costs T_d(1), the first one of a step after a fully accepted step
-    // T_d(2) (it also feeds the last draft token); only known for constant K.
-    const bool constant_k = FieldText(r.params, "k_policy") == "constant";
+    // T_d(2) (it also feeds the last draft token): counted from the per-step traces, so
+    // for any K policy (records without them: constant K only, from the positions).
+    double catch_ups = CatchUpsAfterFullSteps(r);
     const size_t kk = size_t(std::max(0, int(FieldNumber(r.params, "k"))));
-    const double p_full = constant_k && kk > 0 && kk <= pooled.accepted_at_pos.size()
-                              ? double(pooled.accepted_at_pos[kk - 1]) / steps
-                              : 0.0;
-    draft_step = double(pooled.draft_calls) / steps * td1 + p_full * (td2 - td1);
+    if (!std::isfinite(catch_ups))
+      catch_ups = FieldText(r.params, "k_policy") == "constant" && kk > 0 && kk <= pooled.accepted_at_pos.size()
+                      ? double(pooled.accepted_at_pos[kk - 1])
+                      : 0.0;
+    draft_step = (double(pooled.draft_calls) * td1 + catch_ups * (td2 - td1)) / steps;
   } else if (steps > 0) {
     draft_step = pooled.draft_s / steps;  // a drafter without a model (measured in the loop)
   }
   const double cost_ratio = td1 / t1;
   out["cost_ratio"] = NumOrNull(cost_ratio);
-  out["predicted_speedup"] = NumOrNull(e_tokens * t1 / (draft_step + vc.mean_verify_s));
+  // The baseline's decode as measured: its prefill yields the first token, so G tokens
+  // cost G - 1 calls of T(1) (3% of the baseline's time at 32 new tokens).
+  const double ar_tokens_per_call = baseline ? TokensPerDecodeCall(*baseline) : 1.0;
+  out["predicted_speedup"] = NumOrNull(e_tokens * t1 / ar_tokens_per_call / (draft_step + vc.mean_verify_s));
   out["predicted_speedup_leviathan"] =
       NumOrNull(std::isfinite(cost_ratio) ? PredictedSpeedup(EstimateAlpha(pooled), MeanK(pooled), cost_ratio) : NAN);
 
