@@ -310,6 +310,32 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   }
 }
 
+TreeStep ClipTree(const TreeStep& t, int k, bool grown_order) {
+  const int n = static_cast<int>(t.parents.size());
+  if (n <= k) return t;
+  std::vector<bool> keep(n, false);
+  int kept = 0;
+  if (!grown_order)  // the path runs down from the root: any prefix of it is a tree
+    for (int i : t.path)
+      if (kept < k) keep[i] = true, ++kept;
+  for (int i = 0; i < n && kept < k; ++i)  // a parent precedes its child, so is decided
+    if (!keep[i] && (t.parents[i] < 0 || keep[t.parents[i]])) keep[i] = true, ++kept;
+  std::vector<int> index(n, -1);  // [n] the node's index in the cut tree
+  TreeStep out;
+  out.expanded = t.expanded;
+  for (int i = 0; i < n; ++i)
+    if (keep[i]) {
+      index[i] = static_cast<int>(out.parents.size());
+      out.parents.push_back(t.parents[i] < 0 ? -1 : index[t.parents[i]]);
+      out.ranks.push_back(t.ranks[i]);
+    }
+  for (int i : t.path) {
+    if (!keep[i]) break;
+    out.path.push_back(index[i]);
+  }
+  return out;
+}
+
 void Drafter::ProposeRecorded(std::span<const int>, int, const TreeStep&, Rng&, DraftBlock&, GenerationStats&) {
   Fail("acceptance replay: drafter '{}' cannot replay a recorded token tree (a trace of a model-drafted tree "
        "replays on a model-drafted tree)", name());

@@ -72,6 +72,13 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
                       int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
                       DraftBlock& out, GenerationStats& st, const TreeStep* replay = nullptr);
 
+// A recorded tree cut to its first k nodes as its drafter would cut it under that cap
+// (the loop clips K near the context end and max_new_tokens): a static tree keeps the
+// nodes it grows first (`grown_order`); a dynamic tree keeps its best, which the trace
+// does not rank, so the accepted path's nodes first, then the others in grown order.
+// The accepted path keeps its nodes that remain.
+TreeStep ClipTree(const TreeStep& t, int k, bool grown_order);
+
 // Prompt lookup as a tree: every earlier occurrence of seq's longest recurring suffix
 // n-gram (n = max_ngram down to min_ngram; most recent first) contributes the tokens that
 // followed it, merged breadth first into a trie of at most k nodes. parents empty when

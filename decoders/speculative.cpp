@@ -126,6 +126,11 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     t0 = Clock::now();
     draft.Clear();
     const TreeStep* recorded = replay_ ? replay_->NextTree() : nullptr;
+    TreeStep clipped;  // a recorded tree larger than this step's K, cut as its drafter would
+    if (recorded && static_cast<int>(recorded->parents.size()) > k) {
+      clipped = ClipTree(*recorded, k, !opt_.draft.branching.empty());
+      recorded = &clipped;
+    }
     if (k > 0 && recorded) drafter_->ProposeRecorded(seq, k, *recorded, rng, draft, st);
     else if (k > 0) drafter_->Propose(seq, k, *policy, rng, draft, st);
     st.draft_s += Seconds(t0, Clock::now());

@@ -9,30 +9,19 @@
 
 #include "base/error.h"
 #include "decoders/decoder.h"
+#include "decoders/draft_tree.h"
 #include "harness/store/results.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
+#include "tests/replay_fixtures.h"
 #include "tests/test_util.h"
 
 namespace specsweep {
 namespace {
 
 using testing::ExpectError;
-
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
-LoadedModel Tiny() {
-  return LoadedModel{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 1)), nullptr};
-}
-
-std::vector<int> PromptIds(int i, int vocab) {
-  std::vector<int> p{1};
-  for (int j = 0; j < 6; ++j) p.push_back(3 + (i * 7 + j * 13) % (vocab - 3));
-  return p;
-}
+using testing::PromptIds;
+using testing::Tiny;
 
 // The q4_0 self-draft as a tree: static `branching`, or dynamic of `budget` nodes.
 DecoderOptions SelfSpecTree(std::vector<int> branching, int budget, int k, int new_tokens) {
@@ -115,25 +104,37 @@ TEST(TreeReplay, TreeTraceOfTinyStories656kReplaysExactly) {
   ExpectTreeTraceReplaysExactly(m, SelfSpecTree({2, 1, 1, 1, 1, 1, 1, 1}, 0, 16, 64), 2);
 }
 
-// A trace replayed where its generations are shorter keeps each recorded tree's first
-// k nodes (the loop's clip) and the part of its path among them.
-TEST(TreeReplay, ClippedStepsKeepTheRecordedTreesPrefix) {
+// A trace replayed where its generations are shorter cuts a recorded tree larger than
+// the step's K as its drafter would: a static tree to the nodes it grows first, a
+// dynamic one keeping the accepted path (ClipTree).
+TEST(TreeReplay, ClippedStepsCutTheRecordedTreeAsItsDrafterWould) {
+  const TreeStep t{{-1, -1, 0, 1, 2, 4}, {0, 1, 0, 0, 0, 0}, {2, 2, 1}, {1, 3}};
+  const TreeStep s = ClipTree(t, 3, true);
+  EXPECT_EQ(s.parents, (std::vector<int>{-1, -1, 0}));
+  EXPECT_EQ(s.ranks, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(s.path, (std::vector<int>{1}));
+  const TreeStep d = ClipTree(t, 3, false);
+  EXPECT_EQ(d.parents, (std::vector<int>{-1, -1, 1}));
+  EXPECT_EQ(d.ranks, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(d.path, (std::vector<int>{1, 2}));
+  EXPECT_EQ(d.expanded, t.expanded);
+  EXPECT_EQ(ClipTree(t, 6, false).parents, t.parents);
+
   const LoadedModel m = Tiny();
-  const DecoderOptions real = SelfSpecTree({}, 8, 8, 40);
-  auto rec = MakeDecoder(m, real);
-  std::vector<GenerationStats> runs{rec->Generate(PromptIds(0, m.model->config.vocab_size)).stats};
-  DecoderOptions o = real;
-  o.max_new_tokens = 7;
-  o.acceptance_source = ParseAcceptanceSource("trace=recorded", "test");
-  o.acceptance_source.traces = TracesOf(runs);
-  const GenerationStats s = MakeDecoder(m, o)->Generate(PromptIds(0, m.model->config.vocab_size)).stats;
-  EXPECT_EQ(s.generated_tokens, 7);
-  for (size_t i = 0; i < s.tree_per_step.size(); ++i) {
-    const TreeStep& t = s.tree_per_step[i];
-    const std::vector<int> head(runs[0].tree_per_step[i].parents.begin(),
-                                runs[0].tree_per_step[i].parents.begin() + t.parents.size());
-    EXPECT_EQ(t.parents, head) << "step " << i;
-    for (int u : t.path) EXPECT_LT(u, int(t.parents.size()));
+  for (const DecoderOptions& real : {SelfSpecTree({}, 8, 8, 40), SelfSpecTree({2, 2, 1}, 0, 8, 40)}) {
+    auto rec = MakeDecoder(m, real);
+    std::vector<GenerationStats> runs{rec->Generate(PromptIds(0, m.model->config.vocab_size)).stats};
+    DecoderOptions o = real;
+    o.max_new_tokens = 7;
+    o.acceptance_source = ParseAcceptanceSource("trace=recorded", "test");
+    o.acceptance_source.traces = TracesOf(runs);
+    const GenerationStats s7 = MakeDecoder(m, o)->Generate(PromptIds(0, m.model->config.vocab_size)).stats;
+    EXPECT_EQ(s7.generated_tokens, 7);
+    for (size_t i = 0; i < s7.tree_per_step.size(); ++i) {
+      const TreeStep want = ClipTree(runs[0].tree_per_step[i], s7.k_per_step[i], !real.draft.branching.empty());
+      ExpectSameTrees({s7.tree_per_step[i]}, {TreeStep{want.parents, want.ranks, s7.tree_per_step[i].expanded,
+                                                        want.path}}, int(i));
+    }
   }
 }
 
