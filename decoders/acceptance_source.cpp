@@ -118,6 +118,11 @@ int AcceptanceReplay::NextK() const {
   return src_.kind == AcceptanceSource::Kind::Trace ? Step().k : -1;
 }
 
+const TreeStep* AcceptanceReplay::NextTree() const {
+  if (src_.kind != AcceptanceSource::Kind::Trace || Step().tree.ranks.empty()) return nullptr;
+  return &Step().tree;
+}
+
 double AcceptanceReplay::Rate(int i) const {
   if (src_.kind == AcceptanceSource::Kind::Alpha) return src_.alpha;
   return src_.positions[std::min<size_t>(i, src_.positions.size() - 1)];

@@ -10,7 +10,12 @@
 //                      positions past the list use its last rate)
 //   trace=FILE[:POINT] replayed: the (K, accepted) sequence of each step of an earlier
 //                      real run, from the raw records of FILE (a .jsonl, or the .jsonl
-//                      beside a .json); the recorded K's are replayed too
+//                      beside a .json); the recorded K's are replayed too. A trace of a
+//                      model-drafted token tree also replays each step's tree (TreeStep)
+//
+// Token trees (docs/trees.md): a trace of a tree run replays each step's recorded tree
+// and accepted path; alpha and positions apply along a static tree's first-child path
+// (the draft's best tokens), whose shape the draft spec fixes.
 //
 // Replay changes the verification rule only: the loop still drafts with the real draft,
 // runs one target call over K+1 positions and rolls both caches back, and emits the
@@ -27,9 +32,22 @@
 
 namespace specsweep {
 
+// One step's token tree of a draft model as a real run grew it (the raw records'
+// tree_per_step) and as a trace replays it: the tree the target verified, how the
+// drafter reached it, and the path the target accepted. A replay rebuilds this tree
+// from its own draft model (node i: the ranks[i]-th candidate child of node parents[i])
+// with the same draft calls, so the work is that of the real step.
+struct TreeStep {
+  std::vector<int> parents;   // [n] verified nodes: parent node (-1: the sequence's last token)
+  std::vector<int> ranks;     // [n] each node's rank among its parent's candidate children (0: the draft's best)
+  std::vector<int> expanded;  // [calls] nodes run by each tree call of the draft (one call per depth)
+  std::vector<int> path;      // [accepted] the accepted path's nodes, root's child first
+};
+
 struct TraceStep {
-  int k = 0;         // draft tokens proposed in the step
-  int accepted = 0;  // of them accepted
+  int k = 0;         // draft tokens proposed in the step (a tree: its nodes)
+  int accepted = 0;  // of them accepted (a tree: the accepted path's length)
+  TreeStep tree;     // a model-drafted tree's step; empty for a chain
 };
 using AcceptanceTrace = std::vector<TraceStep>;  // [steps] of one generation
 
@@ -65,6 +83,8 @@ class AcceptanceReplay {
   void BeginGeneration();
   // Trace only: the K of the coming step (the recorded one), else -1 (the policy decides).
   int NextK() const;
+  // Trace only: the recorded tree of the coming step (null for a chain's step).
+  const TreeStep* NextTree() const;
   // Accepted count of a step that drafted `drafted` tokens (<= drafted).
   int Accepted(int drafted);
 

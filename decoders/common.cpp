@@ -36,7 +36,8 @@ void CheckLogits(std::span<const float> rows, int vocab, const std::string& mode
 }
 
 std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits, bool tree) {
+                                     int n_max, int reps, bool all_logits, bool tree,
+                                     const std::function<double(std::span<const float>)>& work) {
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
   KVCache cache(model.config, layers, len + n_max, kv);
@@ -45,12 +46,14 @@ std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, 
   for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
   const std::vector<int> parents(tree ? n_max : 0, len - 1);  // [n_max] siblings
   std::vector<std::vector<double>> t(n_max);  // [n_max][reps] seconds
+  volatile double sink = 0;
   for (int r = 0; r < reps; ++r)
     for (int j = 0; j < n_max; ++j) {
       const int n = 1 + (j + r) % n_max;  // rotate the order every repetition
       const auto t0 = Clock::now();
-      Forward(model, std::span<const int>(tokens).first(n), len, cache, all_logits || tree,
-              std::span<const int>(parents).first(tree ? n : 0));
+      std::span<const float> l = Forward(model, std::span<const int>(tokens).first(n), len, cache,
+                                         all_logits || tree, std::span<const int>(parents).first(tree ? n : 0));
+      if (work) sink = sink + work(l);
       t[n - 1].push_back(Seconds(t0, Clock::now()));
       cache.Truncate(len);
     }
@@ -89,6 +92,7 @@ void AddStats(GenerationStats& into, const GenerationStats& s) {
   }
   into.k_per_step.insert(into.k_per_step.end(), s.k_per_step.begin(), s.k_per_step.end());
   into.accepted_per_step.insert(into.accepted_per_step.end(), s.accepted_per_step.begin(), s.accepted_per_step.end());
+  into.tree_per_step.insert(into.tree_per_step.end(), s.tree_per_step.begin(), s.tree_per_step.end());
   into.prefill_s += s.prefill_s;
   into.draft_s += s.draft_s;
   into.verify_s += s.verify_s;

@@ -1,6 +1,7 @@
 // Helpers shared by the autoregressive and speculative decoders.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,9 +37,12 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 // `layers` blocks; 0: all) right after `prompt` was prefilled: [n_max] seconds. Calls of
 // different n alternate, so a slow spell hits them alike. tree: the n positions are tree
 // nodes below the prompt's last token (siblings, every node's logits), as a draft tree's
-// calls run them.
+// calls run them. `work`, when given, runs on each call's logits inside the timing (the
+// drafter's own work on the rows a call returns; its result only keeps it from being
+// optimised away).
 std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits, bool tree = false);
+                                     int n_max, int reps, bool all_logits, bool tree = false,
+                                     const std::function<double(std::span<const float>)>& work = {});
 
 // Fills total/other/latency/throughput fields from the timers already set.
 void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,

@@ -69,6 +69,9 @@ struct GenerationStats {
   std::vector<int> k_per_step;           // K actually drafted in each step
   std::vector<int> accepted_per_step;    // of them accepted, each step (with k_per_step: the
                                          // acceptance trace a replay reads back)
+  // Token trees of a draft model: each step's tree, how it was grown and the accepted
+  // path ([steps] aligned with k_per_step), so a trace replays the trees too.
+  std::vector<TreeStep> tree_per_step;
   double prefill_s = 0, draft_s = 0, verify_s = 0, other_s = 0, total_s = 0;
   // Part of draft_s (cross-tokenizer drafts only): converting text between the two
   // vocabularies (decode + re-encode windows, both directions). Per step: / target_calls.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 #include "base/error.h"
 
@@ -27,6 +29,7 @@ std::vector<int> TopTokens(std::span<const float> q, int m) {
 struct Grown {
   int token, parent;  // parent: index in the grown list, -1 for the root
   double score;       // cumulative draft probability of the path (dynamic trees)
+  int rank;           // among its parent's candidate children (0: the draft's best)
   int slot = -1;      // draft cache slot once run (expanded), else -1
 };
 
@@ -63,13 +66,61 @@ double TreeCalibration::Tau() const {
   return kTaus[std::max_element(loglik.begin(), loglik.end()) - loglik.begin()];
 }
 
+void TreeCalibration::Observe(std::span<const float> r, int t) {
+  const float mx = *std::max_element(r.begin(), r.end());
+  for (size_t i = 0; i < kTaus.size(); ++i) loglik[i] += double(r[t] - mx) / kTaus[i] - LogSumExpAt(r, mx, kTaus[i]);
+  ++observed;
+}
+
 void TreeCalibration::Learn(std::span<const int> seq) {
   if (row_pos < 0 || row_pos + 1 >= static_cast<int>(seq.size())) return;
-  const int t = seq[row_pos + 1];
-  const float mx = *std::max_element(row.begin(), row.end());
-  for (size_t i = 0; i < kTaus.size(); ++i) loglik[i] += double(row[t] - mx) / kTaus[i] - LogSumExpAt(row, mx, kTaus[i]);
-  ++observed;
+  Observe(row, seq[row_pos + 1]);
   row_pos = -1;
+}
+
+void NodeCandidates(std::span<const float> row, const TreeShape& shape, int depth, const SamplingParams& sampling,
+                    double tau, std::vector<float>& q, std::vector<int>& tokens, std::vector<double>& pr) {
+  const bool dynamic = shape.branching.empty();
+  tokens.clear();
+  pr.clear();
+  if (!dynamic && !sampling.greedy()) {  // i.i.d. children: the caller draws them from q
+    ComputeProbs(row, sampling, q);
+    return;
+  }
+  tokens = TopTokens(row, dynamic ? kDynamicTopK : shape.branching[depth]);
+  if (!dynamic) return;
+  if (sampling.greedy()) {
+    pr = SoftmaxAt(row, tokens, tau);
+  } else {
+    ComputeProbs(row, sampling, q);
+    for (int t : tokens) pr.push_back(q[t]);
+  }
+}
+
+double TreeRowsWork(std::span<const float> rows, int vocab, bool root, const TreeShape& shape,
+                    const SamplingParams& sampling, double tau) {
+  const bool dynamic = shape.branching.empty();
+  const int depth = root || dynamic ? 0 : std::min<int>(1, shape.branching.size() - 1);
+  std::vector<float> q;
+  std::vector<int> tokens;
+  std::vector<double> pr;
+  Rng rng(1);
+  double sink = 0;
+  for (size_t r = 0; r + vocab <= rows.size(); r += vocab) {
+    std::span<const float> row = rows.subspan(r, vocab);
+    if (root && dynamic && sampling.greedy()) {  // TreeCalibration::Learn and the kept row
+      TreeCalibration scratch;
+      scratch.Observe(row, Argmax(row));
+      scratch.row.assign(row.begin(), row.end());
+      sink += scratch.loglik[0];
+    }
+    NodeCandidates(row, shape, depth, sampling, tau, q, tokens, pr);
+    if (!dynamic && !sampling.greedy())
+      for (int j = 0; j < shape.branching[depth]; ++j) sink += SampleFromProbs(q, rng);
+    for (double p : pr) sink += p;
+    for (int t : tokens) sink += t;
+  }
+  return sink;
 }
 
 // Keeps the path of the cached tree that seq follows (its accepted tokens), drops the
@@ -88,9 +139,63 @@ void KeepFollowedPath(KVCache& cache, const std::vector<int>& tree_tokens, std::
   cache.KeepPath(path);
 }
 
+namespace {
+
+// Replay of a recorded tree (TreeStep): which grown node each recorded node is, found by
+// (parent, rank) as the growth reaches it.
+class RecordedTree {
+ public:
+  RecordedTree(const TreeStep& t, int k) : t_(t), n_(std::min<int>(k, static_cast<int>(t.parents.size()))) {
+    grown_.assign(n_, -1);
+    has_child_.assign(n_, false);
+    for (int i = 0; i < n_; ++i)
+      if (t.parents[i] >= 0) has_child_[t.parents[i]] = true;
+  }
+  int nodes() const { return n_; }
+  int grown(int i) const { return grown_[i]; }
+  // Maps the recorded nodes among the just-grown `added`; true when `a` is one.
+  void Map(const std::vector<Grown>& g, const std::vector<int>& added) {
+    for (int i = 0; i < n_; ++i) {
+      if (grown_[i] >= 0) continue;
+      const int p = t_.parents[i] < 0 ? -1 : grown_[t_.parents[i]];
+      if (t_.parents[i] >= 0 && p < 0) continue;
+      for (int a : added)
+        if (g[a].parent == p && g[a].rank == t_.ranks[i]) grown_[i] = a;
+    }
+  }
+  // The nodes of `added` the recorded call `call` runs: those with recorded children,
+  // then the other recorded ones, then the rest, to the recorded call's size; each by
+  // score as the dynamic tree picks them (a kept leaf the real run expanded outscored
+  // the kept leaves it did not).
+  std::vector<int> Expand(const std::vector<Grown>& g, std::vector<int> added, int call) const {
+    std::stable_sort(added.begin(), added.end(), [&](int a, int b) { return g[a].score > g[b].score; });
+    std::vector<int> out;
+    for (int pass = 0; pass < 3; ++pass)
+      for (int a : added) {
+        const int i = Recorded(a);
+        const bool take = pass == 0 ? i >= 0 && has_child_[i] : pass == 1 ? i >= 0 && !has_child_[i] : i < 0;
+        if (take && (pass == 0 || static_cast<int>(out.size()) < t_.expanded[call])) out.push_back(a);
+      }
+    return out;
+  }
+
+ private:
+  int Recorded(int a) const {
+    for (int i = 0; i < n_; ++i)
+      if (grown_[i] == a) return i;
+    return -1;
+  }
+  const TreeStep& t_;
+  int n_;
+  std::vector<int> grown_;      // [n] grown-list index of recorded node i (-1: not yet grown)
+  std::vector<bool> has_child_;  // [n]
+};
+
+}  // namespace
+
 void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
                       int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
-                      DraftBlock& out, GenerationStats& st) {
+                      DraftBlock& out, GenerationStats& st, const TreeStep* replay) {
   KeepFollowedPath(cache, tree_tokens, seq);
   tree_tokens.clear();
   const int vocab = model.config.vocab_size;
@@ -98,7 +203,15 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   const bool iid = !dynamic && !sampling.greedy();  // SpecInfer's sampled expansion
   const int n_seq = static_cast<int>(seq.size());
   const int keep = dynamic ? std::min(k, shape.budget) : k;  // nodes proposed at most
-  const int max_depth = dynamic ? keep : static_cast<int>(shape.branching.size());
+  // Replay: the recorded calls, and growth without the cap (the recorded nodes are kept).
+  std::optional<RecordedTree> rec;
+  if (replay) rec.emplace(*replay, k);
+  const int max_depth = rec ? static_cast<int>(replay->expanded.size()) + 1
+                            : dynamic ? keep : static_cast<int>(shape.branching.size());
+  if (rec && !dynamic && max_depth > static_cast<int>(shape.branching.size()))
+    Fail("acceptance replay: the recorded tree runs {} draft calls, this draft's static shape at most {}: replay a "
+         "trace recorded with the same draft shape", max_depth - 1, shape.branching.size() - 1);
+  const int grow_cap = rec || dynamic ? std::numeric_limits<int>::max() : k;
   // Catch up; the root's logits are the last row.
   CountCall(st.draft_calls_by_size, n_seq - cache.length());
   std::span<const float> l = Forward(model, seq.subspan(cache.length()), cache.length(), cache, false);
@@ -114,36 +227,25 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   std::vector<Grown> nodes;
   std::vector<int> frontier{-1};  // grown-list indices of the nodes just run (-1: the root)
   std::vector<float> q, node_q;   // [vocab]; [nodes][vocab] each node's q (iid only)
+  std::vector<int> top;
+  std::vector<double> pr;  // each candidate's chance of acceptance (dynamic; TreeCalibration)
   for (int depth = 0; depth < max_depth; ++depth) {
     std::vector<int> added;
     for (size_t f = 0; f < frontier.size(); ++f) {
       const int u = frontier[f];
-      std::span<const float> row(&rows[f * vocab], vocab);
-      if (dynamic) {
-        const std::vector<int> top = TopTokens(row, kDynamicTopK);
-        std::vector<double> pr;  // each child's chance of acceptance (TreeCalibration)
-        if (calibrate) {
-          pr = SoftmaxAt(row, top, tau);
-        } else {
-          ComputeProbs(row, sampling, q);
-          for (int t : top) pr.push_back(q[t]);
-        }
-        for (size_t j = 0; j < top.size(); ++j) {
-          nodes.push_back({top[j], u, (u < 0 ? 1.0 : nodes[u].score) * pr[j]});
-          added.push_back(static_cast<int>(nodes.size()) - 1);
-        }
-        continue;
-      }
-      const int b = shape.branching[depth];
-      if (iid) ComputeProbs(row, sampling, q);
-      const std::vector<int> top = iid ? std::vector<int>{} : TopTokens(row, b);
-      for (int j = 0; j < b && static_cast<int>(nodes.size()) < k; ++j) {
-        nodes.push_back({iid ? SampleFromProbs(q, rng) : top[j], u, 0.0});
+      NodeCandidates(std::span<const float>(&rows[f * vocab], vocab), shape, depth, sampling, tau, q, top, pr);
+      const int b = dynamic ? static_cast<int>(top.size()) : shape.branching[depth];
+      for (int j = 0; j < b && static_cast<int>(nodes.size()) < grow_cap; ++j) {
+        const double score = dynamic ? (u < 0 ? 1.0 : nodes[u].score) * pr[j] : 0.0;
+        nodes.push_back({iid ? SampleFromProbs(q, rng) : top[j], u, score, j});
         added.push_back(static_cast<int>(nodes.size()) - 1);
         if (iid) node_q.insert(node_q.end(), q.begin(), q.end());
       }
     }
-    if (dynamic) {
+    if (rec) {
+      rec->Map(nodes, added);
+      if (depth + 1 < max_depth) added = rec->Expand(nodes, added, depth);
+    } else if (dynamic) {
       // Expand the kDynamicTopK best new nodes, except those that cannot enter the final
       // top `keep`: a child scores at most its parent, and later-grown nodes lose ties,
       // so their subtrees would be dropped anyway (the kept tree is unchanged).
@@ -170,15 +272,25 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
     tree_tokens.insert(tree_tokens.end(), toks.begin(), toks.end());
     ++st.draft_calls;
     CountCall(st.draft_tree_calls_by_size, static_cast<int>(toks.size()));
+    out.expanded.push_back(static_cast<int>(toks.size()));
     rows.assign(l.begin(), l.end());
     frontier = added;
   }
 
-  // Every node (static), or the `keep` best by score (dynamic), in grown order (parents
-  // before children), parents renumbered.
+  // Every node (static), the `keep` best by score (dynamic) or the recorded ones
+  // (replay), in grown order (parents before children), parents renumbered.
   std::vector<int> chosen(nodes.size());
   std::iota(chosen.begin(), chosen.end(), 0);
-  if (static_cast<int>(chosen.size()) > keep) {
+  if (rec) {
+    chosen.clear();
+    for (int i = 0; i < rec->nodes(); ++i) {
+      if (rec->grown(i) < 0)
+        Fail("acceptance replay: the recorded tree's node {} (rank {} below node {}) is not among the children "
+             "this draft grows: replay a trace recorded with the same draft shape",
+             i, replay->ranks[i], replay->parents[i]);
+      chosen.push_back(rec->grown(i));
+    }
+  } else if (static_cast<int>(chosen.size()) > keep) {
     std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return nodes[a].score > nodes[b].score; });
     chosen.resize(keep);
     std::sort(chosen.begin(), chosen.end());
@@ -188,13 +300,45 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
     const Grown& g = nodes[chosen[i]];
     const int p = g.parent < 0 ? -1 : index[g.parent];
     // A parent scores at least its child and was grown first, so the stable order keeps
-    // it whenever it keeps the child.
+    // it whenever it keeps the child (a recorded tree lists parents first).
     if (g.parent >= 0 && p < 0) Fail("draft tree: node {} kept without its parent", chosen[i]);
     index[chosen[i]] = static_cast<int>(i);
     out.tokens.push_back(g.token);
     out.parents.push_back(p);
+    out.ranks.push_back(g.rank);
     if (iid) out.probs.insert(out.probs.end(), &node_q[size_t(chosen[i]) * vocab], &node_q[size_t(chosen[i] + 1) * vocab]);
   }
+}
+
+TreeStep ClipTree(const TreeStep& t, int k, bool grown_order) {
+  const int n = static_cast<int>(t.parents.size());
+  if (n <= k) return t;
+  std::vector<bool> keep(n, false);
+  int kept = 0;
+  if (!grown_order)  // the path runs down from the root: any prefix of it is a tree
+    for (int i : t.path)
+      if (kept < k) keep[i] = true, ++kept;
+  for (int i = 0; i < n && kept < k; ++i)  // a parent precedes its child, so is decided
+    if (!keep[i] && (t.parents[i] < 0 || keep[t.parents[i]])) keep[i] = true, ++kept;
+  std::vector<int> index(n, -1);  // [n] the node's index in the cut tree
+  TreeStep out;
+  out.expanded = t.expanded;
+  for (int i = 0; i < n; ++i)
+    if (keep[i]) {
+      index[i] = static_cast<int>(out.parents.size());
+      out.parents.push_back(t.parents[i] < 0 ? -1 : index[t.parents[i]]);
+      out.ranks.push_back(t.ranks[i]);
+    }
+  for (int i : t.path) {
+    if (!keep[i]) break;
+    out.path.push_back(index[i]);
+  }
+  return out;
+}
+
+void Drafter::ProposeRecorded(std::span<const int>, int, const TreeStep&, Rng&, DraftBlock&, GenerationStats&) {
+  Fail("acceptance replay: drafter '{}' cannot replay a recorded token tree (a trace of a model-drafted tree "
+       "replays on a model-drafted tree)", name());
 }
 
 void LookupTree(std::span<const int> seq, int k, int max_ngram, int min_ngram, DraftBlock& out) {

@@ -42,17 +42,42 @@ struct TreeCalibration {
   double Tau() const;
   // seq continues past the last root: its next token is the target's argmax there.
   void Learn(std::span<const int> seq);
+  // One observation: the target's token t after a root whose draft logits are r.
+  void Observe(std::span<const float> r, int t);
 };
 
-// Grows a tree with `model` below the last token of seq, into `out` (tokens, parents;
-// probs in sampling mode), at most k nodes. The cache holds a prefix of seq, possibly
+// The work a tree drafter does on one node's draft logits `row` (a node at `depth`, 0:
+// the root): its candidate children `tokens` in rank order -- static greedy the top-b,
+// dynamic the top kDynamicTopK with each one's chance of acceptance `pr` (at `tau` when
+// greedy) -- or, for a static tree in sampling mode, q = the row's distribution, from
+// which the caller draws the b children i.i.d. (tokens empty).
+void NodeCandidates(std::span<const float> row, const TreeShape& shape, int depth, const SamplingParams& sampling,
+                    double tau, std::vector<float>& q, std::vector<int>& tokens, std::vector<double>& pr);
+// The cost model's copy of a model tree's per-node work on the rows [n][vocab] a draft
+// call returned: NodeCandidates on each (and the i.i.d. draws), for `root` (a step's
+// catch-up row) also a greedy dynamic tree's calibration update. Returns a value that
+// depends on all of it, so that the timed work is not optimised away.
+double TreeRowsWork(std::span<const float> rows, int vocab, bool root, const TreeShape& shape,
+                    const SamplingParams& sampling, double tau);
+
+// Grows a tree with `model` below the last token of seq, into `out` (tokens, parents,
+// ranks, expanded; probs in sampling mode), at most k nodes. `replay` (acceptance
+// replay of a tree trace): grow with the recorded draft calls and propose the recorded
+// tree (its first k nodes) instead of the shape's. The cache holds a prefix of seq, possibly
 // followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
 // the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
 // caught up, then the new tree's nodes are added level by level (one Forward per depth
 // with the tree mask) and left in the cache for the next step.
 void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
                       int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
-                      DraftBlock& out, GenerationStats& st);
+                      DraftBlock& out, GenerationStats& st, const TreeStep* replay = nullptr);
+
+// A recorded tree cut to its first k nodes as its drafter would cut it under that cap
+// (the loop clips K near the context end and max_new_tokens): a static tree keeps the
+// nodes it grows first (`grown_order`); a dynamic tree keeps its best, which the trace
+// does not rank, so the accepted path's nodes first, then the others in grown order.
+// The accepted path keeps its nodes that remain.
+TreeStep ClipTree(const TreeStep& t, int k, bool grown_order);
 
 // Prompt lookup as a tree: every earlier occurrence of seq's longest recurring suffix
 // n-gram (n = max_ngram down to min_ngram; most recent first) contributes the tokens that

@@ -36,10 +36,15 @@ struct DraftBlock {
   // i.i.d. from one q). Empty: the proposal is deterministic given the sequence (q
   // one-hot at each token), which verification handles without materialising it.
   std::vector<float> probs;
+  // A draft model's tree (recorded per step, TreeStep): [n] each node's rank among its
+  // parent's candidate children, and the nodes each tree call ran. Empty otherwise.
+  std::vector<int> ranks, expanded;
   void Clear() {
     tokens.clear();
     parents.clear();
     probs.clear();
+    ranks.clear();
+    expanded.clear();
   }
 };
 
@@ -56,6 +61,10 @@ class Drafter {
   // re-tokenization time, go into `st`. `rng` is the loop's, shared with verification.
   virtual void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
                        GenerationStats& st) = 0;
+  // Acceptance replay of a tree trace: proposes the recorded tree `step` (at most k of
+  // its nodes), grown from this drafter's own model with the recorded draft calls.
+  virtual void ProposeRecorded(std::span<const int> seq, int k, const TreeStep& step, Rng& rng, DraftBlock& out,
+                               GenerationStats& st);
   // After verification: the target keeps its first `keep` positions (seq[0..keep)).
   virtual void Rollback(int keep) {}
   // After verification, before Rollback: the target's logits [n][vocab] at the verified

@@ -55,6 +55,12 @@ class ModelDrafter : public Drafter {
     }
   }
 
+  void ProposeRecorded(std::span<const int> seq, int k, const TreeStep& step, Rng& rng, DraftBlock& out,
+                       GenerationStats& st) override {
+    if (!tree_.is_tree()) Drafter::ProposeRecorded(seq, k, step, rng, out, st);  // fails: a chain
+    ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st, &step);
+  }
+
   // The draft keeps whatever prefix of the target's positions it holds (a tree: the
   // next Propose keeps the path the sequence took).
   void Rollback(int keep) override {
@@ -65,8 +71,16 @@ class ModelDrafter : public Drafter {
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
   }
+  // A tree's calls are priced with the drafter's work on the rows they return (candidate
+  // children, softmax; for the catch-up the root's and the calibration's), at the tau of
+  // the drafter's latest generation.
   std::vector<double> MeasureTreeCallCosts(std::span<const int> prompt, int n_max, bool tree, int reps) override {
-    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, n_max, reps, false, tree);
+    const int vocab = model_->config.vocab_size;
+    const double tau = calibration_.Tau();
+    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, n_max, reps, false, tree,
+                            [&](std::span<const float> rows) {
+                              return TreeRowsWork(rows, vocab, !tree, tree_, sampling_, tau);
+                            });
   }
 
  private:

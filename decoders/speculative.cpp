@@ -8,7 +8,9 @@
 //           verify -> emit the accepted path d.. + next; the target cache keeps
 //             n_seq + a positions (a tree: the path moved to them); drafter.Rollback(n_seq + a)
 // Under a replayed acceptance source (acceptance_source.h) only "verify" differs: a is
-// drawn from the source (and, replaying a trace, K is the recorded one); chains only.
+// drawn from the source (and, replaying a trace, K is the recorded one). A model's token
+// tree replays a trace's recorded tree and accepted path, or draws a along the tree's
+// first-child path (alpha, positions; static trees).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -55,6 +57,26 @@ class SpeculativeDecoder : public Decoder {
   DecoderOptions opt_;
   AcceptRule rule_;
   std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
+  bool model_tree_ = opt_.draft.IsTree() && !opt_.draft.ModelFree();  // records tree_per_step
+
+  // A replayed step's accepted path through the tree `d`: the recorded path (its nodes
+  // the step holds), or the first-child path cut at a count drawn from the source.
+  std::vector<int> ReplayedPath(const DraftBlock& d, const TreeStep* recorded) {
+    const int kd = static_cast<int>(d.tokens.size());
+    std::vector<int> path;
+    if (recorded) {
+      for (int i : recorded->path)
+        if (i < kd) path.push_back(i);
+    } else {
+      for (int u = -1;;) {
+        const auto c = std::find(d.parents.begin(), d.parents.end(), u);
+        if (c == d.parents.end()) break;
+        path.push_back(u = static_cast<int>(c - d.parents.begin()));
+      }
+    }
+    path.resize(std::min<size_t>(path.size(), replay_->Accepted(static_cast<int>(path.size()))));
+    return path;
+  }
 };
 
 GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
@@ -103,7 +125,14 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     // --- draft ---
     t0 = Clock::now();
     draft.Clear();
-    if (k > 0) drafter_->Propose(seq, k, *policy, rng, draft, st);
+    const TreeStep* recorded = replay_ ? replay_->NextTree() : nullptr;
+    TreeStep clipped;  // a recorded tree larger than this step's K, cut as its drafter would
+    if (recorded && static_cast<int>(recorded->parents.size()) > k) {
+      clipped = ClipTree(*recorded, k, !opt_.draft.branching.empty());
+      recorded = &clipped;
+    }
+    if (k > 0 && recorded) drafter_->ProposeRecorded(seq, k, *recorded, rng, draft, st);
+    else if (k > 0) drafter_->Propose(seq, k, *policy, rng, draft, st);
     st.draft_s += Seconds(t0, Clock::now());
     const int kd = static_cast<int>(draft.tokens.size());
     if (kd > k) Fail("decoder: drafter '{}' proposed {} tokens, K is {}", drafter_->name(), kd, k);
@@ -122,9 +151,10 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
     ++st.target_calls;
     const DraftView dv{draft.tokens, draft.parents, draft.probs};
-    const Verdict v = replay_  ? VerifyReplayed(replay_->Accepted(kd), tl, vocab, opt_.sampling, rng)
-                      : greedy ? VerifyGreedy(dv, tl, vocab)
-                               : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
+    const Verdict v = replay_ && tree ? VerifyReplayedPath(ReplayedPath(draft, recorded), tl, vocab, opt_.sampling, rng)
+                      : replay_       ? VerifyReplayed(replay_->Accepted(kd), tl, vocab, opt_.sampling, rng)
+                      : greedy        ? VerifyGreedy(dv, tl, vocab)
+                                      : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
     drafter_->Observe(verify_in, tl, vocab);
     st.verify_s += Seconds(t0, Clock::now());
 
@@ -132,6 +162,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     policy->Update(kd, v.n_accepted);
     st.k_per_step.push_back(kd);
     st.accepted_per_step.push_back(v.n_accepted);
+    if (model_tree_) st.tree_per_step.push_back({draft.parents, draft.ranks, draft.expanded, v.path});
     st.drafted += kd;
     st.accepted += v.n_accepted;
     if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
@@ -195,11 +226,23 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
     Fail("decoder: k_policy: a token tree's shape is set by its draft ({}); use constant (K caps its nodes)",
          o.draft.Label());
   ValidateSampling(o.sampling, "decoder");
-  if (o.draft.IsTree() && o.acceptance_source.kind != AcceptanceSource::Kind::Measured)
-    Fail("decoder: acceptance_source: {} replays how many tokens a chain accepts; a token tree ({}) needs measured "
-         "acceptance", o.acceptance_source.Label(), o.draft.Label());
   // A replayed trace drafts its recorded K's: k bounds them (caches, cost model).
   const AcceptanceSource& a = o.acceptance_source;
+  if (o.draft.IsTree() && a.replayed() && o.draft.ModelFree())
+    Fail("decoder: acceptance_source: {} replays a draft model's token trees; {} has no model and needs measured "
+         "acceptance", a.Label(), o.draft.Label());
+  if (o.draft.IsTree() && a.replayed() && a.kind != AcceptanceSource::Kind::Trace && o.draft.branching.empty())
+    Fail("decoder: acceptance_source: {} applies along a static tree's first-child path; a dynamic tree ({}) takes "
+         "its shape from its draft's confidence, which a replay cannot declare: replay a trace of a real dynamic "
+         "tree (trace=...)", a.Label(), o.draft.Label());
+  if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
+    bool trees = false;
+    for (auto& t : *a.traces)
+      for (auto& s : t) trees |= !s.tree.ranks.empty();
+    if (trees != o.draft.IsTree())
+      Fail("decoder: acceptance_source: the trace {} records {}; replay it on {}", a.trace,
+           trees ? "token trees" : "chains", trees ? "the token tree draft it was recorded with" : "a chain draft");
+  }
   if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
     int k_max = 0;
     for (auto& t : *a.traces)

@@ -106,12 +106,19 @@ Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits,
 
 Verdict VerifyReplayed(int n_accepted, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
                        Rng& rng) {
-  if (n_accepted < 0 || target_logits.size() < (static_cast<size_t>(n_accepted) + 1) * vocab)
-    Fail("verify: replayed: {} accepted tokens, but target_logits has {} values of [K+1][{}]", n_accepted,
-         target_logits.size(), vocab);
-  std::span<const float> row = target_logits.subspan(static_cast<size_t>(n_accepted) * vocab, vocab);
-  Verdict v{n_accepted, -1, {}};
-  for (int i = 0; i < n_accepted; ++i) v.path.push_back(i);  // a chain's prefix
+  std::vector<int> path(std::max(0, n_accepted));
+  for (int i = 0; i < n_accepted; ++i) path[i] = i;  // a chain's prefix
+  return VerifyReplayedPath(std::move(path), target_logits, vocab, sp, rng);
+}
+
+Verdict VerifyReplayedPath(std::vector<int> path, std::span<const float> target_logits, int vocab,
+                           const SamplingParams& sp, Rng& rng) {
+  const int row_of_next = path.empty() ? 0 : path.back() + 1;
+  if (target_logits.size() < (static_cast<size_t>(row_of_next) + 1) * vocab)
+    Fail("verify: replayed: the accepted path ends at node {}, but target_logits has {} values of [K+1][{}]",
+         row_of_next - 1, target_logits.size(), vocab);
+  std::span<const float> row = target_logits.subspan(static_cast<size_t>(row_of_next) * vocab, vocab);
+  Verdict v{static_cast<int>(path.size()), -1, std::move(path)};
   if (sp.greedy()) {
     v.next = Argmax(row);
     return v;

@@ -79,5 +79,10 @@ inline Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const 
 // target_logits: [K+1][vocab], n_accepted in [0, K].
 Verdict VerifyReplayed(int n_accepted, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
                        Rng& rng);
+// The same on a tree: the step accepts `path` (node indices, each a child of the one
+// before, the first a child of the root), and the target's token follows at the row of
+// its last node (row 0 when empty).
+Verdict VerifyReplayedPath(std::vector<int> path, std::span<const float> target_logits, int vocab,
+                           const SamplingParams& sp, Rng& rng);
 
 }  // namespace specsweep

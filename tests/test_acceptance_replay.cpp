@@ -18,6 +18,7 @@
 #include "harness/sweep/experiment.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
+#include "tests/replay_fixtures.h"
 #include "tests/test_util.h"
 
 namespace specsweep {
@@ -26,22 +27,8 @@ namespace {
 using testing::ExpectError;
 using testing::TempDir;
 using testing::WriteFile;
-
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
-LoadedModel Tiny() {
-  return LoadedModel{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 1)), nullptr};
-}
-
-// Prompt i: BOS and a few ids that differ per prompt.
-std::vector<int> PromptIds(int i, int vocab) {
-  std::vector<int> p{1};
-  for (int j = 0; j < 6; ++j) p.push_back(3 + (i * 7 + j * 13) % (vocab - 3));
-  return p;
-}
+using testing::PromptIds;
+using testing::Tiny;
 
 DecoderOptions SelfSpec(int k, int new_tokens) {
   DecoderOptions o;

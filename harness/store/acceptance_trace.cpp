@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "harness/store/results.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -23,6 +24,24 @@ fs::path FindFile(const std::string& file, const std::string& relative_to, const
   if (p.extension() == ".json") p.replace_extension(".jsonl");  // the raw records keep the runs
   if (!fs::exists(p)) Fail("{}: trace: {}: no such results file", what, p.string());
   return p;
+}
+
+// A recorded tree must be one a replay can grow: parents before children, a rank per
+// node, a path of k's nodes down from the root, accepted long.
+void CheckTreeStep(const TraceStep& s, const std::string& where) {
+  const TreeStep& t = s.tree;
+  const int n = static_cast<int>(t.parents.size());
+  if (n != s.k || t.ranks.size() != t.parents.size() || static_cast<int>(t.path.size()) != s.accepted)
+    Fail("{}: the tree has {} nodes, {} ranks and a path of {}, for {} accepted of {}", where, n, t.ranks.size(),
+         t.path.size(), s.accepted, s.k);
+  for (int i = 0; i < n; ++i)
+    if (t.parents[i] < -1 || t.parents[i] >= i || t.ranks[i] < 0)
+      Fail("{}: node {} has parent {} and rank {}", where, i, t.parents[i], t.ranks[i]);
+  for (size_t j = 0; j < t.path.size(); ++j)
+    if (t.path[j] < 0 || t.path[j] >= n || t.parents[t.path[j]] != (j == 0 ? -1 : t.path[j - 1]))
+      Fail("{}: the accepted path is not a path down the tree", where);
+  for (int e : t.expanded)
+    if (e <= 0) Fail("{}: a draft call of {} nodes", where, e);
 }
 
 std::string Describe(const json& rec) { return rec.value("name", rec.value("key", std::string("?"))); }
@@ -71,12 +90,20 @@ std::vector<AcceptanceTrace> LoadAcceptanceTraces(const std::string& ref, const 
       if (k.size() != a.size())
         Fail("{}: trace: {}: point {}: k_per_step has {} steps, accepted_per_step {}", what, path.string(),
              Describe(rec), k.size(), a.size());
+      // A model-drafted tree's steps carry their trees (StatsFromJson's reading).
+      const GenerationStats trees = StatsFromJson(st, what);
+      const std::vector<TreeStep>& tree = trees.tree_per_step;
+      if (!tree.empty() && tree.size() != k.size())
+        Fail("{}: trace: {}: point {}: tree_per_step has {} steps, k_per_step {}", what, path.string(),
+             Describe(rec), tree.size(), k.size());
       AcceptanceTrace t;
       for (size_t i = 0; i < k.size(); ++i) {
         if (k[i] < 0 || a[i] < 0 || a[i] > k[i])
           Fail("{}: trace: {}: point {}: step {} accepts {} of {} tokens", what, path.string(), Describe(rec), i,
                a[i], k[i]);
-        t.push_back({k[i], a[i]});
+        t.push_back({k[i], a[i], tree.empty() ? TreeStep{} : tree[i]});
+        if (!tree.empty()) CheckTreeStep(t.back(), fmt::format("{}: trace: {}: point {}: step {}", what,
+                                                                path.string(), Describe(rec), i));
       }
       traces.push_back(std::move(t));
     }

@@ -109,6 +109,11 @@ json StatsToJson(const GenerationStats& s) {
   // Token trees of a draft model only (older records and other drafts: absent).
   if (!s.draft_calls_by_size.empty()) out["draft_calls_by_size"] = s.draft_calls_by_size;
   if (!s.draft_tree_calls_by_size.empty()) out["draft_tree_calls_by_size"] = s.draft_tree_calls_by_size;
+  if (!s.tree_per_step.empty()) {  // each step's tree, for trace replay (acceptance_source.h)
+    json& steps = out["tree_per_step"] = json::array();
+    for (const TreeStep& t : s.tree_per_step)
+      steps.push_back({{"parents", t.parents}, {"ranks", t.ranks}, {"expanded", t.expanded}, {"path", t.path}});
+  }
   return out;
 }
 
@@ -145,6 +150,9 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
     s.tokens_per_s = j.at("tokens_per_s").get<double>();
     s.draft_calls_by_size = j.value("draft_calls_by_size", std::vector<int64_t>{});
     s.draft_tree_calls_by_size = j.value("draft_tree_calls_by_size", std::vector<int64_t>{});
+    for (const json& t : j.value("tree_per_step", json::array()))
+      s.tree_per_step.push_back({t.at("parents").get<std::vector<int>>(), t.at("ranks").get<std::vector<int>>(),
+                                 t.at("expanded").get<std::vector<int>>(), t.at("path").get<std::vector<int>>()});
   } catch (const json::exception& e) {
     Fail("{}: stats: {}", what, e.what());
   }
