@@ -83,7 +83,8 @@ std::vector<const KernelFamily*> CandidateFamilies() {
 // (quant/kernels.h), so a family change there would change logits; Q2_K/Q3_K have only
 // the scalar kernel.
 std::vector<QType> CalibratedTypes() {
-  return {QType::F32, QType::F16, QType::BF16, QType::Q8_0, QType::Q4_0, QType::Q4_K, QType::Q5_K, QType::Q6_K};
+  return {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0, QType::Q4_0,   QType::Q4_K,  QType::Q5_K,
+          QType::Q6_K, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
 }
 
 namespace {
@@ -142,13 +143,15 @@ json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int ro
     std::vector<double> log_sum(candidates.size(), 0.0);  // [candidate] sum over runs of log(best seconds)
     for (const CalibrationRun& run : {kDecodeRun, kVerifyRun}) {
       const int rows = CalibrationRows(t, run);
-      std::vector<QMatrix> packed;  // [candidate]
+      // Per candidate its matrix; the 32-value types pack alike for every family (one copy).
+      std::vector<QMatrix> packed;
       {
         const QMatrix rowwise = CalibrationMatrix(t, rows, kCalibrationCols);
-        for (const KernelFamily* k : candidates) packed.push_back(PackFor(*k, rowwise));
+        for (const KernelFamily* k : candidates)
+          if (packed.empty() || !IsLegacyQuant(t)) packed.push_back(PackFor(*k, rowwise));
       }
       const std::vector<double> best = BestSecondsPerRow(run, rows, candidates.size(), rounds, [&](size_t j, const float* x, float* y) {
-        MatMulWith(*candidates[j], packed[j], x, run.n, y, run.team ? team : 1);
+        MatMulWith(*candidates[j], packed[std::min(j, packed.size() - 1)], x, run.n, y, run.team ? team : 1);
       });
       for (size_t j = 0; j < candidates.size(); ++j) log_sum[j] += std::log(best[j]);
     }

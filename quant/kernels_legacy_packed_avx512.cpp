@@ -1,6 +1,6 @@
 // avx512 kernels for Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS on the 16-row interleaved layout:
-// quant/legacy_avx512_packed.h. IQ4 on CPUs with AVX512-VBMI (Zen 4, Ice Lake and later)
-// takes the vpermb instance of kernels_legacy_packed_avx512vbmi.cpp.
+// quant/legacy_avx512_packed.h. Q5 and IQ4 on CPUs with AVX512-VBMI and GFNI (Zen 4, Ice
+// Lake and later) take the instance of kernels_legacy_packed_avx512vbmi.cpp.
 #include <immintrin.h>
 
 #include "quant/legacy_quants.h"
@@ -18,7 +18,7 @@ SPECSWEEP_TARGET_PUSH("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f1
 namespace specsweep {
 
 RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi) {
-  if (vbmi && (type == QType::IQ4_NL || type == QType::IQ4_XS)) return LegacyPackedAvx512Vbmi(type);
+  if (vbmi && type != QType::Q4_1) return LegacyPackedAvx512Vbmi(type);
   return ForLegacyType(type, [](auto t) -> RowsKernelFn { return legacy_avx512_packed::PackedRows<decltype(t)::value, false>; });
 }
 

@@ -33,10 +33,7 @@ void PackedGroup(const QMatrix& W, int g, const QuantActs& A, int i, float* Y) {
   const int nb = W.cols_padded / 32;
   const packed::GroupSections sec = packed::Sections(W, g);
   const uint8_t *group = sec.quants, *high = sec.high, *sc = sec.scales, *super = sec.super;
-  const int8_t* x = A.Q(i);
-  const float* dx = A.D(i);
-  const int32_t* offset = A.Offsets(i, kCorrShift<T> >= 0 ? kCorrShift<T> : 1);  // [cols/4] corr << kCorrShift
-  const float* xsum = A.XSum(i);     // [cols/4] the sums as floats (the min's term)
+  const auto [x, dx, offset, xsum] = ActRow<T>(A, i);
   const __m256i table = _mm256_broadcastsi128_si256(
       kSignedIq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)) : Iq4Table());
   const __m256i nibble = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);

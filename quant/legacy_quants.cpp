@@ -124,7 +124,7 @@ namespace {
 bool CpuHasVbmi() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi") != 0;
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
   }();
   return has;
 }

@@ -62,8 +62,9 @@ RowsKernelFn LegacyRowsAvx2Vnni(QType type);    // nullptr: none
 RowsKernelFn LegacyRowsAvx512(QType type);      // nullptr: none
 RowsKernelFn LegacyPackedAvx2(QType type);      // kPacked16; nullptr: none
 RowsKernelFn LegacyPackedAvx2Vnni(QType type);  // kPacked16; nullptr: none
-// kPacked16; nullptr: none. vbmi: the CPU has AVX512-VBMI (IQ4 then takes vpermb).
+// kPacked16; nullptr: none. vbmi: the CPU has AVX512-VBMI and GFNI (IQ4 then takes
+// vpermb, Q5 gf2p8affineqb).
 RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi);
-RowsKernelFn LegacyPackedAvx512Vbmi(QType type);  // IQ4_NL, IQ4_XS; call only on VBMI CPUs
+RowsKernelFn LegacyPackedAvx512Vbmi(QType type);  // not Q4_1; call only on VBMI + GFNI CPUs
 
 }  // namespace specsweep

@@ -31,6 +31,19 @@ constexpr size_t kBlockBytes = T == QType::Q4_1 ? sizeof(BlockQ4_1)
 template <QType T>
 constexpr int kCorrShift = T == QType::Q5_0 ? 1 : T == QType::IQ4_NL || T == QType::IQ4_XS ? 4 : -1;
 
+// Activation row i's inputs of the packed kernels: the int8 values and block scales, the
+// signed types' offset correction per 4 values (corr << kCorrShift) and the min types'
+// 4-value sums as floats (the min's term).
+template <QType T>
+struct ActRow {
+  const int8_t* x;      // [cols]
+  const float* dx;      // [cols/32]
+  const int32_t* offset;  // [cols/4]
+  const float* xsum;    // [cols/4]
+  ActRow(const QuantActs& A, int i)
+      : x(A.Q(i)), dx(A.D(i)), offset(A.Offsets(i, kCorrShift<T> >= 0 ? kCorrShift<T> : 1)), xsum(A.XSum(i)) {}
+};
+
 // The 16 code-book values + 128, as unsigned bytes.
 inline __m128i Iq4Table() {
   alignas(16) uint8_t t[16];

@@ -271,12 +271,15 @@ TEST(LegacyKernels, PackedLayoutRoundTripsAndEveryFamilyBitIdentical) {
       const auto X = Gaussian(size_t(9) * cols, 43, 1.0f);
       const std::vector<float> want = Reference(W, X, 9);
       testing_kernels::ExpectEveryFamilyBitIdentical(P, X, 9, want, label);
-      // avx512 has two IQ4 instances (vpshufb; vpermb where the CPU has AVX512-VBMI): both.
+      // avx512 has two instances of the Q5 and IQ4 kernels (the second where the CPU has
+      // AVX512-VBMI and GFNI: vpermb, gf2p8affineqb): both.
       __builtin_cpu_init();
-      if (FindKernelFamily("avx512") && (t == QType::IQ4_NL || t == QType::IQ4_XS))
-        for (bool vbmi : {false, true})
-          if (!vbmi || __builtin_cpu_supports("avx512vbmi"))
+      const bool vbmi_gfni = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
+      if (FindKernelFamily("avx512"))
+        for (bool vbmi : {false, true}) {
+          if (!vbmi || vbmi_gfni)
             EXPECT_TRUE(SameBits(RunKernel(LegacyPackedAvx512(t, vbmi), P, X, 9), want)) << label << " vbmi " << vbmi;
+        }
     }
 }
 
