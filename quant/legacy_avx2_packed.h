@@ -33,7 +33,13 @@ void PackedGroup(const QMatrix& W, int g, const QuantActs& A, int i, float* Y) {
   const int nb = W.cols_padded / 32;
   const packed::GroupSections sec = packed::Sections(W, g);
   const uint8_t *group = sec.quants, *high = sec.high, *sc = sec.scales, *super = sec.super;
-  const auto [x, dx, offset, xsum] = ActRow<T>(A, i);
+  // Named copies, not a structured binding: the lambdas below capture them, which clang
+  // before 16 refuses for bindings (the fuzz build is clang).
+  const ActRow<T> act(A, i);
+  const int8_t* x = act.x;
+  const float* dx = act.dx;
+  const int32_t* offset = act.offset;
+  const float* xsum = act.xsum;
   const __m256i table = _mm256_broadcastsi128_si256(
       kSignedIq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)) : Iq4Table());
   const __m256i nibble = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
