@@ -237,16 +237,15 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
          "tree (trace=...)", a.Label(), o.draft.Label());
   if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
     bool trees = false;
+    int k_max = 0;
     for (auto& t : *a.traces)
-      for (auto& s : t) trees |= !s.tree.ranks.empty();
+      for (auto& s : t) {
+        trees |= !s.tree.ranks.empty();
+        k_max = std::max(k_max, s.k);
+      }
     if (trees != o.draft.IsTree())
       Fail("decoder: acceptance_source: the trace {} records {}; replay it on {}", a.trace,
            trees ? "token trees" : "chains", trees ? "the token tree draft it was recorded with" : "a chain draft");
-  }
-  if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
-    int k_max = 0;
-    for (auto& t : *a.traces)
-      for (auto& s : t) k_max = std::max(k_max, s.k);
     if (k_max > o.k)
       Fail("decoder: k: the trace {} drafts up to {} tokens a step; k must be at least that, got {}", a.trace, k_max,
            o.k);
