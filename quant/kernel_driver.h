@@ -90,18 +90,26 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
   alignas(64) float park[RB * CW * 16];  // [block row][column][16 lanes]
   const bool chunked = W.layout == Layout::kColChunks;
   const int r4 = r0 + (r1 - r0) / 4 * 4;
-  for (int rb = r0; rb < r4; rb += RB) {
-    const int re = std::min(rb + RB, r4);
-    for (int i = 0; i < n; i += CW) {
-      WithCols<CW>(std::min(CW, n - i), [&]<int C>() {
-        constexpr int R = TileRows(Blk::kMaxAcc, C);
-        const int kc = chunked ? QMatrix::kColChunk : Blk::ChunkCols(W.cols, C);
-        for (int c0 = 0; c0 < W.cols; c0 += kc) {
-          const int c1 = std::min(W.cols, c0 + kc);
-          for (int r = rb; r < re; r += R)
-            Blk::template RunSpan<R, C>(W, r, X, i, c0, c1, park + (r - rb) * CW * 16, Y);
-        }
-      });
+  // Activation rows per pass over the row blocks: 512 KB of them stay in L2 while every
+  // block uses them, so a prefill reads its activations from L2 per block instead of
+  // streaming all n rows from L3 or memory per 16 weight rows (F16 2048 x 5632 at
+  // n = 512 on Zen 4: 37 GMAC per CPU second in one pass). Up to that n is one pass.
+  const int pass = std::max(CW, 512 * 1024 / (4 * W.cols) / CW * CW);
+  for (int p0 = 0; p0 < n; p0 += pass) {
+    const int p1 = std::min(n, p0 + pass);
+    for (int rb = r0; rb < r4; rb += RB) {
+      const int re = std::min(rb + RB, r4);
+      for (int i = p0; i < p1; i += CW) {
+        WithCols<CW>(std::min(CW, p1 - i), [&]<int C>() {
+          constexpr int R = TileRows(Blk::kMaxAcc, C);
+          const int kc = chunked ? QMatrix::kColChunk : Blk::ChunkCols(W.cols, C);
+          for (int c0 = 0; c0 < W.cols; c0 += kc) {
+            const int c1 = std::min(W.cols, c0 + kc);
+            for (int r = rb; r < re; r += R)
+              Blk::template RunSpan<R, C>(W, r, X, i, c0, c1, park + (r - rb) * CW * 16, Y);
+          }
+        });
+      }
     }
   }
   const int kc = W.SpanCols();

@@ -355,18 +355,20 @@ TEST(Kernels, RowKernelsMatchScalarWithinBound) {
 
 // Float weights: one reduction order for every family (quant/float_order.h), so the SIMD
 // kernels give the scalar reference's bits, in the row layout and in column chunks, for
-// every tile shape (n up to two 8-column tiles plus a tail) and zero-padded tail.
+// every tile shape (n past two tiles plus a tail) and zero-padded tail; at 4100
+// columns n = 30 takes two passes over the rows (28 + 2 activation rows in L2,
+// kernel_driver.h).
 TEST(Kernels, FloatKernelsBitIdenticalToScalar) {
   const auto& ref = ScalarKernels();
   for (const KernelFamily* k : SimdFamilies()) {
     for (QType t : {QType::F32, QType::F16, QType::BF16}) {
       for (Shape s : {Shape{1, 1}, Shape{5, 172}, Shape{7, 64}, Shape{9, 96}, Shape{33, 200}, Shape{4, 768},
-                      Shape{3, 1100}, Shape{17, 1541}}) {
+                      Shape{3, 1100}, Shape{17, 1541}, Shape{21, 4100}}) {
         for (Kind kind : {Kind::kUniform, Kind::kMixedScales, Kind::kNegative, Kind::kTiny}) {
           std::vector<float> wf = Values(size_t(s.rows) * s.cols, kind == Kind::kTiny ? Kind::kUniform : kind, s.cols);
           const QMatrix W = Quantize(wf.data(), s.rows, s.cols, t);
           const QMatrix C = packed::Pack(W);  // column chunks when wider than one chunk
-          for (int n : {1, 2, 3, 5, 8, 13, 17}) {
+          for (int n : {1, 2, 3, 5, 8, 13, 17, 30}) {
             std::vector<float> x = Values(size_t(n) * s.cols, kind, 200 + n);
             const std::vector<float> y0 = RunRows(ref, W, x, n);
             for (const QMatrix* m : {&W, &C}) {
