@@ -99,8 +99,8 @@ struct FloatBlk {
   static constexpr int kMaxAcc = 16;  // 32 zmm: 16 accumulators + 4 weights + activations
   // 4 x 4 tiles for n >= 4: per 16 FMAs 4 widened weight vectors and 4 activation loads,
   // against 2 + 8 (with the loads folded into the FMAs: 2 + 16) in 2 x 8 tiles. On Zen 4
-  // one thread ran F16 n = 8 at 42.7 GMAC per CPU second against 26.2 (n = 64: 40.4
-  // against 25.9; the FMA peak is ~56).
+  // one thread ran F16 2048 x 2048 at n = 8 at 48.8-51.2 GMAC per CPU second against
+  // 24.4-26.2 (n = 64: 49.0-49.5 against 25.8-25.9; the FMA peak is ~56).
   static constexpr int kMaxCols = 4;
   static constexpr int kBlockRows = 16;
   // Column chunk: kMaxCols activation rows of 768 columns (12 KB) stay in L1 while every
@@ -164,7 +164,9 @@ struct FloatBlk {
       #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         __m512 xv = _mm512_loadu_ps(x[b] + c);
-        if constexpr (C > 1) asm("" : "+v"(xv));  // one load per activation vector
+        // One load per activation vector, not one per FMA; not at n = 1, where keeping
+        // it in a register made 1.1B F16 decode 1.10x slower (two interleaved runs).
+        if constexpr (C > 1) asm("" : "+v"(xv));
         #pragma GCC unroll 16
         for (int a = 0; a < R; ++a) acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
       }
