@@ -145,7 +145,7 @@ namespace {
 // (parent, rank) as the growth reaches it.
 class RecordedTree {
  public:
-  RecordedTree(const TreeStep& t, int k) : t_(t), n_(std::min<int>(k, static_cast<int>(t.parents.size()))) {
+  explicit RecordedTree(const TreeStep& t) : t_(t), n_(static_cast<int>(t.parents.size())) {
     grown_.assign(n_, -1);
     has_child_.assign(n_, false);
     for (int i = 0; i < n_; ++i)
@@ -205,7 +205,9 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   const int keep = dynamic ? std::min(k, shape.budget) : k;  // nodes proposed at most
   // Replay: the recorded calls, and growth without the cap (the recorded nodes are kept).
   std::optional<RecordedTree> rec;
-  if (replay) rec.emplace(*replay, k);
+  if (replay && static_cast<int>(replay->parents.size()) > k)
+    Fail("acceptance replay: the recorded tree has {} nodes, K is {} (ClipTree cuts it first)", replay->parents.size(), k);
+  if (replay) rec.emplace(*replay);
   const int max_depth = rec ? static_cast<int>(replay->expanded.size()) + 1
                             : dynamic ? keep : static_cast<int>(shape.branching.size());
   if (rec && !dynamic && max_depth > static_cast<int>(shape.branching.size()))

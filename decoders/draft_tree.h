@@ -63,7 +63,7 @@ double TreeRowsWork(std::span<const float> rows, int vocab, bool root, const Tre
 // Grows a tree with `model` below the last token of seq, into `out` (tokens, parents,
 // ranks, expanded; probs in sampling mode), at most k nodes. `replay` (acceptance
 // replay of a tree trace): grow with the recorded draft calls and propose the recorded
-// tree (its first k nodes) instead of the shape's. The cache holds a prefix of seq, possibly
+// tree (at most k nodes: ClipTree cuts a larger one) instead of the shape's. The cache holds a prefix of seq, possibly
 // followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
 // the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
 // caught up, then the new tree's nodes are added level by level (one Forward per depth
