@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include <sys/mman.h>
@@ -58,6 +60,19 @@ std::shared_ptr<const void> AllocHuge(size_t bytes, uint8_t** out) {
 }
 
 }  // namespace
+
+std::string TransparentHugePageMode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");  // e.g. "always [madvise] never"
+  std::string line;
+  std::getline(f, line);
+  const size_t a = line.find('['), b = line.find(']');
+  return a != std::string::npos && b != std::string::npos && b > a ? line.substr(a + 1, b - a - 1) : "unknown";
+}
+
+bool UninitializedOnHugePages(size_t bytes) {
+  static const std::string mode = TransparentHugePageMode();
+  return bytes >= kHugePage && (mode == "always" || mode == "madvise");
+}
 
 AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) { owner_ = AllocZeroed(bytes, &ptr_); }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "quant/qtype.h"
@@ -50,6 +51,13 @@ class AlignedBuffer {
   size_t size_ = 0;
   bool immutable_ = false;
 };
+
+// The kernel's transparent huge page mode: "always", "madvise" or "never" (the bracketed
+// word of /sys/kernel/mm/transparent_hugepage/enabled), "unknown" where it cannot be read.
+std::string TransparentHugePageMode();
+// Whether AlignedBuffer::Uninitialized(bytes) is backed by huge pages: 2 MiB or more
+// (its own mapping) and a mode that honours MADV_HUGEPAGE.
+bool UninitializedOnHugePages(size_t bytes);
 
 enum class Layout : uint8_t {
   kRows,       // row r at data + r * row_bytes, ggml block layout

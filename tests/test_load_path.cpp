@@ -1,6 +1,7 @@
 // The load path: weight buffers (uninitialized, viewed, shared), packing straight into
 // uninitialized memory, and GGUF loading that points into the file where the kernels'
-// layout is the file's and shares a tied classifier with the embedding.
+// layout is the file's (copying a streamed matrix that huge pages can hold) and shares a
+// tied classifier with the embedding.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -159,7 +160,7 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
         EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
         if (tied) EXPECT_EQ(Bytes(l.tok_embeddings), Bytes(l.output));
         else EXPECT_NE(Bytes(l.tok_embeddings), Bytes(l.output));
-        // Row layout as in the file: a view, shared by copies, never copied.
+        // Row layout as in the file, under 2 MiB: a view, shared by copies, never copied.
         EXPECT_EQ(l.layers[0].w1.data.immutable(), l.layers[0].w1.layout == Layout::kRows);
         if (!tied) EXPECT_TRUE(l.tok_embeddings.data.immutable());
         if (t == QType::Q4_K) EXPECT_TRUE(l.layers[0].w2.data.immutable());
@@ -170,6 +171,30 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
       }
     }
   EXPECT_GE(families, 1);
+}
+
+// A multiplied matrix in the file's layout is copied when the copy lands on huge pages
+// (2 MiB or more, transparent huge pages on), else viewed; the embedding, only gathered
+// from, stays a view either way. Logits are the written model's.
+TEST(GgufLoadPath, StreamedMatrixOnHugePagesIsCopiedGatheredOneViewed) {
+  const ModelConfig c = SyntheticShape("dim=1024,layers=1,heads=8,kv_heads=4,ffn=512,vocab=4096,ctx=32");
+  auto tok = MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size));
+  const Model written = QuantizeModel(MakeSyntheticModel(c, 6, QType::F32), QType::Q4_K);
+  const std::string path = TempDir() + "/load_huge.gguf";
+  WriteGguf(written, *tok, path);
+  LoadedModel lm = LoadGguf(path);
+  const Model& l = *lm.model;
+  ASSERT_EQ(l.output.type, QType::Q4_K);
+  ASSERT_GE(l.output.bytes(), size_t{2} << 20);  // 4096 rows x 576 bytes
+  EXPECT_EQ(l.output.data.immutable(), !UninitializedOnHugePages(l.output.bytes())) << TransparentHugePageMode();
+  EXPECT_TRUE(l.layers[0].w1.data.immutable());  // 512 rows: under 2 MiB, a view
+  EXPECT_TRUE(l.tok_embeddings.data.immutable());
+  Model m = written;
+  PackForKernels(m);
+  const std::vector<int> tokens = {1, 17, 4095, 5};
+  const std::vector<float> a = Logits(m, tokens), b = Logits(l, tokens);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "models/forward.h"
 #include "quant/kernel_choice.h"
 #include "quant/matmul.h"
+#include "quant/qmatrix.h"
 
 using nlohmann::json;
 
@@ -79,12 +80,7 @@ void AddRuntimeSettings(json& c) {
   c["omp_wait_policy"] = env("OMP_WAIT_POLICY");
   c["gomp_spincount"] = env("GOMP_SPINCOUNT");
   c["glibc_tunables"] = env("GLIBC_TUNABLES");
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");  // e.g. "always [madvise] never"
-  std::string line;
-  std::getline(f, line);
-  const size_t a = line.find('['), b = line.find(']');
-  c["transparent_hugepages"] = a != std::string::npos && b != std::string::npos && b > a ? line.substr(a + 1, b - a - 1)
-                                                                                        : std::string("unknown");
+  c["transparent_hugepages"] = TransparentHugePageMode();
 }
 
 HostSample SampleHost() {
