@@ -24,7 +24,7 @@ double MeasureReadBandwidthGBs();
 // One timed pass over `bytes` (rounded down to 64) of `buf`; returns GB/s. The buffer
 // must be 64-byte aligned. Prefetch `pattern`: 0 = a fixed 4 KB lead, 1 = the
 // page-interleaved window of quant/prefetch.h into L1, 2 = the same into L2 in bursts
-// (the kernels' window pattern), 3 = a 4 KB lead into L2 in bursts (their lead pattern),
+// (the kernels' window pattern), 3 = their lead pattern (kLeadBytes ahead, into L2 in bursts),
 // 4 = none (the hardware prefetchers alone). Exposed for the microbenchmark.
 double ReadPassGBs(const void* buf, size_t bytes, int pattern);
 

@@ -10,7 +10,7 @@
 //
 // The kernels' software prefetch pattern (quant/prefetch.h), one for all formats, comes
 // from a rule by CPU vendor (PrefetchRule): the 8-page window was tuned on Sapphire Rapids
-// and is slower than a 4 KB lead on Zen 4 (issue #32).
+// and is slower than a fixed lead on Zen 4 (issue #32).
 //
 // SPECSWEEP_KERNEL_ISA=F forces family F for every format (no family calibration).
 // SPECSWEEP_PREFETCH=window|lead forces the prefetch pattern.

@@ -8,10 +8,14 @@
 //    works within a 4 KB page, and on the Sapphire Rapids 2-vCPU VM reading 8 pages at a time
 //    streamed 13-14 GB/s per core where one sequential stream with a fixed 4 KB lead got ~10
 //    (STREAM-like read, 256 MiB).
-//  - lead: the line 4 KB ahead, into L2. On AMD Zen 4 (2 vCPUs, 2026-11-26) the window
+//  - lead: the line 8 KB ahead, into L2. On AMD Zen 4 (2 vCPUs, 2026-11-26) the window
 //    was the slowest way to read: 256 MiB on huge pages, two threads, medians of 9
 //    interleaved passes, window 37.8 GB/s, a 4 KB lead into L2 57.1, no software prefetch
-//    54.1 (small pages: 34.1, 45.2, 38.2).
+//    54.1 (small pages: 34.1, 45.2, 38.2). The lead is 8 KB (kLeadBytes): the K-quant
+//    pair kernels consume two rows at once, so 4 KB left the second row ~3 KB of lead.
+//    1.1B Q4_K_M GGUF, 2 threads, bench-forward T(1), 4 interleaved rounds, 8 KB / 4 KB
+//    lead: 0.94 of the time (0.92-1.00; 18.4 / 19.9 ms) with the probe at ~35 GB/s, 0.82
+//    (15.2 / 18.5 ms) with it at ~60; F16, Q8_0 and Q4_0 (3 rounds) 1.00-1.01.
 // Prefetches never fault, so targets past the end of a buffer are harmless.
 #pragma once
 #include <immintrin.h>
@@ -26,12 +30,13 @@ enum class PrefetchPattern : uint8_t { kWindow, kLead };
 constexpr uintptr_t kPrefetchPages = 8;                        // pages per window
 constexpr uintptr_t kPrefetchWindowLines = 64 * kPrefetchPages;  // 64-byte lines per window
 constexpr uintptr_t kPrefetchWindowBytes = 64 * kPrefetchWindowLines;
+constexpr uintptr_t kLeadBytes = 8192;  // the lead pattern's distance
 
 // The process-wide pattern, set once with the kernel choice before kernels run. Both
 // patterns are one formula: the burst of the 512-byte slot s prefetches
 // (s & keep) + ahead + ((s & ~keep) >> 9) * 64 + stride * p for p < 8; the window pattern
 // is line j of each page of the next window (BurstBase below), the lead pattern the slot's
-// own lines 4 KB ahead. The three numbers are read by each burst as relaxed atomics (a
+// own lines kLeadBytes ahead. The three numbers are read by each burst as relaxed atomics (a
 // pattern held in the prefetcher, as members, made the AVX-512 F16 16-row tile 2.4x
 // slower).
 struct PrefetchFormula {
@@ -43,7 +48,7 @@ inline PrefetchPattern ActivePrefetchPattern() { return g_prefetch_pattern.load(
 inline void SetPrefetchPattern(PrefetchPattern p) {
   const bool lead = p == PrefetchPattern::kLead;
   g_prefetch_formula.keep.store(lead ? ~uintptr_t(0) : ~(kPrefetchWindowBytes - 1), std::memory_order_relaxed);
-  g_prefetch_formula.ahead.store(lead ? 4096 : kPrefetchWindowBytes, std::memory_order_relaxed);
+  g_prefetch_formula.ahead.store(lead ? kLeadBytes : kPrefetchWindowBytes, std::memory_order_relaxed);
   g_prefetch_formula.stride.store(lead ? 64 : 4096, std::memory_order_relaxed);
   g_prefetch_pattern.store(p, std::memory_order_relaxed);
 }
@@ -53,7 +58,7 @@ inline const char* PrefetchPatternName(PrefetchPattern p) { return p == Prefetch
 // When consumption reaches a 512-byte slot, 8 lines are prefetched at once (one address
 // computation per 8 lines): under the window pattern the lines the slot's lines 8 j .. 8 j
 // + 7 of its window map to (line j of each page of the next window, PrefetchTarget below),
-// under the lead pattern the slot 4 KB ahead. Computing every line's target
+// under the lead pattern the slot kLeadBytes ahead. Computing every line's target
 // took the scalar ports from the vector work: 768x768 F16 in L2, one thread, ran at
 // 11-12 GB/s per line against 19-22 in bursts (28 with a fixed lead into L1).
 // 134M bench-forward, 2 threads, T(1) medians of 4 alternating runs, per-line targets ->
@@ -92,7 +97,7 @@ class BasicPrefetcher {
     if constexpr (kBinding == PrefetchBinding::kWindow) {
       return {BurstBase(slot), 4096};
     } else if constexpr (kBinding == PrefetchBinding::kLead) {
-      return {reinterpret_cast<const char*>(slot + 4096), 64};
+      return {reinterpret_cast<const char*>(slot + kLeadBytes), 64};
     } else {
       const PrefetchFormula& f = g_prefetch_formula;
       const uintptr_t keep = f.keep.load(std::memory_order_relaxed);

@@ -720,7 +720,7 @@ TEST(Prefetch, WindowTargetsArePageInterleavedAndBurstsMatch) {
 }
 
 // The process-wide formula (kActive) gives the compile-time patterns' bursts: the window's
-// page-interleaved lines, or the slot's own 8 lines 4 KB ahead.
+// page-interleaved lines, or the slot's own 8 lines kLeadBytes ahead.
 TEST(Prefetch, ActiveFormulaMatchesEachPattern) {
   const PrefetchPattern saved = ActivePrefetchPattern();
   const uintptr_t base = uintptr_t(1) << 30;
@@ -733,7 +733,7 @@ TEST(Prefetch, ActiveFormulaMatchesEachPattern) {
       ASSERT_EQ(got.base, want.base) << PrefetchPatternName(pattern) << " slot " << slot - base;
       ASSERT_EQ(got.stride, want.stride);
       if (pattern == PrefetchPattern::kLead) {
-        ASSERT_EQ(reinterpret_cast<uintptr_t>(got.base), slot + 4096);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(got.base), slot + kLeadBytes);
         ASSERT_EQ(got.stride, 64u);
       } else {
         ASSERT_EQ(got.base, WindowPrefetcher::BurstBase(slot));
