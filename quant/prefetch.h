@@ -13,7 +13,7 @@
 //    interleaved passes, window 37.8 GB/s, a 4 KB lead into L2 57.1, no software prefetch
 //    54.1 (small pages: 34.1, 45.2, 38.2). The lead is 8 KB (kLeadBytes): the K-quant
 //    pair kernels consume two rows at once, so 4 KB left the second row ~3 KB of lead.
-//    1.1B Q4_K_M GGUF, 2 threads, bench-forward T(1), 4 interleaved rounds, 8 KB / 4 KB
+//    1.1B Q4_K GGUF, 2 threads, bench-forward T(1), 4 interleaved rounds, 8 KB / 4 KB
 //    lead: 0.94 of the time (0.92-1.00; 18.4 / 19.9 ms) with the probe at ~35 GB/s, 0.82
 //    (15.2 / 18.5 ms) with it at ~60; F16, Q8_0 and Q4_0 (3 rounds) 1.00-1.01.
 // Prefetches never fault, so targets past the end of a buffer are harmless.
