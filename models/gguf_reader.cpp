@@ -578,10 +578,11 @@ LoadedModel LoadGguf(const std::string& path) {
   // 4 KB pages), unless the kernels stream it and a copy would be on huge pages: the
   // weights then pass through the TLB at one walk per 2 MB instead of per 4 KB (1.1B
   // Q4_K GGUF on Zen 4, 2 threads, bench-forward T(1) 21.2 -> 18.5 ms, 4 interleaved
-  // rounds; start-up 0.3-0.7 s longer, peak RSS 1.10x the file). Any other is made in its
-  // final layout straight from the map into an uninitialized buffer (each page written
-  // once), and the source pages are then dropped (the page cache keeps them), so that
-  // loading never holds two copies.
+  // rounds; start-up 0.3-0.7 s longer, peak RSS 1.10x the file). Copies under 2 MiB (on
+  // the heap, not huge pages) were slower than the views: 134M Q4_K, T(1) 1.11x. Any
+  // other is made in its final layout straight from the map into an uninitialized buffer
+  // (each page written once), and the source pages are then dropped (the page cache keeps
+  // them), so that loading never holds two copies.
   auto load = [&](const MatrixJob& j) {
     const std::string& name = j.ti->name;
     GgmlGeometry g{};
