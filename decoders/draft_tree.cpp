@@ -145,17 +145,16 @@ namespace {
 // (parent, rank) as the growth reaches it.
 class RecordedTree {
  public:
-  explicit RecordedTree(const TreeStep& t) : t_(t), n_(static_cast<int>(t.parents.size())) {
-    grown_.assign(n_, -1);
-    has_child_.assign(n_, false);
-    for (int i = 0; i < n_; ++i)
-      if (t.parents[i] >= 0) has_child_[t.parents[i]] = true;
+  explicit RecordedTree(const TreeStep& t)
+      : t_(t), grown_(t.parents.size(), -1), has_child_(t.parents.size(), false) {
+    for (int p : t.parents)
+      if (p >= 0) has_child_[p] = true;
   }
-  int nodes() const { return n_; }
+  int nodes() const { return static_cast<int>(grown_.size()); }
   int grown(int i) const { return grown_[i]; }
   // Maps the recorded nodes among the just-grown `added`; true when `a` is one.
   void Map(const std::vector<Grown>& g, const std::vector<int>& added) {
-    for (int i = 0; i < n_; ++i) {
+    for (int i = 0; i < nodes(); ++i) {
       if (grown_[i] >= 0) continue;
       const int p = t_.parents[i] < 0 ? -1 : grown_[t_.parents[i]];
       if (t_.parents[i] >= 0 && p < 0) continue;
@@ -181,12 +180,11 @@ class RecordedTree {
 
  private:
   int Recorded(int a) const {
-    for (int i = 0; i < n_; ++i)
+    for (int i = 0; i < nodes(); ++i)
       if (grown_[i] == a) return i;
     return -1;
   }
   const TreeStep& t_;
-  int n_;
   std::vector<int> grown_;      // [n] grown-list index of recorded node i (-1: not yet grown)
   std::vector<bool> has_child_;  // [n]
 };
@@ -205,9 +203,11 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   const int keep = dynamic ? std::min(k, shape.budget) : k;  // nodes proposed at most
   // Replay: the recorded calls, and growth without the cap (the recorded nodes are kept).
   std::optional<RecordedTree> rec;
-  if (replay && static_cast<int>(replay->parents.size()) > k)
-    Fail("acceptance replay: the recorded tree has {} nodes, K is {} (ClipTree cuts it first)", replay->parents.size(), k);
-  if (replay) rec.emplace(*replay);
+  if (replay) {
+    if (static_cast<int>(replay->parents.size()) > k)
+      Fail("acceptance replay: the recorded tree has {} nodes, K is {} (ClipTree cuts it first)", replay->parents.size(), k);
+    rec.emplace(*replay);
+  }
   const int max_depth = rec ? static_cast<int>(replay->expanded.size()) + 1
                             : dynamic ? keep : static_cast<int>(shape.branching.size());
   if (rec && !dynamic && max_depth > static_cast<int>(shape.branching.size()))
