@@ -224,7 +224,7 @@ TeamPolicy GetTeamPolicy() { return g_team_policy; }
 
 // A team pays for itself only when each of a layer's 5 barrier intervals holds enough
 // work: the multiply-adds of one layer for n positions (its products, plus attention's
-// scores and weighted values over the context) against kTeamLayerMacs (README, "Per-call
+// scores and weighted values over the context) against kTeamLayerMacs (docs/measurements.md, "Per-call
 // overhead and thread waiting", has the measurement). Tiny models decode several times
 // faster on one thread than through the team's barriers and wake-ups.
 int ForwardTeamSize(const Model& model, int n, int start_pos) {

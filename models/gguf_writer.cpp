@@ -99,12 +99,86 @@ class File {
   uint64_t pos_ = 0;
 };
 
-}  // namespace
+// The tensors to write, in llama.cpp's convert order, with the copies some need:
+// padded block-quantized matrices (not made by QuantizeModel, which follows StoredQType
+// and never pads) are re-encoded as F16, since GGUF rows cannot be padded, and vectors of
+// qwen2/qwen3 q/k rows are permuted to HF order. Deques keep the copies' addresses.
+class TensorList {
+ public:
+  TensorList(const ModelConfig& c, const std::string& path)
+      : path_(path), hd_(c.head_dim()), neox_(c.arch != "llama") {}
 
-std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer,
-                                         const std::string& path) {
-  const ModelConfig& c = model.config;
-  c.Validate(path);
+  void AddMatrix(const std::string& name, const QMatrix& m, bool rope_rows = false) {
+    Pending p;
+    p.name = name;
+    p.m = &m;
+    if (rope_rows && neox_) p.order = HfOrder(m.rows);
+    if (m.layout != Layout::kRows) {  // GGUF holds ggml rows
+      converted_.push_back(packed::Unpack(m));
+      p.m = &converted_.back();
+    }
+    if (m.padded()) {  // F16 holds the padded matrix's values exactly
+      ToGgmlType(m.type, path_ + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
+      converted_.push_back(Convert(*p.m, QType::F16));
+      p.m = &converted_.back();
+      p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
+                           m.cols, BlockSize(m.type));
+    }
+    p.type = ToGgmlType(p.m->type, path_ + ": tensor '" + name + "'");
+    any_quantized_ |= IsQuantized(p.m->type);
+    p.ne = {static_cast<uint64_t>(m.cols), static_cast<uint64_t>(m.rows)};
+    p.bytes = GgmlRowBytes(p.m->type, m.cols) * m.rows;
+    tensors_.push_back(std::move(p));
+  }
+  void AddVector(const std::string& name, const std::vector<float>& v, bool rope_rows = false) {
+    Pending p;
+    p.name = name;
+    p.type = GgmlType::F32;
+    p.v = &v;
+    if (rope_rows && neox_) {
+      const std::vector<int> order = HfOrder(int(v.size()));
+      std::vector<float> hf(v.size());
+      for (size_t k = 0; k < v.size(); ++k) hf[k] = v[order[k]];
+      permuted_.push_back(std::move(hf));
+      p.v = &permuted_.back();
+    }
+    p.ne = {v.size()};
+    p.bytes = v.size() * sizeof(float);
+    tensors_.push_back(std::move(p));
+  }
+  void CheckShape(const std::string& name, const QMatrix& m, int rows, int cols) const {
+    if (m.rows != rows || m.cols != cols)
+      Fail("{}: tensor '{}': matrix is [{}][{}], config expects [{}][{}]", path_, name, m.rows, m.cols, rows, cols);
+  }
+  void CheckLen(const std::string& name, const std::vector<float>& v, int n) const {
+    if (v.size() != static_cast<size_t>(n))
+      Fail("{}: tensor '{}': {} elements, config expects {}", path_, name, v.size(), n);
+  }
+
+  std::vector<Pending>& tensors() { return tensors_; }
+  const std::vector<Pending>& tensors() const { return tensors_; }
+  bool any_quantized() const { return any_quantized_; }
+
+ private:
+  // qwen2/qwen3 files keep HF's rotate_half order of q/k rows (llama.cpp ropes them in
+  // NEOX mode); llama files the interleaved order we hold.
+  std::vector<int> HfOrder(int rows) const {
+    std::vector<int> order(rows);
+    for (int k = 0; k < rows; ++k) order[k] = k / hd_ * hd_ + RopeRowOfHf(k % hd_, hd_);
+    return order;
+  }
+
+  const std::string& path_;
+  const int hd_;
+  const bool neox_;
+  std::deque<QMatrix> converted_;
+  std::deque<std::vector<float>> permuted_;  // vectors written in HF order
+  std::vector<Pending> tensors_;
+  bool any_quantized_ = false;
+};
+
+// The tokenizer's vocabulary with one entry per embedding row.
+Vocab PaddedVocab(const ModelConfig& c, const Tokenizer& tokenizer, const std::string& path) {
   Vocab vocab = tokenizer.ExportVocab();
   if (vocab.pieces.size() > static_cast<size_t>(c.vocab_size))
     Fail("{}: tokenizer.ggml.tokens: tokenizer has {} pieces but the model's vocab_size is {}", path,
@@ -120,135 +194,79 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   if (vocab.scores.size() != nv || vocab.types.size() != nv)
     Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv,
          vocab.scores.size(), vocab.types.size());
+  return vocab;
+}
 
-  // Tensors, in llama.cpp's convert order. Padded block-quantized matrices (not made by
-  // QuantizeModel, which follows StoredQType and never pads) are re-encoded as F16 (kept alive in
-  // `converted`), since GGUF rows cannot be padded.
-  std::deque<QMatrix> converted;
-  std::vector<Pending> tensors;
-  bool any_quantized = false;
+// One transformer block's tensors, shapes checked against the config.
+void AddLayer(TensorList& t, const ModelConfig& c, const LayerWeights& L, int l, const std::string& path) {
   const int hd = c.head_dim();
-  // qwen2/qwen3 files keep HF's rotate_half order of q/k rows (llama.cpp ropes them in
-  // NEOX mode); llama files the interleaved order we hold.
-  const bool neox = c.arch != "llama";
-  auto hf_order = [&](int rows) {
-    std::vector<int> order(rows);
-    for (int k = 0; k < rows; ++k) order[k] = k / hd * hd + RopeRowOfHf(k % hd, hd);
-    return order;
-  };
-  std::deque<std::vector<float>> permuted;  // vectors written in HF order
-  auto add_matrix = [&](const std::string& name, const QMatrix& m, bool rope_rows = false) {
-    Pending p;
-    p.name = name;
-    p.m = &m;
-    if (rope_rows && neox) p.order = hf_order(m.rows);
-    if (m.layout != Layout::kRows) {  // GGUF holds ggml rows
-      converted.push_back(packed::Unpack(m));
-      p.m = &converted.back();
-    }
-    if (m.padded()) {  // F16 holds the padded matrix's values exactly
-      ToGgmlType(m.type, path + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
-      converted.push_back(Convert(*p.m, QType::F16));
-      p.m = &converted.back();
-      p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
-                           m.cols, BlockSize(m.type));
-    }
-    p.type = ToGgmlType(p.m->type, path + ": tensor '" + name + "'");
-    any_quantized |= IsQuantized(p.m->type);
-    p.ne = {static_cast<uint64_t>(m.cols), static_cast<uint64_t>(m.rows)};
-    p.bytes = GgmlRowBytes(p.m->type, m.cols) * m.rows;
-    tensors.push_back(std::move(p));
-  };
-  auto add_vector = [&](const std::string& name, const std::vector<float>& v, bool rope_rows = false) {
-    Pending p;
-    p.name = name;
-    p.type = GgmlType::F32;
-    p.v = &v;
-    if (rope_rows && neox) {
-      const std::vector<int> order = hf_order(int(v.size()));
-      std::vector<float> hf(v.size());
-      for (size_t k = 0; k < v.size(); ++k) hf[k] = v[order[k]];
-      permuted.push_back(std::move(hf));
-      p.v = &permuted.back();
-    }
-    p.ne = {v.size()};
-    p.bytes = v.size() * sizeof(float);
-    tensors.push_back(std::move(p));
-  };
-  auto check_shape = [&](const std::string& name, const QMatrix& m, int rows, int cols) {
-    if (m.rows != rows || m.cols != cols)
-      Fail("{}: tensor '{}': matrix is [{}][{}], config expects [{}][{}]", path, name, m.rows, m.cols, rows, cols);
-  };
-  auto check_len = [&](const std::string& name, const std::vector<float>& v, int n) {
-    if (v.size() != static_cast<size_t>(n))
-      Fail("{}: tensor '{}': {} elements, config expects {}", path, name, v.size(), n);
-  };
+  const std::string p = "blk." + std::to_string(l) + ".";
+  t.CheckLen(p + "attn_norm.weight", L.attn_norm, c.dim);
+  t.CheckLen(p + "ffn_norm.weight", L.ffn_norm, c.dim);
+  t.CheckShape(p + "attn_q.weight", L.wq, c.q_dim(), c.dim);
+  t.CheckShape(p + "attn_k.weight", L.wk, c.kv_dim(), c.dim);
+  t.CheckShape(p + "attn_v.weight", L.wv, c.kv_dim(), c.dim);
+  t.CheckShape(p + "attn_output.weight", L.wo, c.dim, c.q_dim());
+  t.CheckShape(p + "ffn_gate.weight", L.w1, c.hidden_dim, c.dim);
+  t.CheckShape(p + "ffn_down.weight", L.w2, c.dim, c.hidden_dim);
+  t.CheckShape(p + "ffn_up.weight", L.w3, c.hidden_dim, c.dim);
+  t.AddVector(p + "attn_norm.weight", L.attn_norm);
+  t.AddMatrix(p + "attn_q.weight", L.wq, true);
+  t.AddMatrix(p + "attn_k.weight", L.wk, true);
+  t.AddMatrix(p + "attn_v.weight", L.wv);
+  if (c.qkv_bias) {
+    t.CheckLen(p + "attn_q.bias", L.bq, c.q_dim());
+    t.CheckLen(p + "attn_k.bias", L.bk, c.kv_dim());
+    t.CheckLen(p + "attn_v.bias", L.bv, c.kv_dim());
+    t.AddVector(p + "attn_q.bias", L.bq, true);
+    t.AddVector(p + "attn_k.bias", L.bk, true);
+    t.AddVector(p + "attn_v.bias", L.bv);
+  } else if (!L.bq.empty() || !L.bk.empty() || !L.bv.empty()) {
+    Fail("{}: tensor '{}': {} has no q/k/v biases", path, p + "attn_q.bias", c.arch);
+  }
+  if (c.qk_norm) {
+    t.CheckLen(p + "attn_q_norm.weight", L.q_norm, hd);
+    t.CheckLen(p + "attn_k_norm.weight", L.k_norm, hd);
+    t.AddVector(p + "attn_q_norm.weight", L.q_norm, true);
+    t.AddVector(p + "attn_k_norm.weight", L.k_norm, true);
+  } else if (!L.q_norm.empty() || !L.k_norm.empty()) {
+    Fail("{}: tensor '{}': {} has no q/k norms", path, p + "attn_q_norm.weight", c.arch);
+  }
+  t.AddMatrix(p + "attn_output.weight", L.wo);
+  t.AddVector(p + "ffn_norm.weight", L.ffn_norm);
+  t.AddMatrix(p + "ffn_gate.weight", L.w1);
+  t.AddMatrix(p + "ffn_down.weight", L.w2);
+  t.AddMatrix(p + "ffn_up.weight", L.w3);
+}
+
+// Every tensor of the model, checked against its config.
+void AddTensors(TensorList& t, const Model& model, const std::string& path) {
+  const ModelConfig& c = model.config;
   if (model.layers.size() != static_cast<size_t>(c.n_layers))
     Fail("{}: llama.block_count: model has {} layers, config says {}", path, model.layers.size(), c.n_layers);
-
-  check_shape("token_embd.weight", model.tok_embeddings, c.vocab_size, c.dim);
-  add_matrix("token_embd.weight", model.tok_embeddings);
+  t.CheckShape("token_embd.weight", model.tok_embeddings, c.vocab_size, c.dim);
+  t.AddMatrix("token_embd.weight", model.tok_embeddings);
   if (c.rope_scaling == "llama3") {  // llama.cpp's form of llama3 scaling
     if (c.arch != "llama") Fail("{}: rope_freqs.weight: llama3 RoPE scaling needs the llama architecture", path);
-    check_len("rope_freqs.weight", c.rope_freq_factors, hd / 2);
-    add_vector("rope_freqs.weight", c.rope_freq_factors);
+    t.CheckLen("rope_freqs.weight", c.rope_freq_factors, c.head_dim() / 2);
+    t.AddVector("rope_freqs.weight", c.rope_freq_factors);
   }
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = model.layers[l];
-    const std::string p = "blk." + std::to_string(l) + ".";
-    check_len(p + "attn_norm.weight", L.attn_norm, c.dim);
-    check_len(p + "ffn_norm.weight", L.ffn_norm, c.dim);
-    check_shape(p + "attn_q.weight", L.wq, c.q_dim(), c.dim);
-    check_shape(p + "attn_k.weight", L.wk, c.kv_dim(), c.dim);
-    check_shape(p + "attn_v.weight", L.wv, c.kv_dim(), c.dim);
-    check_shape(p + "attn_output.weight", L.wo, c.dim, c.q_dim());
-    check_shape(p + "ffn_gate.weight", L.w1, c.hidden_dim, c.dim);
-    check_shape(p + "ffn_down.weight", L.w2, c.dim, c.hidden_dim);
-    check_shape(p + "ffn_up.weight", L.w3, c.hidden_dim, c.dim);
-    add_vector(p + "attn_norm.weight", L.attn_norm);
-    add_matrix(p + "attn_q.weight", L.wq, true);
-    add_matrix(p + "attn_k.weight", L.wk, true);
-    add_matrix(p + "attn_v.weight", L.wv);
-    if (c.qkv_bias) {
-      check_len(p + "attn_q.bias", L.bq, c.q_dim());
-      check_len(p + "attn_k.bias", L.bk, c.kv_dim());
-      check_len(p + "attn_v.bias", L.bv, c.kv_dim());
-      add_vector(p + "attn_q.bias", L.bq, true);
-      add_vector(p + "attn_k.bias", L.bk, true);
-      add_vector(p + "attn_v.bias", L.bv);
-    } else if (!L.bq.empty() || !L.bk.empty() || !L.bv.empty()) {
-      Fail("{}: tensor '{}': {} has no q/k/v biases", path, p + "attn_q.bias", c.arch);
-    }
-    if (c.qk_norm) {
-      check_len(p + "attn_q_norm.weight", L.q_norm, hd);
-      check_len(p + "attn_k_norm.weight", L.k_norm, hd);
-      add_vector(p + "attn_q_norm.weight", L.q_norm, true);
-      add_vector(p + "attn_k_norm.weight", L.k_norm, true);
-    } else if (!L.q_norm.empty() || !L.k_norm.empty()) {
-      Fail("{}: tensor '{}': {} has no q/k norms", path, p + "attn_q_norm.weight", c.arch);
-    }
-    add_matrix(p + "attn_output.weight", L.wo);
-    add_vector(p + "ffn_norm.weight", L.ffn_norm);
-    add_matrix(p + "ffn_gate.weight", L.w1);
-    add_matrix(p + "ffn_down.weight", L.w2);
-    add_matrix(p + "ffn_up.weight", L.w3);
-  }
-  check_len("output_norm.weight", model.final_norm, c.dim);
-  add_vector("output_norm.weight", model.final_norm);
-  check_shape("output.weight", model.output, c.vocab_size, c.dim);
+  for (int l = 0; l < c.n_layers; ++l) AddLayer(t, c, model.layers[l], l, path);
+  t.CheckLen("output_norm.weight", model.final_norm, c.dim);
+  t.AddVector("output_norm.weight", model.final_norm);
+  t.CheckShape("output.weight", model.output, c.vocab_size, c.dim);
   auto same_as_embedding = [&] {  // compared as ggml rows (a loaded tied embedding has the classifier's layout)
     const QMatrix o = packed::Unpack(model.output), e = packed::Unpack(model.tok_embeddings);
     return o.type == e.type && o.bytes() == e.bytes() && std::memcmp(o.data.data(), e.data.data(), e.bytes()) == 0;
   };
   const bool tied = model.tied_embeddings && same_as_embedding();
-  if (!tied) add_matrix("output.weight", model.output);
+  if (!tied) t.AddMatrix("output.weight", model.output);
+}
 
-  Kv kv;
-  kv.Str("general.architecture", c.arch);
-  kv.Str("general.name", std::filesystem::path(path).stem().string());
-  kv.U32("general.alignment", kAlignment);
-  if (any_quantized) kv.U32("general.quantization_version", 2);  // ggml block layout version
-  const std::string a = c.arch + ".";  // ggml's per-architecture keys
+// The hyper-parameters under ggml's per-architecture keys.
+void PutHyperParameters(Kv& kv, const ModelConfig& c) {
+  const int hd = c.head_dim();
+  const std::string a = c.arch + ".";
   kv.U32(a + "context_length", c.max_seq_len);
   kv.U32(a + "embedding_length", c.dim);
   kv.U32(a + "block_count", c.n_layers);
@@ -267,6 +285,10 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     kv.F32(a + "rope.scaling.factor", c.rope_scaling_factor);
   }
   kv.U32(a + "vocab_size", c.vocab_size);
+}
+
+void PutVocab(Kv& kv, const Vocab& vocab, const std::string& path) {
+  const size_t nv = vocab.pieces.size();
   kv.Str("tokenizer.ggml.model", vocab.model);
   if (vocab.model == "gpt2") {
     if (vocab.pre.empty())
@@ -287,8 +309,22 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
   kv.U32("tokenizer.ggml.eos_token_id", vocab.eos_id);
   kv.U32("tokenizer.ggml.unknown_token_id", vocab.unk_id);
   kv.Bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
+}
 
-  Buf head;
+Kv Metadata(const ModelConfig& c, const Vocab& vocab, bool any_quantized, const std::string& path) {
+  Kv kv;
+  kv.Str("general.architecture", c.arch);
+  kv.Str("general.name", std::filesystem::path(path).stem().string());
+  kv.U32("general.alignment", kAlignment);
+  if (any_quantized) kv.U32("general.quantization_version", 2);  // ggml block layout version
+  PutHyperParameters(kv, c);
+  PutVocab(kv, vocab, path);
+  return kv;
+}
+
+// Magic, counts, metadata and tensor infos; sets each tensor's offset and returns the
+// data section's size.
+uint64_t BuildHeader(Buf& head, std::vector<Pending>& tensors, const Kv& kv) {
   head.Put<uint32_t>(0x46554747u);  // "GGUF"
   head.Put<uint32_t>(3);
   head.Put<uint64_t>(tensors.size());
@@ -304,8 +340,25 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     head.Put(static_cast<uint32_t>(t.type));
     head.Put(t.offset);
   }
+  return off;
+}
 
-  // Temp file + rename: a failed or interrupted write never leaves a truncated model.
+void WriteTensorData(File& f, const Pending& t) {
+  if (t.v) {
+    f.Write(t.v->data(), t.bytes);
+    return;
+  }
+  const QMatrix& m = *t.m;
+  const uint64_t rb = GgmlRowBytes(m.type, m.cols);
+  if (rb == m.row_bytes && t.order.empty()) {
+    f.Write(m.data.data(), t.bytes);
+  } else {
+    for (int r = 0; r < m.rows; ++r) f.Write(m.Row(t.order.empty() ? r : t.order[r]), rb);
+  }
+}
+
+// Temp file + rename: a failed or interrupted write never leaves a truncated model.
+void WriteFile(const std::string& path, const Buf& head, const std::vector<Pending>& tensors, uint64_t data_size) {
   const std::string tmp = path + ".tmp";
   try {
     File f(tmp, path);
@@ -314,21 +367,11 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     f.PadTo(data_start);
     const std::string writing = "writing " + std::filesystem::path(path).filename().string();
     for (const auto& t : tensors) {
-      ReportBytes(writing, t.offset, off);
+      ReportBytes(writing, t.offset, data_size);
       f.PadTo(data_start + t.offset);
-      if (t.v) {
-        f.Write(t.v->data(), t.bytes);
-      } else {
-        const QMatrix& m = *t.m;
-        const uint64_t rb = GgmlRowBytes(m.type, m.cols);
-        if (rb == m.row_bytes && t.order.empty()) {
-          f.Write(m.data.data(), t.bytes);
-        } else {
-          for (int r = 0; r < m.rows; ++r) f.Write(m.Row(t.order.empty() ? r : t.order[r]), rb);
-        }
-      }
+      WriteTensorData(f, t);
     }
-    ReportBytes(writing, off, off);
+    ReportBytes(writing, data_size, data_size);
     f.Close();
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
@@ -338,9 +381,24 @@ std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& to
     std::filesystem::remove(tmp, ec);
     throw;
   }
+}
+
+}  // namespace
+
+std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer,
+                                         const std::string& path) {
+  const ModelConfig& c = model.config;
+  c.Validate(path);
+  const Vocab vocab = PaddedVocab(c, tokenizer, path);
+  TensorList list(c, path);
+  AddTensors(list, model, path);
+  const Kv kv = Metadata(c, vocab, list.any_quantized(), path);
+  Buf head;
+  const uint64_t data_size = BuildHeader(head, list.tensors(), kv);
+  WriteFile(path, head, list.tensors(), data_size);
 
   std::vector<GgufWrittenTensor> out;
-  for (const auto& t : tensors)
+  for (const auto& t : list.tensors())
     out.push_back({t.name, std::string(GgmlTypeName(static_cast<uint32_t>(t.type))), t.ne, t.bytes, t.note});
   return out;
 }

@@ -86,6 +86,86 @@ void WriteShard(const std::vector<const StItem*>& items, const std::string& path
   }
 }
 
+// The tensors in HF's names and order, q/k rows back in HF's rotate_half order.
+class StItems {
+ public:
+  StItems(int hd, QType dtype) : hd_(hd), dtype_(dtype) {}
+  void AddMatrix(std::string name, const QMatrix& m, bool rope_rows = false) {
+    StItem it;
+    it.name = std::move(name);
+    it.m = &m;
+    it.type = dtype_;
+    it.shape = {m.rows, m.cols};
+    it.bytes = uint64_t(m.rows) * m.cols * (dtype_ == QType::F32 ? 4 : 2);
+    if (rope_rows) {  // back to HF's rotate_half order
+      it.order.resize(m.rows);
+      for (int k = 0; k < m.rows; ++k) it.order[k] = k / hd_ * hd_ + RopeRowOfHf(k % hd_, hd_);
+    }
+    items_.push_back(std::move(it));
+  }
+  void AddVector(std::string name, const std::vector<float>& v, bool rope_rows = false) {
+    StItem it;
+    it.name = std::move(name);
+    it.v = v;
+    if (rope_rows)
+      for (size_t k = 0; k < v.size(); ++k) it.v[k] = v[k / hd_ * hd_ + RopeRowOfHf(int(k % hd_), hd_)];
+    it.shape = {int64_t(v.size())};
+    it.bytes = v.size() * sizeof(float);
+    items_.push_back(std::move(it));
+  }
+  std::vector<StItem>& items() { return items_; }
+
+ private:
+  const int hd_;
+  const QType dtype_;
+  std::vector<StItem> items_;
+};
+
+void AddLayer(StItems& st, const ModelConfig& c, const LayerWeights& L, int l) {
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  st.AddVector(p + "input_layernorm.weight", L.attn_norm);
+  st.AddMatrix(p + "self_attn.q_proj.weight", L.wq, true);
+  st.AddMatrix(p + "self_attn.k_proj.weight", L.wk, true);
+  st.AddMatrix(p + "self_attn.v_proj.weight", L.wv);
+  if (c.qkv_bias) {
+    st.AddVector(p + "self_attn.q_proj.bias", L.bq, true);
+    st.AddVector(p + "self_attn.k_proj.bias", L.bk, true);
+    st.AddVector(p + "self_attn.v_proj.bias", L.bv);
+  }
+  if (c.qk_norm) {
+    st.AddVector(p + "self_attn.q_norm.weight", L.q_norm, true);
+    st.AddVector(p + "self_attn.k_norm.weight", L.k_norm, true);
+  }
+  st.AddMatrix(p + "self_attn.o_proj.weight", L.wo);
+  st.AddVector(p + "post_attention_layernorm.weight", L.ffn_norm);
+  st.AddMatrix(p + "mlp.gate_proj.weight", L.w1);
+  st.AddMatrix(p + "mlp.down_proj.weight", L.w2);
+  st.AddMatrix(p + "mlp.up_proj.weight", L.w3);
+}
+
+// Shards of about equal size, tensors in order, and their index.
+void WriteShards(std::vector<StItem>& items, const std::string& dir, int shards) {
+  uint64_t total = 0;
+  for (auto& it : items) total += it.bytes;
+  json index = {{"metadata", {{"total_size", total}}}, {"weight_map", json::object()}};
+  size_t k = 0;
+  uint64_t done = 0;
+  for (int s = 0; s < shards; ++s) {
+    const std::string fn = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards);
+    std::vector<const StItem*> part;
+    const uint64_t goal = total * (s + 1) / shards;
+    while (k < items.size() && (done < goal || s == shards - 1)) {
+      done += items[k].bytes;
+      index["weight_map"][items[k].name] = fn;
+      part.push_back(&items[k++]);
+    }
+    WriteShard(part, dir + "/" + fn);
+  }
+  std::ofstream out(dir + "/model.safetensors.index.json");
+  out << index.dump(2) << "\n";
+  if (!out) Fail("{}/model.safetensors.index.json: write failed", dir);
+}
+
 }  // namespace
 
 void WriteHfModel(const Model& model, const std::string& dir, const HfWriteOptions& opts) {
@@ -98,57 +178,11 @@ void WriteHfModel(const Model& model, const std::string& dir, const HfWriteOptio
   fs::create_directories(dir, ec);
   if (ec) Fail("{}: cannot create directory: {}", dir, ec.message());
 
-  const int hd = c.head_dim();
-  std::vector<StItem> items;
-  auto esize = [&] { return opts.dtype == QType::F32 ? 4 : 2; };
-  auto add_matrix = [&](std::string name, const QMatrix& m, bool rope_rows = false) {
-    StItem it;
-    it.name = std::move(name);
-    it.m = &m;
-    it.type = opts.dtype;
-    it.shape = {m.rows, m.cols};
-    it.bytes = uint64_t(m.rows) * m.cols * esize();
-    if (rope_rows) {  // back to HF's rotate_half order
-      it.order.resize(m.rows);
-      for (int k = 0; k < m.rows; ++k) it.order[k] = k / hd * hd + RopeRowOfHf(k % hd, hd);
-    }
-    items.push_back(std::move(it));
-  };
-  auto add_vector = [&](std::string name, const std::vector<float>& v, bool rope_rows = false) {
-    StItem it;
-    it.name = std::move(name);
-    it.v = v;
-    if (rope_rows)
-      for (size_t k = 0; k < v.size(); ++k) it.v[k] = v[k / hd * hd + RopeRowOfHf(int(k % hd), hd)];
-    it.shape = {int64_t(v.size())};
-    it.bytes = v.size() * sizeof(float);
-    items.push_back(std::move(it));
-  };
-  add_matrix("model.embed_tokens.weight", model.tok_embeddings);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = model.layers[l];
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    add_vector(p + "input_layernorm.weight", L.attn_norm);
-    add_matrix(p + "self_attn.q_proj.weight", L.wq, true);
-    add_matrix(p + "self_attn.k_proj.weight", L.wk, true);
-    add_matrix(p + "self_attn.v_proj.weight", L.wv);
-    if (c.qkv_bias) {
-      add_vector(p + "self_attn.q_proj.bias", L.bq, true);
-      add_vector(p + "self_attn.k_proj.bias", L.bk, true);
-      add_vector(p + "self_attn.v_proj.bias", L.bv);
-    }
-    if (c.qk_norm) {
-      add_vector(p + "self_attn.q_norm.weight", L.q_norm, true);
-      add_vector(p + "self_attn.k_norm.weight", L.k_norm, true);
-    }
-    add_matrix(p + "self_attn.o_proj.weight", L.wo);
-    add_vector(p + "post_attention_layernorm.weight", L.ffn_norm);
-    add_matrix(p + "mlp.gate_proj.weight", L.w1);
-    add_matrix(p + "mlp.down_proj.weight", L.w2);
-    add_matrix(p + "mlp.up_proj.weight", L.w3);
-  }
-  add_vector("model.norm.weight", model.final_norm);
-  if (!model.tied_embeddings) add_matrix("lm_head.weight", model.output);
+  StItems st(c.head_dim(), opts.dtype);
+  st.AddMatrix("model.embed_tokens.weight", model.tok_embeddings);
+  for (int l = 0; l < c.n_layers; ++l) AddLayer(st, c, model.layers[l], l);
+  st.AddVector("model.norm.weight", model.final_norm);
+  if (!model.tied_embeddings) st.AddMatrix("lm_head.weight", model.output);
 
   {
     std::ofstream cfg(dir + "/config.json");
@@ -157,30 +191,11 @@ void WriteHfModel(const Model& model, const std::string& dir, const HfWriteOptio
   }
   if (opts.shards == 1) {
     std::vector<const StItem*> all;
-    for (auto& it : items) all.push_back(&it);
+    for (auto& it : st.items()) all.push_back(&it);
     WriteShard(all, dir + "/model.safetensors");
     return;
   }
-  // Shards of about equal size, tensors in order.
-  uint64_t total = 0;
-  for (auto& it : items) total += it.bytes;
-  json index = {{"metadata", {{"total_size", total}}}, {"weight_map", json::object()}};
-  size_t k = 0;
-  uint64_t done = 0;
-  for (int s = 0; s < opts.shards; ++s) {
-    const std::string fn = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, opts.shards);
-    std::vector<const StItem*> part;
-    const uint64_t goal = total * (s + 1) / opts.shards;
-    while (k < items.size() && (done < goal || s == opts.shards - 1)) {
-      done += items[k].bytes;
-      index["weight_map"][items[k].name] = fn;
-      part.push_back(&items[k++]);
-    }
-    WriteShard(part, dir + "/" + fn);
-  }
-  std::ofstream out(dir + "/model.safetensors.index.json");
-  out << index.dump(2) << "\n";
-  if (!out) Fail("{}/model.safetensors.index.json: write failed", dir);
+  WriteShards(st.items(), dir, opts.shards);
 }
 
 }  // namespace specsweep

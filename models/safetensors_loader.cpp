@@ -163,6 +163,140 @@ StFolder OpenSafetensors(const fs::path& dir) {
   return f;
 }
 
+
+// Reads a folder's tensors into Model matrices, checking names and shapes and tracking
+// which were used. The source pages of a tensor are dropped from this process once
+// copied: the file stays in the page cache, and peak memory is the model plus one tensor.
+class StReader {
+ public:
+  StReader(StFolder& folder, const std::string& dir) : folder_(folder), dir_(dir) {
+    for (auto& [name, t] : folder_.tensors) total_bytes_ += t.bytes;
+    const fs::path dir_path = fs::path(dir).filename().empty() ? fs::path(dir).parent_path() : fs::path(dir);
+    loading_ = "loading " + dir_path.filename().string();
+    ReportBytes(loading_, 0, total_bytes_);  // the step's clock starts before the first tensor
+  }
+
+  // Aliases: __metadata__ may map a missing name to a stored one (tied embeddings).
+  const StTensor* Find(const std::string& name) const {
+    const auto& tensors = folder_.tensors;
+    const json& metadata = folder_.metadata;
+    if (auto it = tensors.find(name); it != tensors.end()) return &it->second;
+    if (metadata.is_object() && metadata.contains(name) && metadata[name].is_string())
+      if (auto it = tensors.find(metadata[name].get<std::string>()); it != tensors.end()) return &it->second;
+    return nullptr;
+  }
+  std::string FileOf(const std::string& name) const {
+    auto it = folder_.file_of.find(name);
+    return it != folder_.file_of.end() ? it->second : folder_.files.size() == 1 ? folder_.files[0]->path() : dir_;
+  }
+  const StTensor& Require(const std::string& name, std::vector<int64_t> shape) {
+    const StTensor* t = Find(name);
+    if (!t) Fail("{}: tensor '{}': missing", FileOf(name), name);
+    if (t->shape != shape)
+      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", FileOf(name), name,
+           fmt::join(t->shape, ", "), fmt::join(shape, ", "));
+    used_.insert(name);
+    return *t;
+  }
+  void MarkUsed(const std::string& name) { used_.insert(name); }
+
+  // Copies a [rows][cols] tensor; `row_of(r)` gives the stored row for our row r; packs
+  // it for the kernels.
+  template <typename RowOf>
+  QMatrix Matrix(const StTensor& t, RowOf row_of, bool pack = true) {
+    const int rows = static_cast<int>(t.shape[0]), cols = static_cast<int>(t.shape[1]);
+    const size_t rb = cols * DtypeSize(t.dtype);
+    // Uninitialized: every byte is copied below (zeroing first would write each page twice).
+    QMatrix q = MakeQMatrix(StorageType(t.dtype), rows, cols, AlignedBuffer::Uninitialized(size_t(rows) * rb));
+    for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), t.data + size_t(row_of(r)) * rb, rb);
+    Release(t);
+    return pack ? PackForKernels(q) : q;
+  }
+  template <typename RowOf>
+  std::vector<float> Vector(const StTensor& t, RowOf row_of) {
+    StTensor col = t;  // a [n] vector viewed as a [n][1] matrix, so rows can be permuted
+    col.shape = {t.shape[0], 1};
+    QMatrix one = Matrix(col, row_of, false);
+    std::vector<float> v(one.rows);  // [n]
+    for (int r = 0; r < one.rows; ++r) DequantizeRow(one, r, &v[r]);
+    return v;
+  }
+
+  // A tensor the architecture does not use (an o_proj bias, a layer beyond
+  // num_hidden_layers, ...) would be silently dropped: refuse it. Old checkpoints store
+  // the rotary inv_freq buffer, which is recomputed from the config.
+  void CheckAllUsed(const std::string& arch) const {
+    for (auto& [name, t] : folder_.tensors)
+      if (!used_.count(name) && !name.ends_with("rotary_emb.inv_freq"))
+        Fail("{}: tensor '{}': not used by the {} architecture as configured in config.json", FileOf(name), name,
+             arch);
+  }
+
+ private:
+  void Release(const StTensor& t) {
+    ReportBytes(loading_, loaded_bytes_ += t.bytes, total_bytes_);
+    for (auto& f : folder_.files)
+      if (t.data >= f->data() && t.data < f->data() + f->size()) f->Release(t.data, t.bytes);
+  }
+
+  StFolder& folder_;
+  const std::string& dir_;
+  std::set<std::string> used_;
+  uint64_t total_bytes_ = 0, loaded_bytes_ = 0;
+  std::string loading_;
+};
+
+int Identity(int r) { return r; }
+
+// Tied embeddings: one of the two is stored (or aliased through __metadata__).
+void LoadEmbeddings(StReader& st, const StFolder& folder, Model& m) {
+  const ModelConfig& c = m.config;
+  const int64_t D = c.dim, V = c.vocab_size;
+  const char* emb_name = st.Find("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "lm_head.weight";
+  const char* head_name = st.Find("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+  m.tied_embeddings = !(folder.tensors.count("model.embed_tokens.weight") && folder.tensors.count("lm_head.weight"));
+  m.tok_embeddings = st.Matrix(st.Require(emb_name, {V, D}), Identity, false);
+  if (m.tied_embeddings) {
+    st.MarkUsed(head_name);
+    // One buffer for both (frozen: copies share it); the lookup reads rows through
+    // DequantizeRow, which takes the classifier's layout as well.
+    m.tok_embeddings.data.Freeze();
+    m.output = PackForKernels(m.tok_embeddings);
+    m.output.data.Freeze();
+    m.tok_embeddings = m.output;
+  } else {
+    m.output = st.Matrix(st.Require(head_name, {V, D}), Identity);
+  }
+}
+
+LayerWeights LoadLayer(StReader& st, const ModelConfig& c, int l) {
+  // HF stores q/k rows per head as [2][hd/2] (rotate_half); ours are interleaved [hd/2][2].
+  const int hd = c.head_dim();
+  auto rope_permute = [hd](int r) { return r / hd * hd + HfRopeRow(r % hd, hd); };
+  const int64_t D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim, HD = hd;
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  LayerWeights L;
+  L.attn_norm = st.Vector(st.Require(p + "input_layernorm.weight", {D}), Identity);
+  L.wq = st.Matrix(st.Require(p + "self_attn.q_proj.weight", {Q, D}), rope_permute);
+  L.wk = st.Matrix(st.Require(p + "self_attn.k_proj.weight", {KV, D}), rope_permute);
+  L.wv = st.Matrix(st.Require(p + "self_attn.v_proj.weight", {KV, D}), Identity);
+  if (c.qkv_bias) {
+    L.bq = st.Vector(st.Require(p + "self_attn.q_proj.bias", {Q}), rope_permute);
+    L.bk = st.Vector(st.Require(p + "self_attn.k_proj.bias", {KV}), rope_permute);
+    L.bv = st.Vector(st.Require(p + "self_attn.v_proj.bias", {KV}), Identity);
+  }
+  if (c.qk_norm) {
+    L.q_norm = st.Vector(st.Require(p + "self_attn.q_norm.weight", {HD}), rope_permute);
+    L.k_norm = st.Vector(st.Require(p + "self_attn.k_norm.weight", {HD}), rope_permute);
+  }
+  L.wo = st.Matrix(st.Require(p + "self_attn.o_proj.weight", {D, Q}), Identity);
+  L.ffn_norm = st.Vector(st.Require(p + "post_attention_layernorm.weight", {D}), Identity);
+  L.w1 = st.Matrix(st.Require(p + "mlp.gate_proj.weight", {H, D}), Identity);
+  L.w2 = st.Matrix(st.Require(p + "mlp.down_proj.weight", {D, H}), Identity);
+  L.w3 = st.Matrix(st.Require(p + "mlp.up_proj.weight", {H, D}), Identity);
+  return L;
+}
+
 }  // namespace
 
 Model LoadHfSafetensors(const std::string& dir) {
@@ -171,120 +305,17 @@ Model LoadHfSafetensors(const std::string& dir) {
   m.config = ParseHfConfig(cfg_path);
   const ModelConfig& c = m.config;
   StFolder folder = OpenSafetensors(dir);
-  const auto& tensors = folder.tensors;
-  const json& metadata = folder.metadata;
-  std::set<std::string> used;
-
-  // Aliases: __metadata__ may map a missing name to a stored one (tied embeddings).
-  auto find = [&](const std::string& name) -> const StTensor* {
-    if (auto it = tensors.find(name); it != tensors.end()) return &it->second;
-    if (metadata.is_object() && metadata.contains(name) && metadata[name].is_string())
-      if (auto it = tensors.find(metadata[name].get<std::string>()); it != tensors.end()) return &it->second;
-    return nullptr;
-  };
-  auto file_of = [&](const std::string& name) {
-    auto it = folder.file_of.find(name);
-    return it != folder.file_of.end() ? it->second : folder.files.size() == 1 ? folder.files[0]->path() : dir;
-  };
-  auto require = [&](const std::string& name, std::vector<int64_t> shape) -> const StTensor& {
-    const StTensor* t = find(name);
-    if (!t) Fail("{}: tensor '{}': missing", file_of(name), name);
-    if (t->shape != shape)
-      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", file_of(name), name,
-           fmt::join(t->shape, ", "), fmt::join(shape, ", "));
-    used.insert(name);
-    return *t;
-  };
-  // The source pages of a tensor are dropped from this process once copied: the file
-  // stays in the page cache, and peak memory is the model plus one tensor.
-  uint64_t total_bytes = 0, loaded_bytes = 0;
-  for (auto& [name, t] : tensors) total_bytes += t.bytes;
-  const fs::path dir_path = fs::path(dir).filename().empty() ? fs::path(dir).parent_path() : fs::path(dir);
-  const std::string loading = "loading " + dir_path.filename().string();
-  ReportBytes(loading, 0, total_bytes);  // the step's clock starts before the first tensor
-  auto release = [&](const StTensor& t) {
-    ReportBytes(loading, loaded_bytes += t.bytes, total_bytes);
-    for (auto& f : folder.files)
-      if (t.data >= f->data() && t.data < f->data() + f->size()) f->Release(t.data, t.bytes);
-  };
-  // Copies a [rows][cols] tensor; `row_of(r)` gives the stored row for our row r; packs
-  // it for the kernels.
-  auto matrix = [&](const StTensor& t, auto row_of, bool pack = true) {
-    const int rows = static_cast<int>(t.shape[0]), cols = static_cast<int>(t.shape[1]);
-    const size_t rb = cols * DtypeSize(t.dtype);
-    // Uninitialized: every byte is copied below (zeroing first would write each page twice).
-    QMatrix q = MakeQMatrix(StorageType(t.dtype), rows, cols, AlignedBuffer::Uninitialized(size_t(rows) * rb));
-    for (int r = 0; r < rows; ++r) std::memcpy(q.Row(r), t.data + size_t(row_of(r)) * rb, rb);
-    release(t);
-    return pack ? PackForKernels(q) : q;
-  };
-  auto identity = [](int r) { return r; };
-  // HF stores q/k rows per head as [2][hd/2] (rotate_half); ours are interleaved [hd/2][2].
-  const int hd = c.head_dim();
-  auto rope_permute = [hd](int r) { return r / hd * hd + HfRopeRow(r % hd, hd); };
-  auto vec = [&](const StTensor& t, auto row_of) {
-    StTensor col = t;  // a [n] vector viewed as a [n][1] matrix, so rows can be permuted
-    col.shape = {t.shape[0], 1};
-    QMatrix one = matrix(col, row_of, false);
-    std::vector<float> v(one.rows);  // [n]
-    for (int r = 0; r < one.rows; ++r) DequantizeRow(one, r, &v[r]);
-    return v;
-  };
-
-  const int64_t D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim, V = c.vocab_size, HD = hd;
-  // Tied embeddings: one of the two is stored (or aliased through __metadata__).
-  const char* emb_name = find("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "lm_head.weight";
-  const char* head_name = find("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
-  m.tied_embeddings = !(tensors.count("model.embed_tokens.weight") && tensors.count("lm_head.weight"));
-  m.tok_embeddings = matrix(require(emb_name, {V, D}), identity, false);
-  if (m.tied_embeddings) {
-    used.insert(head_name);
-    // One buffer for both (frozen: copies share it); the lookup reads rows through
-    // DequantizeRow, which takes the classifier's layout as well.
-    m.tok_embeddings.data.Freeze();
-    m.output = PackForKernels(m.tok_embeddings);
-    m.output.data.Freeze();
-    m.tok_embeddings = m.output;
-  } else {
-    m.output = matrix(require(head_name, {V, D}), identity);
-  }
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    LayerWeights L;
-    L.attn_norm = vec(require(p + "input_layernorm.weight", {D}), identity);
-    L.wq = matrix(require(p + "self_attn.q_proj.weight", {Q, D}), rope_permute);
-    L.wk = matrix(require(p + "self_attn.k_proj.weight", {KV, D}), rope_permute);
-    L.wv = matrix(require(p + "self_attn.v_proj.weight", {KV, D}), identity);
-    if (c.qkv_bias) {
-      L.bq = vec(require(p + "self_attn.q_proj.bias", {Q}), rope_permute);
-      L.bk = vec(require(p + "self_attn.k_proj.bias", {KV}), rope_permute);
-      L.bv = vec(require(p + "self_attn.v_proj.bias", {KV}), identity);
-    }
-    if (c.qk_norm) {
-      L.q_norm = vec(require(p + "self_attn.q_norm.weight", {HD}), rope_permute);
-      L.k_norm = vec(require(p + "self_attn.k_norm.weight", {HD}), rope_permute);
-    }
-    L.wo = matrix(require(p + "self_attn.o_proj.weight", {D, Q}), identity);
-    L.ffn_norm = vec(require(p + "post_attention_layernorm.weight", {D}), identity);
-    L.w1 = matrix(require(p + "mlp.gate_proj.weight", {H, D}), identity);
-    L.w2 = matrix(require(p + "mlp.down_proj.weight", {D, H}), identity);
-    L.w3 = matrix(require(p + "mlp.up_proj.weight", {H, D}), identity);
-    m.layers.push_back(std::move(L));
-  }
-  m.final_norm = vec(require("model.norm.weight", {D}), identity);
-  // A tensor the architecture does not use (an o_proj bias, a layer beyond
-  // num_hidden_layers, ...) would be silently dropped: refuse it. Old checkpoints store
-  // the rotary inv_freq buffer, which is recomputed from the config.
-  for (auto& [name, t] : tensors)
-    if (!used.count(name) && !name.ends_with("rotary_emb.inv_freq"))
-      Fail("{}: tensor '{}': not used by the {} architecture as configured in config.json", file_of(name), name,
-           c.arch);
+  StReader st(folder, dir);
+  LoadEmbeddings(st, folder, m);
+  for (int l = 0; l < c.n_layers; ++l) m.layers.push_back(LoadLayer(st, c, l));
+  m.final_norm = st.Vector(st.Require("model.norm.weight", {c.dim}), Identity);
+  st.CheckAllUsed(c.arch);
 
   m.source.format = "hf-safetensors";
   m.source.path = dir;
   m.source.files = {cfg_path};
   for (auto& f : folder.files) m.source.files.push_back(f->path());
-  for (auto& [name, t] : tensors)
+  for (auto& [name, t] : folder.tensors)
     m.source.tensors.push_back({name, t.shape, t.dtype, t.bytes});
   return m;
 }

@@ -169,14 +169,20 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& base, 
   return out;
 }
 
-void RunCompare(const CompareArgs& a) {
+namespace {
+
+void CheckCompareArgs(const CompareArgs& a) {
   const auto& vs = a.variants;
   if (vs.size() < 2) Fail("--compare: {} variant(s); give at least two", vs.size());
   for (size_t i = 0; i < vs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (vs[i].label == vs[j].label) Fail("--compare: label {} given twice", vs[i].label);
   if (a.rounds < 1) Fail("--rounds: {} must be at least 1", a.rounds);
-  const std::string self = SelfExe();
+}
+
+// Every variant once per round, the order alternating per round; [variant][round].
+std::vector<std::vector<ChildRun>> RunRounds(const CompareArgs& a, const std::string& self) {
+  const auto& vs = a.variants;
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) base.emplace_back(*e);
 
@@ -204,8 +210,11 @@ void RunCompare(const CompareArgs& a) {
     }
   }
   rmdir(dir.c_str());
+  return runs;
+}
 
-  // Records every variant and round reported, in the first run's order.
+// Records every variant and round reported, in the first run's order.
+std::vector<std::string> CommonKeys(const std::vector<std::vector<ChildRun>>& runs) {
   std::vector<std::string> keys;
   for (const auto& [key, ms] : runs[0][0].ms) {
     bool everywhere = true;
@@ -214,7 +223,11 @@ void RunCompare(const CompareArgs& a) {
     if (everywhere) keys.push_back(key);
   }
   if (keys.empty()) Fail("--compare: the variants report no record in common");
+  return keys;
+}
 
+void PrintVariants(const std::vector<CompareVariant>& vs, const std::vector<std::vector<ChildRun>>& runs,
+                   const std::string& self) {
   for (size_t i = 0; i < vs.size(); ++i) {
     const nlohmann::json& c = runs[i][0].context;
     std::string env;
@@ -223,82 +236,107 @@ void RunCompare(const CompareArgs& a) {
                vs[i].binary.empty() ? self : vs[i].binary, c.value("git_rev", "?"), c.value("kernel_isa", "?"),
                c.value("threads", 0));
   }
+}
+
+// One row of the table: each variant's ms over the rounds, then each one's ratio to the
+// first; a record for each.
+void CompareRecord(const CompareArgs& a, const std::string& key, int kw,
+                   const std::vector<std::vector<ChildRun>>& runs, nlohmann::json& recs) {
+  const auto& vs = a.variants;
+  fmt::print("{:>{}}", key, kw);
+  std::vector<std::vector<double>> ms(vs.size());  // [variant][round]
+  for (size_t i = 0; i < vs.size(); ++i) {
+    std::vector<double> roof;
+    for (const ChildRun& c : runs[i]) {
+      ms[i].push_back(c.ms.at(key));
+      roof.push_back(c.roofline.at(key));
+    }
+    const Spread t = Summarize(ms[i]);
+    fmt::print(" {:>26}", fmt::format("{:.3f} ({:.2f}..{:.2f}) {:.2f}", t.median, t.min, t.max, Median(roof)));
+    recs.push_back({{"name", fmt::format("bench_forward_compare/{}/{}", vs[i].label, key)},
+                    {"run_type", "aggregate"},
+                    {"aggregate_name", "median"},
+                    {"variant", vs[i].label},
+                    {"record", key},
+                    {"rounds", a.rounds},
+                    {"real_time", t.median},
+                    {"time_unit", "ms"},
+                    {"min_ms", t.min},
+                    {"max_ms", t.max},
+                    {"roofline_fraction", Median(roof)}});
+  }
+  for (size_t i = 1; i < vs.size(); ++i) {
+    std::vector<double> ratio;  // [round] this variant over the first, same round
+    for (int r = 0; r < a.rounds; ++r) ratio.push_back(ms[i][r] / ms[0][r]);
+    const Spread s = Summarize(ratio);
+    fmt::print(" {:>22}", fmt::format("{:.3f} ({:.2f}..{:.2f})", s.median, s.min, s.max));
+    recs.push_back({{"name", fmt::format("bench_forward_compare/ratio/{}:{}/{}", vs[i].label, vs[0].label, key)},
+                    {"run_type", "aggregate"},
+                    {"aggregate_name", "median"},
+                    {"record", key},
+                    {"ratio", s.median},
+                    {"ratio_min", s.min},
+                    {"ratio_max", s.max},
+                    {"rounds", a.rounds}});
+  }
+  fmt::print("\n");
+}
+
+nlohmann::json CompareTable(const CompareArgs& a, const std::vector<std::string>& keys,
+                            const std::vector<std::vector<ChildRun>>& runs) {
+  const auto& vs = a.variants;
   int kw = 6;
   for (const std::string& k : keys) kw = std::max(kw, static_cast<int>(k.size()));
   fmt::print("{:>{}}", "record", kw);
   for (const CompareVariant& v : vs) fmt::print(" {:>26}", v.label + " ms (range) roof");
   for (size_t i = 1; i < vs.size(); ++i) fmt::print(" {:>22}", vs[i].label + "/" + vs[0].label + " (range)");
   fmt::print("\n");
-
   nlohmann::json recs = nlohmann::json::array();
-  for (const std::string& key : keys) {
-    fmt::print("{:>{}}", key, kw);
-    std::vector<std::vector<double>> ms(vs.size());  // [variant][round]
-    for (size_t i = 0; i < vs.size(); ++i) {
-      std::vector<double> roof;
-      for (const ChildRun& c : runs[i]) {
-        ms[i].push_back(c.ms.at(key));
-        roof.push_back(c.roofline.at(key));
-      }
-      const Spread t = Summarize(ms[i]);
-      fmt::print(" {:>26}", fmt::format("{:.3f} ({:.2f}..{:.2f}) {:.2f}", t.median, t.min, t.max, Median(roof)));
-      recs.push_back({{"name", fmt::format("bench_forward_compare/{}/{}", vs[i].label, key)},
-                      {"run_type", "aggregate"},
-                      {"aggregate_name", "median"},
-                      {"variant", vs[i].label},
-                      {"record", key},
-                      {"rounds", a.rounds},
-                      {"real_time", t.median},
-                      {"time_unit", "ms"},
-                      {"min_ms", t.min},
-                      {"max_ms", t.max},
-                      {"roofline_fraction", Median(roof)}});
-    }
-    for (size_t i = 1; i < vs.size(); ++i) {
-      std::vector<double> ratio;  // [round] this variant over the first, same round
-      for (int r = 0; r < a.rounds; ++r) ratio.push_back(ms[i][r] / ms[0][r]);
-      const Spread s = Summarize(ratio);
-      fmt::print(" {:>22}", fmt::format("{:.3f} ({:.2f}..{:.2f})", s.median, s.min, s.max));
-      recs.push_back({{"name", fmt::format("bench_forward_compare/ratio/{}:{}/{}", vs[i].label, vs[0].label, key)},
-                      {"run_type", "aggregate"},
-                      {"aggregate_name", "median"},
-                      {"record", key},
-                      {"ratio", s.median},
-                      {"ratio_min", s.min},
-                      {"ratio_max", s.max},
-                      {"rounds", a.rounds}});
-    }
-    fmt::print("\n");
-  }
+  for (const std::string& key : keys) CompareRecord(a, key, kw, runs, recs);
   fmt::print("ms = median over rounds of each round's median T(n); ratio = median over rounds of the per-round ratio "
              "(rounds alternate the order, so drift of a shared machine hits both sides); roof = median roofline "
              "fraction\n");
+  return recs;
+}
 
-  if (!a.json.empty()) {
-    nlohmann::json variants = nlohmann::json::array();
-    for (size_t i = 0; i < vs.size(); ++i) {
-      nlohmann::json env = nlohmann::json::object();
-      for (const auto& [var, value] : vs[i].env) env[var] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
-      variants.push_back({{"label", vs[i].label},
-                          {"binary", vs[i].binary.empty() ? self : vs[i].binary},
-                          {"env", env},
-                          {"child_context", runs[i][0].context}});
-    }
-    nlohmann::json ctx = {{"schema_version", 1},
-                          {"date", Now()},
-                          {"executable", "specsweep bench-forward --compare"},
-                          {"cpu", CpuModel()},
-                          {"num_cpus", std::thread::hardware_concurrency()},
-                          {"git_rev", GitRev()},
-                          {"compiler", CompilerId()},
-                          {"model", a.model},
-                          {"rounds", a.rounds},
-                          {"child_args", a.bench_args},
-                          {"variants", variants}};
-    std::ofstream f(a.json);
-    f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
-    if (!f) Fail("--json: {}: cannot write", a.json);
+void WriteCompareJson(const CompareArgs& a, const std::string& self, const std::vector<std::vector<ChildRun>>& runs,
+                      const nlohmann::json& recs) {
+  const auto& vs = a.variants;
+  nlohmann::json variants = nlohmann::json::array();
+  for (size_t i = 0; i < vs.size(); ++i) {
+    nlohmann::json env = nlohmann::json::object();
+    for (const auto& [var, value] : vs[i].env) env[var] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+    variants.push_back({{"label", vs[i].label},
+                        {"binary", vs[i].binary.empty() ? self : vs[i].binary},
+                        {"env", env},
+                        {"child_context", runs[i][0].context}});
   }
+  nlohmann::json ctx = {{"schema_version", 1},
+                        {"date", Now()},
+                        {"executable", "specsweep bench-forward --compare"},
+                        {"cpu", CpuModel()},
+                        {"num_cpus", std::thread::hardware_concurrency()},
+                        {"git_rev", GitRev()},
+                        {"compiler", CompilerId()},
+                        {"model", a.model},
+                        {"rounds", a.rounds},
+                        {"child_args", a.bench_args},
+                        {"variants", variants}};
+  std::ofstream f(a.json);
+  f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
+  if (!f) Fail("--json: {}: cannot write", a.json);
+}
+
+}  // namespace
+
+void RunCompare(const CompareArgs& a) {
+  CheckCompareArgs(a);
+  const std::string self = SelfExe();
+  const std::vector<std::vector<ChildRun>> runs = RunRounds(a, self);
+  const std::vector<std::string> keys = CommonKeys(runs);
+  PrintVariants(a.variants, runs, self);
+  const nlohmann::json recs = CompareTable(a, keys, runs);
+  if (!a.json.empty()) WriteCompareJson(a, self, runs, recs);
 }
 
 }  // namespace specsweep

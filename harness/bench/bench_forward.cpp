@@ -33,8 +33,6 @@
 
 namespace fs = std::filesystem;
 
-namespace fs = std::filesystem;
-
 namespace specsweep {
 
 // The same bench-forward for each --compare variant, as child processes.
@@ -147,30 +145,43 @@ struct Variant {
   }
 };
 
-}  // namespace
 
-void RunBenchForward(const BenchForwardArgs& a) {
+// Median, min and max of the per-repetition ratios num[i] / den[i].
+Spread PerRepRatio(const std::vector<double>& num, const std::vector<double>& den) {
+  std::vector<double> r(num.size());  // [reps]
+  for (size_t i = 0; i < num.size(); ++i) r[i] = num[i] / den[i];
+  return Summarize(r);
+}
+
+// The lists of the options, parsed.
+struct Plan {
+  std::vector<int> ns;              // batch sizes, 1 among them
+  std::vector<std::string> quants;  // "none" = as loaded
+  std::vector<TeamPolicy> teams;
+  std::vector<KvType> kvs;
+};
+
+// Every option is checked before anything is timed: a mistake found after minutes of
+// measuring loses them.
+Plan CheckOptions(const BenchForwardArgs& a) {
   if (a.reps < 1) Fail("--reps: {} must be at least 1", a.reps);
   if (a.ctx < 0) Fail("--ctx: {} must not be negative", a.ctx);
-  std::vector<int> ns = a.ns;
-  for (int n : ns)
+  Plan p;
+  p.ns = a.ns;
+  for (int n : p.ns)
     if (n < 1) Fail("--n: {} must be at least 1", n);
   // T(n)/T(1), the roofline and the cost ratios need n=1.
-  if (std::find(ns.begin(), ns.end(), 1) == ns.end()) ns.insert(ns.begin(), 1);
-  std::vector<std::string> quants = a.quants;
-  if (quants.empty()) quants = {"none"};
-  std::vector<TeamPolicy> teams;
+  if (std::find(p.ns.begin(), p.ns.end(), 1) == p.ns.end()) p.ns.insert(p.ns.begin(), 1);
+  p.quants = a.quants;
+  if (p.quants.empty()) p.quants = {"none"};
   for (const std::string& t : a.teams) {
-    teams.push_back(ParseTeamPolicy(t));
-    if (std::count(teams.begin(), teams.end(), teams.back()) > 1) Fail("--team: {} listed twice", t);
+    p.teams.push_back(ParseTeamPolicy(t));
+    if (std::count(p.teams.begin(), p.teams.end(), p.teams.back()) > 1) Fail("--team: {} listed twice", t);
   }
-  std::vector<KvType> kvs;
   for (const std::string& k : a.kv_types) {
-    kvs.push_back(ParseKvType(k, "--kv-type"));
-    if (std::count(kvs.begin(), kvs.end(), kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
+    p.kvs.push_back(ParseKvType(k, "--kv-type"));
+    if (std::count(p.kvs.begin(), p.kvs.end(), p.kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
   }
-  // Every option is checked before anything is timed: a mistake found after minutes of
-  // measuring loses them.
   for (int k : a.decode_ks)
     if (k < 1) Fail("--decode-k: {} must be at least 1", k);
   if (!a.decode_ks.empty() && a.decode_tokens < 1) Fail("--decode-tokens: {} must be at least 1", a.decode_tokens);
@@ -182,14 +193,11 @@ void RunBenchForward(const BenchForwardArgs& a) {
     if (access(dir.c_str(), W_OK) != 0 || (fs::exists(a.json) && access(a.json.c_str(), W_OK) != 0))
       Fail("--json: {}: cannot write: {}", a.json, std::strerror(errno));
   }
+  return p;
+}
 
-  using Clock = std::chrono::steady_clock;
-  auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
-  const auto t_load0 = Clock::now();
-  LoadedModel lm = LoadModel(a.model, a.models_dir);
-  const double load_s = secs(Clock::now() - t_load0);
-  const ModelConfig& c = lm.model->config;
-  const int max_n = *std::max_element(ns.begin(), ns.end());
+// The options that depend on the loaded model's context length.
+void CheckContext(const BenchForwardArgs& a, const ModelConfig& c, int max_n) {
   if (a.ctx + max_n > c.max_seq_len)
     Fail("--ctx: {} + n {} exceeds the model's context length {}", a.ctx, max_n, c.max_seq_len);
   if (!a.decode_ks.empty()) {
@@ -198,88 +206,104 @@ void RunBenchForward(const BenchForwardArgs& a) {
       Fail("--decode-tokens: {} after --ctx {} with --decode-k up to {} exceed the context length {}", a.decode_tokens,
            a.ctx, *std::max_element(a.decode_ks.begin(), a.decode_ks.end()), c.max_seq_len);
   }
+}
 
-  // Fixed pseudo-random tokens: timing does not depend on which ids are used.
-  std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
-  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
-
+// One variant per format x KV type x team policy, each cache filled with the context.
+std::vector<Variant> MakeVariants(const BenchForwardArgs& a, const LoadedModel& lm, const Plan& p,
+                                  const std::vector<int>& toks, int max_n) {
+  const ModelConfig& c = lm.model->config;
   std::vector<Variant> vs;
   const std::string loaded_type(QTypeName(lm.model->layers.at(0).wq.type));
-  for (const std::string& q : quants) {
+  for (const std::string& q : p.quants) {
     std::shared_ptr<const Model> model = lm.model;
     const std::string format = q == "none" ? loaded_type : q;
     if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQuantizeTarget(q, "--quant")));
     for (const Variant& o : vs)
       if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
-    for (KvType kv : kvs) for (TeamPolicy team : teams) {  // the weights are shared, each variant has its own cache
+    for (KvType kv : p.kvs) for (TeamPolicy team : p.teams) {  // the weights are shared, each variant has its own cache
       Variant v;
       v.model = model;
       v.format = format;
       v.team = team;
-      v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
-      if (teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
+      v.label = p.kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
+      if (p.teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
       v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
       v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
       if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
-      v.secs.assign(ns.size(), {});
+      v.secs.assign(p.ns.size(), {});
       SetTeamPolicy(team);
-      for (int n : ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
+      for (int n : p.ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
       SetTeamPolicy(TeamPolicy::kAuto);
       vs.push_back(std::move(v));
     }
   }
+  return vs;
+}
 
-  const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
-  // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
-  // machine hits every variant alike and the per-repetition ratios stay comparable. Each
-  // repetition also reads the probe buffer once per prefetch pattern (the fastest
-  // counts), the bandwidth of the same minutes as the timings: readings taken only
-  // before and after can miss a neighbour's busy spell in between.
+// The machine's read bandwidth and multiply-add peak around and during the timings.
+struct MachineReadings {
+  double bw_before = 0, bw_after = 0, fma_before = 0, fma_after = 0;
+  Spread bw;               // during: one reading per repetition
+  double bw_gbs = 0;       // the roofline's
+  double fma_gmacs = 0;    // the roofline's
+};
+
+// One repetition over every variant and n (r = -1: the warm-up round, not recorded).
+void TimeRepetition(const BenchForwardArgs& a, int r, std::vector<Variant>& vs, const std::vector<int>& ns,
+                    const std::vector<int>& toks, int vocab, long& timed, long timings) {
+  using Clock = std::chrono::steady_clock;
+  for (Variant& v : vs) {
+    for (size_t j = 0; j < ns.size(); ++j) {
+      std::span<const int> batch(toks.data() + a.ctx, ns[j]);
+      SetTeamPolicy(v.team);
+      if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
+        v.cache->Truncate(a.ctx);
+        SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), vocab);
+      }
+      v.cache->Truncate(a.ctx);
+      const auto t0 = Clock::now();
+      std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r >= 0) v.secs[j].push_back(t);
+      if (a.loop) SamplerWork(logits, vocab);
+      ReportProgress("timing forward passes", ++timed, timings, "");
+    }
+  }
+}
+
+// Repetitions interleave the formats and batch sizes, so a slow spell of this shared
+// machine hits every variant alike and the per-repetition ratios stay comparable. Each
+// repetition also reads the probe buffer once per prefetch pattern (the fastest
+// counts), the bandwidth of the same minutes as the timings: readings taken only
+// before and after can miss a neighbour's busy spell in between.
+MachineReadings TimeVariants(const BenchForwardArgs& a, std::vector<Variant>& vs, const std::vector<int>& ns,
+                             const std::vector<int>& toks, int vocab) {
+  MachineReadings m;
+  m.bw_before = MeasureReadBandwidthGBs(), m.fma_before = MeasureFmaPeakGmacs();
   AlignedBuffer probe = MakeReadProbeBuffer();
   std::vector<double> bw_during;  // [reps] GB/s
   const long timings = long(a.reps + 1) * long(vs.size() * ns.size());  // the warm-up round too
   long timed = 0;
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
-    for (Variant& v : vs) {
-      for (size_t j = 0; j < ns.size(); ++j) {
-        std::span<const int> batch(toks.data() + a.ctx, ns[j]);
-        SetTeamPolicy(v.team);
-        if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
-          v.cache->Truncate(a.ctx);
-          SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), c.vocab_size);
-        }
-        v.cache->Truncate(a.ctx);
-        const auto t0 = Clock::now();
-        std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
-        const double t = secs(Clock::now() - t0);
-        if (r >= 0) v.secs[j].push_back(t);
-        if (a.loop) SamplerWork(logits, c.vocab_size);
-        ReportProgress("timing forward passes", ++timed, timings, "");
-      }
-    }
+    TimeRepetition(a, r, vs, ns, toks, vocab, timed, timings);
     SetTeamPolicy(TeamPolicy::kAuto);
     double best = 0;
     for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
       best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
     if (r >= 0) bw_during.push_back(best);
   }
-  const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs();
-  const Spread bw = Summarize(bw_during);
+  m.bw_after = MeasureReadBandwidthGBs(), m.fma_after = MeasureFmaPeakGmacs();
+  m.bw = Summarize(bw_during);
   // The roofline divides by the fastest credible reading (the median during, or a full
-  // probe before or after), so a slow reading never flatters it. Under a neighbour's
-  // load single readings ran low: 134M F32 decode came out at 1.26 of the median of
-  // 10.6-16.7 GB/s readings while the probe before read 25 GB/s.
-  const double bw_gbs = std::max({bw.median, bw_before, bw_after}), fma_gmacs = std::max(fma_before, fma_after);
+  // probe before or after), so a slow reading never flatters it (docs/measurements.md,
+  // "bench-forward: the roofline's bandwidth").
+  m.bw_gbs = std::max({m.bw.median, m.bw_before, m.bw_after}), m.fma_gmacs = std::max(m.fma_before, m.fma_after);
+  return m;
+}
 
-  auto per_rep_ratio = [&](const std::vector<double>& num, const std::vector<double>& den) {
-    std::vector<double> r(num.size());  // [reps]
-    for (size_t i = 0; i < num.size(); ++i) r[i] = num[i] / den[i];
-    return Summarize(r);
-  };
-  const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
-  int lw = 8;  // label column width
-  for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
-
+// The run's setting and the machine's readings, above the table.
+void PrintPreamble(const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const std::vector<int>& ns,
+                   const MachineReadings& m) {
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
              "kernels {} ({}; prefetch {}), {}\n",
              lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
@@ -289,118 +313,160 @@ void RunBenchForward(const BenchForwardArgs& a) {
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
   fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
              "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
-             bw.median, bw.min, bw.max, bw_before, bw_after, bw_gbs);
-  if (bw.median < 0.85 * std::max(bw_before, bw_after))
+             m.bw.median, m.bw.min, m.bw.max, m.bw_before, m.bw_after, m.bw_gbs);
+  if (m.bw.median < 0.85 * std::max(m.bw_before, m.bw_after))
     fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
                "the rooflines below understate it\n");
   fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
-             fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
+             m.fma_before, m.fma_after, NumThreads(), ActiveKernelIsa(), m.fma_gmacs);
+}
+
+// The record of variant v at batch size ns[j].
+nlohmann::json TimingRecord(const BenchForwardArgs& a, const Variant& v, int n, int team_size, const Spread& t,
+                            const Spread& rel, const Variant::Floor& floor, double roof) {
+  return {{"name", fmt::format("bench_forward/{}/n:{}", v.label, n)},
+          {"run_type", "aggregate"},
+          {"aggregate_name", "median"},
+          {"format", v.format},
+          {"kv_type", KvTypeName(v.cache->type())},
+          {"team", TeamPolicyName(v.team)},
+          {"team_size", team_size},
+          {"kv_bytes_last_token", v.KvBytes(a.ctx + n)},
+          {"n", n},
+          {"repetitions", a.reps},
+          {"real_time", t.median * 1e3},
+          {"time_unit", "ms"},
+          {"min_ms", t.min * 1e3},
+          {"max_ms", t.max * 1e3},
+          {"rel_spread", (t.max - t.min) / t.median},
+          {"t_over_t1", rel.median},
+          {"t_over_t1_min", rel.min},
+          {"t_over_t1_max", rel.max},
+          {"tokens_per_s", n / t.median},
+          {"weight_bytes", v.model->WeightBytes()},
+          {"streamed_bytes", v.StreamedBytes()},
+          {"float_macs_per_token", v.FloatMacs()},
+          {"floor_ms", floor.secs * 1e3},
+          {"floor_bound", floor.bound},
+          {"roofline_fraction", roof}};
+}
+
+// The table of T(n) per variant and n, one record per row.
+void PrintTimings(const BenchForwardArgs& a, const std::vector<Variant>& vs, const std::vector<int>& ns, size_t j1,
+                  int lw, const MachineReadings& m, nlohmann::json& recs) {
   fmt::print("{:>{}} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", lw, "n", "T(n) ms", "min ms",
              "max ms", "tokens/s", "T(n)/T(1) (range)", "floor ms (bound)", "roofline");
-  nlohmann::json recs = nlohmann::json::array();
   for (const Variant& v : vs) {
     for (size_t j = 0; j < ns.size(); ++j) {
       const Spread t = Summarize(v.secs[j]);
-      const Spread rel = per_rep_ratio(v.secs[j], v.secs[j1]);
-      const Variant::Floor floor = v.FloorAt(ns[j], bw_gbs, fma_gmacs);
+      const Spread rel = PerRepRatio(v.secs[j], v.secs[j1]);
+      const Variant::Floor floor = v.FloorAt(ns[j], m.bw_gbs, m.fma_gmacs);
       const double roof = floor.secs / t.median;
       fmt::print("{:>{}} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.3f} ({:.2f}..{:.2f}) {:>16} {:>9.3f}\n",
                  v.label, lw, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
                  rel.max, fmt::format("{:.3f} ({})", floor.secs * 1e3, floor.bound), roof);
-      nlohmann::json rec = {{"name", fmt::format("bench_forward/{}/n:{}", v.label, ns[j])},
-                            {"run_type", "aggregate"},
-                            {"aggregate_name", "median"},
-                            {"format", v.format},
-                            {"kv_type", KvTypeName(v.cache->type())},
-                            {"team", TeamPolicyName(v.team)},
-                            {"team_size", v.team_size[j]},
-                            {"kv_bytes_last_token", v.KvBytes(a.ctx + ns[j])},
-                            {"n", ns[j]},
-                            {"repetitions", a.reps},
-                            {"real_time", t.median * 1e3},
-                            {"time_unit", "ms"},
-                            {"min_ms", t.min * 1e3},
-                            {"max_ms", t.max * 1e3},
-                            {"rel_spread", (t.max - t.min) / t.median},
-                            {"t_over_t1", rel.median},
-                            {"t_over_t1_min", rel.min},
-                            {"t_over_t1_max", rel.max},
-                            {"tokens_per_s", ns[j] / t.median},
-                            {"weight_bytes", v.model->WeightBytes()},
-                            {"streamed_bytes", v.StreamedBytes()},
-                            {"float_macs_per_token", v.FloatMacs()},
-                            {"floor_ms", floor.secs * 1e3},
-                            {"floor_bound", floor.bound},
-                            {"roofline_fraction", roof}};
-      recs.push_back(rec);
+      recs.push_back(TimingRecord(a, v, ns[j], v.team_size[j], t, rel, floor, roof));
     }
   }
   fmt::print("floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
              "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
              "from; quantized matrices count toward memory only\n");
-  if (vs.size() > 1) {
-    fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>{}}", "", lw);
-    for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
-    fmt::print("\n");
-    for (const Variant& row : vs) {
-      fmt::print("{:>{}}", row.label, lw);
-      for (const Variant& col : vs) {
-        const Spread r = per_rep_ratio(row.secs[j1], col.secs[j1]);
-        fmt::print(" {:>20}", fmt::format("{:.3f} ({:.2f}..{:.2f})", r.median, r.min, r.max));
-        if (&row != &col)
-          recs.push_back({{"name", fmt::format("bench_forward/cost_ratio/{}:{}", row.label, col.label)},
-                          {"run_type", "aggregate"},
-                          {"aggregate_name", "median"},
-                          {"n", 1},
-                          {"ratio", r.median},
-                          {"ratio_min", r.min},
-                          {"ratio_max", r.max}});
-      }
-      fmt::print("\n");
+}
+
+// T_row(1) / T_col(1) for every pair of variants.
+void PrintCostRatios(const std::vector<Variant>& vs, size_t j1, int lw, nlohmann::json& recs) {
+  fmt::print("cost ratios T_row(1) / T_col(1), median of per-repetition ratios (range):\n{:>{}}", "", lw);
+  for (const Variant& col : vs) fmt::print(" {:>20}", col.label);
+  fmt::print("\n");
+  for (const Variant& row : vs) {
+    fmt::print("{:>{}}", row.label, lw);
+    for (const Variant& col : vs) {
+      const Spread r = PerRepRatio(row.secs[j1], col.secs[j1]);
+      fmt::print(" {:>20}", fmt::format("{:.3f} ({:.2f}..{:.2f})", r.median, r.min, r.max));
+      if (&row != &col)
+        recs.push_back({{"name", fmt::format("bench_forward/cost_ratio/{}:{}", row.label, col.label)},
+                        {"run_type", "aggregate"},
+                        {"aggregate_name", "median"},
+                        {"n", 1},
+                        {"ratio", r.median},
+                        {"ratio_min", r.min},
+                        {"ratio_max", r.max}});
     }
+    fmt::print("\n");
   }
+}
+
+void WriteJson(const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const MachineReadings& m,
+               const nlohmann::json& recs) {
+  nlohmann::json ctx = {
+      {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
+      {"date", IsoDate()},
+      {"executable", "specsweep bench-forward"},
+      {"cpu", CpuName()},
+      {"num_cpus", std::thread::hardware_concurrency()},
+      {"threads", NumThreads()},
+      {"kernel_isa", ActiveKernelIsa()},
+      {"kernels", DescribeChoice(ActiveKernelChoice())},
+      {"git_rev", GitRev()},
+      {"compiler", CompilerId()},
+      {"model", lm.name},
+      {"model_format", lm.model->source.format},
+      {"params", lm.model->ParameterCount()},
+      {"load_s", load_s},
+      {"ctx", a.ctx},
+      {"kv_types", a.kv_types},
+      {"loop", a.loop},
+      {"team_layer_macs", kTeamLayerMacs},
+      {"repetitions", a.reps},
+      {"read_bandwidth_gbs", m.bw_gbs},  // the roofline's: max of the three below
+      {"read_bandwidth_during_gbs", m.bw.median},
+      {"read_bandwidth_during_min_gbs", m.bw.min},
+      {"read_bandwidth_during_max_gbs", m.bw.max},
+      {"read_bandwidth_before_gbs", m.bw_before},
+      {"read_bandwidth_after_gbs", m.bw_after},
+      {"fma_peak_gmacs", m.fma_gmacs},
+      {"fma_peak_before_gmacs", m.fma_before},
+      {"fma_peak_after_gmacs", m.fma_after},
+  };
+  AddRuntimeSettings(ctx);
+  std::ofstream f(a.json);
+  f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
+  if (!f) Fail("--json: {}: cannot write", a.json);
+}
+
+}  // namespace
+
+void RunBenchForward(const BenchForwardArgs& a) {
+  const Plan p = CheckOptions(a);
+  const std::vector<int>& ns = p.ns;
+  using Clock = std::chrono::steady_clock;
+  const auto t_load0 = Clock::now();
+  LoadedModel lm = LoadModel(a.model, a.models_dir);
+  const double load_s = std::chrono::duration<double>(Clock::now() - t_load0).count();
+  const ModelConfig& c = lm.model->config;
+  const int max_n = *std::max_element(ns.begin(), ns.end());
+  CheckContext(a, c, max_n);
+
+  // Fixed pseudo-random tokens: timing does not depend on which ids are used.
+  std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
+
+  std::vector<Variant> vs = MakeVariants(a, lm, p, toks, max_n);
+  const MachineReadings m = TimeVariants(a, vs, ns, toks, c.vocab_size);
+
+  const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
+  int lw = 8;  // label column width
+  for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
+  PrintPreamble(a, lm, load_s, ns, m);
+  nlohmann::json recs = nlohmann::json::array();
+  PrintTimings(a, vs, ns, j1, lw, m, recs);
+  if (vs.size() > 1) PrintCostRatios(vs, j1, lw, recs);
 
   if (!a.decode_ks.empty()) {
     RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
                        a.reps, recs);
   }
-
-  if (!a.json.empty()) {
-    nlohmann::json ctx = {
-        {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
-        {"date", IsoDate()},
-        {"executable", "specsweep bench-forward"},
-        {"cpu", CpuName()},
-        {"num_cpus", std::thread::hardware_concurrency()},
-        {"threads", NumThreads()},
-        {"kernel_isa", ActiveKernelIsa()},
-        {"kernels", DescribeChoice(ActiveKernelChoice())},
-        {"git_rev", GitRev()},
-        {"compiler", CompilerId()},
-        {"model", lm.name},
-        {"model_format", lm.model->source.format},
-        {"params", lm.model->ParameterCount()},
-        {"load_s", load_s},
-        {"ctx", a.ctx},
-        {"kv_types", a.kv_types},
-        {"loop", a.loop},
-        {"team_layer_macs", kTeamLayerMacs},
-        {"repetitions", a.reps},
-        {"read_bandwidth_gbs", bw_gbs},  // the roofline's: max of the three below
-        {"read_bandwidth_during_gbs", bw.median},
-        {"read_bandwidth_during_min_gbs", bw.min},
-        {"read_bandwidth_during_max_gbs", bw.max},
-        {"read_bandwidth_before_gbs", bw_before},
-        {"read_bandwidth_after_gbs", bw_after},
-        {"fma_peak_gmacs", fma_gmacs},
-        {"fma_peak_before_gmacs", fma_before},
-        {"fma_peak_after_gmacs", fma_after},
-    };
-    AddRuntimeSettings(ctx);
-    std::ofstream f(a.json);
-    f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
-    if (!f) Fail("--json: {}: cannot write", a.json);
-  }
+  if (!a.json.empty()) WriteJson(a, lm, load_s, m, recs);
 }
 
 }  // namespace specsweep

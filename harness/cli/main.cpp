@@ -36,25 +36,23 @@ CommandRegistrar::CommandRegistrar(int order, CommandFactory factory) {
 
 }  // namespace specsweep
 
-int main(int argc, char** argv) {
-  using namespace specsweep;
-  // libgomp's default wait policy spins up to ~300000 iterations (milliseconds) at every
-  // parallel-region barrier; on a shared 2-core machine a spinning worker that has lost
-  // its core stalls each MatMul by that much (measured: 50x slower decode under load).
-  // Fully passive waiting costs a futex wake-up per region instead (then ~100 regions per
-  // token): 134M Q4_0 decode 7.3 ms vs 5.6 ms with a short spin. So spin briefly
-  // (GOMP_SPINCOUNT=1000, tens of microseconds: the gap between two MatMuls), then sleep.
-  // libgomp reads its environment before main, hence the one re-exec; an explicit
-  // OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+namespace specsweep {
+namespace {
+
+// Runtime settings libgomp and glibc read before main, so a missing one costs one
+// re-exec; explicit settings win (numbers: docs/measurements.md, "Numbers behind choices
+// in the code").
+void ReexecWithRuntimeSettings(char** argv) {
   bool reexec = false;
+  // Spin briefly at OpenMP barriers (tens of microseconds: the gap between two MatMuls),
+  // then sleep: a spinning worker that lost its core on a shared machine stalls each
+  // MatMul. An explicit OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
   if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
     setenv("GOMP_SPINCOUNT", "1000", 1);
     reexec = true;
   }
-  // Weights stream through the TLB, a page walk per 4 KB with small pages. Asked at
-  // startup (GLIBC_TUNABLES), glibc backs the heap with transparent huge pages where the
-  // kernel allows them (madvise mode): 134M, 2 threads, paired runs, T(1) Q4_0 3.00 ->
-  // 2.80 ms, F16 8.82 -> 8.14 ms. A tunables string that sets hugetlb wins.
+  // The heap on transparent huge pages where the kernel allows them (madvise mode): the
+  // weights stream through the TLB. A tunables string that sets hugetlb wins.
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (!tunables || !std::strstr(tunables, "glibc.malloc.hugetlb")) {
     const std::string t = tunables && *tunables ? std::string(tunables) + ":glibc.malloc.hugetlb=1"
@@ -63,10 +61,75 @@ int main(int argc, char** argv) {
     reexec = true;
   }
   if (reexec) execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
-  // Every block of 1 MiB or more its own mapping, returned to the system when freed.
-  // glibc's default raises this threshold to the size of the first big block freed, after
-  // which loading (one tensor copied, then packed, then the copy freed) fragments the heap:
-  // peak RSS loading a 2.2 GB F16 GGUF 3.61 GB with the default, 2.42 GB fixed.
+}
+
+// `specsweep help [COMMAND]`: the same text as --help.
+void AddHelpCommand(CLI::App& app, std::string& help_on) {
+  auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
+  help->add_option("command", help_on, "Command to describe");
+  help->callback([&app, &help_on] {
+    // Not app.help(): that describes the selected subcommand, i.e. `help` itself.
+    if (help_on.empty()) {
+      fmt::print("{}", app.get_formatter()->make_help(&app, "specsweep", CLI::AppFormatMode::Normal));
+      return;
+    }
+    CLI::App* sub = nullptr;
+    try {
+      sub = app.get_subcommand(help_on);
+    } catch (const CLI::OptionNotFound&) {
+      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
+    }
+    fmt::print("{}", sub->help());
+  });
+}
+
+// The global options and every registered command.
+void AddCommands(CLI::App& app) {
+  app.fallthrough();  // global options may follow the subcommand name
+  app.option_defaults()->always_capture_default();
+  auto& g = Globals();
+  app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
+  app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")
+      ->check(IntAtLeast(0));
+  app.parse_complete_callback([&] { SetNumThreads(g.threads); });
+  auto& reg = Registry();
+  std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [order, factory] : reg) factory(app);
+  for (CLI::App* sub : app.get_subcommands({}))
+    sub->footer("Global options (before or after the command): --models DIR (models directory), -t,--threads N "
+                "(0: all cores), --version");
+}
+
+// The exit code of a command line CLI11 rejected. CLI11 says "A subcommand is required"
+// for a mistyped one: name it instead.
+int ParseErrorExit(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args_in) {
+  if (app.get_subcommands().empty())
+    for (size_t i = 1; i < args_in.size(); ++i) {
+      const std::string& arg = args_in[i];
+      if (arg.starts_with("-")) {
+        // A global option that takes a value (as CLI11 declares it) is followed by it.
+        const CLI::Option* o = app.get_option_no_throw(arg);
+        if (o && o->get_items_expected_min() > 0) ++i;
+        continue;
+      }
+      std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
+      SuggestForUnknownArguments(app, args_in);
+      return 1;
+    }
+  const int code = app.exit(e);
+  if (code != 0) SuggestForUnknownArguments(app, args_in);
+  return code;
+}
+
+}  // namespace
+}  // namespace specsweep
+
+int main(int argc, char** argv) {
+  using namespace specsweep;
+  ReexecWithRuntimeSettings(argv);
+  // Every block of 1 MiB or more its own mapping, returned to the system when freed, so
+  // that loading does not fragment the heap (docs/measurements.md, "mmap threshold while
+  // loading").
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // llama.cpp spellings CLI11 cannot declare (several letters after one dash), and
   // flags that mean nothing here: one line saying so rather than a misreading
@@ -83,57 +146,13 @@ int main(int argc, char** argv) {
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return VersionText(); });
-  // `specsweep help [COMMAND]`: the same text as --help.
   std::string help_on;
-  auto* help = app.add_subcommand("help", "Show the commands, or one command's options");
-  help->add_option("command", help_on, "Command to describe");
-  help->callback([&] {
-    // Not app.help(): that describes the selected subcommand, i.e. `help` itself.
-    if (help_on.empty()) {
-      fmt::print("{}", app.get_formatter()->make_help(&app, "specsweep", CLI::AppFormatMode::Normal));
-      return;
-    }
-    CLI::App* sub = nullptr;
-    try {
-      sub = app.get_subcommand(help_on);
-    } catch (const CLI::OptionNotFound&) {
-      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
-    }
-    fmt::print("{}", sub->help());
-  });
-  app.fallthrough();  // global options may follow the subcommand name
-  app.option_defaults()->always_capture_default();
-  auto& g = Globals();
-  app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
-  app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")
-      ->check(IntAtLeast(0));
-  app.parse_complete_callback([&] { SetNumThreads(g.threads); });
-  auto& reg = Registry();
-  std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  for (auto& [order, factory] : reg) factory(app);
-  for (CLI::App* sub : app.get_subcommands({}))
-    sub->footer("Global options (before or after the command): --models DIR (models directory), -t,--threads N "
-                "(0: all cores), --version");
+  AddHelpCommand(app, help_on);
+  AddCommands(app);
   try {
     app.parse(int(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    // CLI11 says "A subcommand is required" for a mistyped one: name it instead.
-    if (app.get_subcommands().empty())
-      for (size_t i = 1; i < args_in.size(); ++i) {
-        const std::string& arg = args_in[i];
-        if (arg.starts_with("-")) {
-          // A global option that takes a value (as CLI11 declares it) is followed by it.
-          const CLI::Option* o = app.get_option_no_throw(arg);
-          if (o && o->get_items_expected_min() > 0) ++i;
-          continue;
-        }
-        std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
-        SuggestForUnknownArguments(app, args_in);
-        return 1;
-      }
-    const int code = app.exit(e);
-    if (code != 0) SuggestForUnknownArguments(app, args_in);
-    return code;
+    return ParseErrorExit(app, e, args_in);
   } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", e.what());

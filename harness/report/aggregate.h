@@ -28,7 +28,7 @@ inline constexpr double kWideInterval = 0.15;
 // Flat aggregated record of a point: its parameters, every GenerationStats statistic as
 // mean over repetitions (plus _median/_std), per-prompt arrays, per-position acceptance,
 // and versus `baseline` (may be null): speedup with its interval, bound and flags, the
-// cost-model and Leviathan predictions, output agreement. Formulas: README "Metrics".
+// cost-model and Leviathan predictions, output agreement. Formulas: docs/metrics.md, "Metrics".
 nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);
 // Aggregates a list of raw records (baselines looked up among them by key).
 std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);

@@ -10,6 +10,8 @@ namespace fs = std::filesystem;
 
 namespace specsweep::schema {
 
+using nlohmann::json;
+
 const char* TypeName(const json& v) {
   switch (v.type()) {
     case json::value_t::null: return "null";

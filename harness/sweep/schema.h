@@ -17,10 +17,8 @@
 
 namespace specsweep::schema {
 
-using nlohmann::json;
-
 // "a map", "an integer", ... for error messages.
-const char* TypeName(const json& v);
+const char* TypeName(const nlohmann::json& v);
 
 // Context for error messages: "FILE: key.path: what".
 struct Ctx {
@@ -28,7 +26,7 @@ struct Ctx {
   [[noreturn]] void Bad(const std::string& path, const std::string& what) const {
     throw Error(fmt::format("{}: {}: {}", file, path, what));
   }
-  void CheckKeys(const json& obj, const std::string& path, const std::set<std::string>& allowed) const {
+  void CheckKeys(const nlohmann::json& obj, const std::string& path, const std::set<std::string>& allowed) const {
     for (auto& [k, v] : obj.items())
       if (!allowed.count(k)) {
         std::string list;
@@ -37,22 +35,22 @@ struct Ctx {
             "unknown key" + DidYouMean(k, {allowed.begin(), allowed.end()}) + " (expected one of: " + list + ")");
       }
   }
-  const json& Map(const json& v, const std::string& path) const {
+  const nlohmann::json& Map(const nlohmann::json& v, const std::string& path) const {
     if (!v.is_object()) Bad(path, fmt::format("expected a map, got {}", TypeName(v)));
     return v;
   }
-  std::string Str(const json& v, const std::string& path) const {
+  std::string Str(const nlohmann::json& v, const std::string& path) const {
     if (!v.is_string()) Bad(path, fmt::format("expected a string, got {}", TypeName(v)));
     if (v.get<std::string>().empty()) Bad(path, "empty string");
     return v.get<std::string>();
   }
-  int64_t Int(const json& v, const std::string& path, int64_t lo, int64_t hi) const {
+  int64_t Int(const nlohmann::json& v, const std::string& path, int64_t lo, int64_t hi) const {
     if (!v.is_number_integer()) Bad(path, fmt::format("expected an integer, got {}", TypeName(v)));
     int64_t i = v.get<int64_t>();
     if (i < lo || i > hi) Bad(path, fmt::format("{} is out of range [{}, {}]", i, lo, hi));
     return i;
   }
-  double Num(const json& v, const std::string& path, double lo, double hi, bool lo_open = false) const {
+  double Num(const nlohmann::json& v, const std::string& path, double lo, double hi, bool lo_open = false) const {
     if (!v.is_number()) Bad(path, fmt::format("expected a number, got {}", TypeName(v)));
     double d = v.get<double>();
     if (d < lo || d > hi || (lo_open && d == lo))
@@ -60,8 +58,8 @@ struct Ctx {
     return d;
   }
   // An axis is a scalar or a non-empty list of scalars.
-  std::vector<std::pair<json, std::string>> Axis(const json& v, const std::string& path) const {
-    std::vector<std::pair<json, std::string>> out;
+  std::vector<std::pair<nlohmann::json, std::string>> Axis(const nlohmann::json& v, const std::string& path) const {
+    std::vector<std::pair<nlohmann::json, std::string>> out;
     if (v.is_array()) {
       if (v.empty()) Bad(path, "empty axis (give at least one value)");
       for (size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], fmt::format("{}[{}]", path, i));
@@ -112,12 +110,12 @@ inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy",
 //   max_matching_ngram_size: N       -> max_ngram: N
 inline const std::set<std::string> kHfAliases = {"num_assistant_tokens", "assistant_model",
                                                  "prompt_lookup_num_tokens", "max_matching_ngram_size"};
-json ResolveHfAliases(const Ctx& c, const json& m, const std::string& path);
+nlohmann::json ResolveHfAliases(const Ctx& c, const nlohmann::json& m, const std::string& path);
 
-std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::string& path);
+std::optional<QType> ParseQuantOrNone(const Ctx& c, const nlohmann::json& v, const std::string& path);
 bool ModelExists(const std::string& name, const std::string& models_dir);
 // Applies the axis keys present in `m` (a map) on top of `a`.
-void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a, const std::string& models_dir);
+void ParseAxes(const Ctx& c, const nlohmann::json& m, const std::string& path, Axes& a, const std::string& models_dir);
 // Relative to the experiment file's directory, then the source tree (and its experiments/),
 // then the shared data folder (the models directory's parent: prompts/spec-bench/...).
 std::string ResolvePath(const std::string& p, const std::string& exp_file, const std::string& models_dir = "");
