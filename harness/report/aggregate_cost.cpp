@@ -138,7 +138,8 @@ CostModel BuildCostModel(const RawRecord& r, bool tree, const GenerationStats& p
     c.draft_tree_time_by_n_s = r.costs.draft_tree_s;
   }
   if (!r.baseline_key.empty())
-    c.speculative = SpeculativeCost(r, tree, pooled, baseline, c.target_time_s, c.draft_time_s, c.draft_catch_up_time_s);
+    c.speculative =
+        SpeculativeCost(r, tree, pooled, baseline, c.target_time_s, c.draft_time_s, c.draft_catch_up_time_s);
   return c;
 }
 

@@ -25,7 +25,8 @@ namespace {
 // Parameters that take more than one value among `recs`, minus `exclude`. "-" (a field
 // that does not apply, e.g. k_policy of an AR point) and absent fields are no value, so
 // they never make a field vary.
-std::vector<std::string> VaryingFields(const std::vector<const AggregateRecord*>& recs, const std::set<std::string>& exclude) {
+std::vector<std::string> VaryingFields(const std::vector<const AggregateRecord*>& recs,
+                                       const std::set<std::string>& exclude) {
   std::vector<std::string> out;
   for (auto& f : ParamFields()) {
     if (exclude.count(f)) continue;
@@ -104,7 +105,8 @@ std::string SeriesTitle(const AggregateRecord& r, const std::vector<std::string>
 // Groups records into series by the varying fields except `x_fields`, with the point
 // of a record from fn (skipped when x or y is not finite).
 template <typename F>
-std::vector<Series> Group(const std::vector<const AggregateRecord*>& recs, const std::set<std::string>& x_fields, F point) {
+std::vector<Series> Group(const std::vector<const AggregateRecord*>& recs, const std::set<std::string>& x_fields,
+                          F point) {
   auto fields = VaryingFields(recs, x_fields);
   std::map<std::string, std::vector<Pt>> by;
   std::vector<std::string> order;
