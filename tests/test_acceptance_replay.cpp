@@ -226,7 +226,7 @@ TEST(AcceptanceReplay, HarnessRecordsReadsBackAndLabels) {
   }
   EXPECT_EQ(replayed[3].key, spec.key);  // measured: the key of before
 
-  const Results res = LoadResults(rep.json_path);
+  const LoadedRecords res = LoadRecords(rep.json_path);
   const std::string table = RenderTable(MainTable(res.records), TableFormat::Markdown);
   EXPECT_NE(table.find("replayed α=0.8"), std::string::npos) << table;
   EXPECT_NE(table.find("replayed trace rec.jsonl"), std::string::npos) << table;
@@ -240,7 +240,7 @@ TEST(AcceptanceReplay, HarnessRecordsReadsBackAndLabels) {
   EXPECT_EQ(cr.baseline_points, 1);
   EXPECT_EQ(cr.replayed, 2);
   EXPECT_TRUE(cr.ok());
-  std::vector<nlohmann::json> only_replayed;
+  std::vector<AggregateRecord> only_replayed;
   for (auto& r : res.records)
     if (IsReplayed(r)) only_replayed.push_back(r);
   ExpectError([&] { CheckRegressions(res.records, only_replayed, 0.02); }, {"measured acceptance", "2 replayed"});

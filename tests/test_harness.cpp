@@ -375,25 +375,25 @@ json Rec(const std::string& key, const std::string& dec, double acc, double tau)
 TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "speculative", 0.8, 3.0), Rec("c", "speculative", 0.5, 2.0)};
   for (auto& r : base) r["temperature"] = 0.7;  // sampled points: the tolerance applies
-  EXPECT_TRUE(CheckRegressions(base, base, 0.0).ok());
-  EXPECT_EQ(CheckRegressions(base, base, 0.0).compared, 2);
+  EXPECT_TRUE(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), 0.0).ok());
+  EXPECT_EQ(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), 0.0).compared, 2);
   auto worse = base;
   worse[1]["acceptance_rate"] = 0.7;
-  auto r = CheckRegressions(worse, base, 0.05);
+  auto r = CheckRegressions(RecordsFromJson(worse), RecordsFromJson(base), 0.05);
   ASSERT_EQ(r.failures.size(), 1u);
   EXPECT_EQ(r.failures[0].metric, "acceptance_rate");
   // Within tolerance: 0.79 >= 0.8 * 0.98.
   auto slight = base;
   slight[1]["acceptance_rate"] = 0.79;
-  EXPECT_TRUE(CheckRegressions(slight, base, 0.02).ok());
+  EXPECT_TRUE(CheckRegressions(RecordsFromJson(slight), RecordsFromJson(base), 0.02).ok());
   // Greedy points are gated at tolerance 0 whatever --tolerance says.
   auto greedy = base, greedy_slight = slight;
   for (auto* v : {&greedy, &greedy_slight})
     for (auto& x : *v) x["temperature"] = 0.0;
-  EXPECT_EQ(CheckRegressions(greedy_slight, greedy, 0.02).failures.size(), 1u);
+  EXPECT_EQ(CheckRegressions(RecordsFromJson(greedy_slight), RecordsFromJson(greedy), 0.02).failures.size(), 1u);
   auto missing = base;
   missing.erase(missing.begin() + 2);
-  auto m = CheckRegressions(missing, base, 0.5);
+  auto m = CheckRegressions(RecordsFromJson(missing), RecordsFromJson(base), 0.5);
   ASSERT_EQ(m.failures.size(), 1u);
   EXPECT_EQ(m.failures[0].metric, "missing");
   EXPECT_NE(RenderTable(m.AsTable(), TableFormat::Markdown).find("missing point"), std::string::npos);
@@ -402,29 +402,29 @@ TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   for (auto& x : ided) x["model_sha256"] = json{{"m.gguf", "aaaa"}};
   auto swapped = ided;
   swapped[1]["model_sha256"] = json{{"m.gguf", "bbbb"}};
-  auto id = CheckRegressions(swapped, ided, 0.5);
+  auto id = CheckRegressions(RecordsFromJson(swapped), RecordsFromJson(ided), 0.5);
   ASSERT_EQ(id.failures.size(), 1u);
   EXPECT_NE(id.failures[0].metric.find("m.gguf has sha256 bbbb..., the results were measured with aaaa..."),
             std::string::npos) << id.failures[0].metric;
   // The same bytes at another path are the same point (old path-keyed records, new ones).
   auto moved = ided;
   for (auto& x : moved) x["model_sha256"] = json{{"/elsewhere/models/m.gguf", "aaaa"}};
-  EXPECT_TRUE(CheckRegressions(moved, ided, 0.5).ok());
+  EXPECT_TRUE(CheckRegressions(RecordsFromJson(moved), RecordsFromJson(ided), 0.5).ok());
   for (auto& x : moved) x.erase("model_sha256"), x["model_files"] = json::array({json{{"role", "target"}, {"file", "m.gguf"}, {"sha256", "aaaa"}}});
-  EXPECT_TRUE(CheckRegressions(moved, ided, 0.5).ok());
+  EXPECT_TRUE(CheckRegressions(RecordsFromJson(moved), RecordsFromJson(ided), 0.5).ok());
 }
 
 // A gate that cannot fail is refused.
 TEST(Check, RefusesGatesThatCannotFail) {
   std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "speculative", 0.8, 3.0)};
-  EXPECT_THROW(CheckRegressions(base, {}, 0.02), Error);                        // empty baseline
-  EXPECT_THROW(CheckRegressions(base, {Rec("a", "ar", 0, 1)}, 0.02), Error);   // AR only
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), {}, 0.02), Error);                        // empty baseline
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson({Rec("a", "ar", 0, 1)}), 0.02), Error);   // AR only
   auto str = base;
   str[1]["acceptance_rate"] = "0.8";
-  EXPECT_THROW(CheckRegressions(base, str, 0.02), Error);                       // not a number
-  EXPECT_THROW(CheckRegressions(base, base, std::nan("")), Error);              // --tolerance nan
-  EXPECT_THROW(CheckRegressions(base, base, -0.1), Error);
-  EXPECT_THROW(CheckRegressions({Rec("x", "speculative", 0.9, 3)}, base, 0.02), Error);  // no overlap
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(str), 0.02), Error);                       // not a number
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), std::nan("")), Error);              // --tolerance nan
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), -0.1), Error);
+  EXPECT_THROW(CheckRegressions(RecordsFromJson({Rec("x", "speculative", 0.9, 3)}), RecordsFromJson(base), 0.02), Error);  // no overlap
 }
 
 // --------------------------------------------------------------------------- prompts
@@ -479,7 +479,7 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   EXPECT_EQ(s.measured, 5);
   auto first = ReadJsonl(s.jsonl_path).records;
   ASSERT_EQ(first.size(), 5u);
-  Results full = LoadResults(s.json_path);
+  LoadedRecords full = LoadRecords(s.json_path);
   ASSERT_EQ(full.records.size(), 5u);
   EXPECT_EQ(full.context["schema_version"], kResultsSchemaVersion);
   EXPECT_EQ(full.context["model_files"][0]["sha256"], Sha256File(Files().model));
@@ -513,7 +513,7 @@ TEST(Runner, ResumeSkipsDonePointsAndDropsCutLine) {
   std::string now = ReadFile(s.jsonl_path);
   EXPECT_EQ(std::count(now.begin(), now.end(), '\n'), 5);
   // Greedy points give the same figures as the uninterrupted run.
-  Results resumed = LoadResults(s.json_path);
+  LoadedRecords resumed = LoadRecords(s.json_path);
   for (size_t i = 0; i < full.records.size(); ++i) {
     EXPECT_EQ(resumed.records[i]["key"], full.records[i]["key"]);
     EXPECT_EQ(resumed.records[i]["generated_tokens"], full.records[i]["generated_tokens"]);
@@ -575,12 +575,12 @@ TEST(Plot, SeriesFromRecords) {
                 {"prompt_tokens", 5.0}, {"mean_next_token_latency_s", 0.001}};
       recs.push_back(r);
     }
-  auto s = SpeedupVsK(recs);
+  auto s = SpeedupVsK(RecordsFromJson(recs));
   ASSERT_EQ(s.size(), 2u);  // one series per draft quant, x = K
   EXPECT_EQ(s[0].xy.size(), 2u);
   EXPECT_DOUBLE_EQ(s[0].xy[1].first, 4.0);
   EXPECT_DOUBLE_EQ(s[0].xy[1].second, 2.0);
-  auto pos = AcceptancePerPosition(recs);
+  auto pos = AcceptancePerPosition(RecordsFromJson(recs));
   ASSERT_EQ(pos.size(), 2u);
   EXPECT_EQ(pos[0].xy.size(), 4u);  // the largest K of each draft
   std::string dat = DatText("t", s);

@@ -329,7 +329,7 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
                 {"k", k}, {"k_policy", policy}, {"draft", "layers=1"}, {"draft_base", "layers=1"},
                 {"draft_quant", "none"}, {"speedup", speedup}, {"mean_accepted_length", 2.0}, {"temperature", 0.0}};
   };
-  const std::string md = RenderTable(MainTable({rec(4, "constant", 1.1), rec(4, "adaptive", 1.2), rec(8, "constant", 1.3)}),
+  const std::string md = RenderTable(MainTable(RecordsFromJson({rec(4, "constant", 1.1), rec(4, "adaptive", 1.2), rec(8, "constant", 1.3)})),
                                      TableFormat::Markdown);
   for (const char* h : {"| k=4 ", "| k<=4 adaptive |", "| k=8 "}) {
     const std::string cell = std::string(h).substr(2);  // right-aligned headers: "|   k=4 |"
@@ -342,10 +342,10 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   json a = rec(4, "adaptive", 1.2), h = rec(4, "heuristic", 1.0);
   a["acceptance_at_pos_conditional"] = h["acceptance_at_pos_conditional"] = {0.9, 0.8};
   std::vector<std::string> titles;
-  for (const Series& se : AcceptancePerPosition({a, h})) titles.push_back(se.title);
+  for (const Series& se : AcceptancePerPosition(RecordsFromJson({a, h}))) titles.push_back(se.title);
   EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));
   titles.clear();
-  for (const Series& se : SpeedupVsK({a, rec(8, "adaptive", 1.1), h})) titles.push_back(se.title);
+  for (const Series& se : SpeedupVsK(RecordsFromJson({a, rec(8, "adaptive", 1.1), h}))) titles.push_back(se.title);
   EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound)", "heuristic (K = start)"}));
 }
 

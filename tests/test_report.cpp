@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "harness/report/aggregate.h"
 #include "harness/report/plot.h"
+#include "harness/report/record.h"
 #include "harness/report/plot_layout.h"
 #include "harness/report/statistics.h"
 #include "harness/report/table.h"
@@ -47,12 +49,81 @@ json Spec(const std::string& quant, int k, double speedup) {
               {"baseline_tokens_per_s", 123.4}, {"temperature", 0.0}, {"kv_type", "f32"}};
 }
 
+// A speculative raw record of one run against an AR baseline of one run.
+RawRecord Raw(const std::string& key, const std::string& baseline_key, const std::string& draft, double tps) {
+  RawRecord r;
+  r.key = r.name = key;
+  r.baseline_key = baseline_key;
+  r.params = json{{"decoder", baseline_key.empty() ? "ar" : "speculative"}, {"k", 2}, {"k_policy", "constant"},
+                  {"draft", draft}, {"draft_quant", "q4_0"}, {"model", "m"}};
+  r.prompt_tokens = {5};
+  r.costs.target_s = {0.010, 0.012, 0.014};
+  r.costs.draft_s = {0.001, 0.0015};
+  r.draft_types = {{"q4_0", 2}, {"f16", 5}};  // a partial quant type: the labels say so
+  GenerationStats s;
+  s.generated_tokens = 6;
+  s.target_calls = 3;
+  s.draft_calls = 4;
+  s.k_per_step = {2, 2};
+  s.drafted_at_pos = {2, 2};
+  s.accepted_at_pos = {2, 1};
+  s.accepted_per_step = {2, 1};
+  s.tokens_per_s = tps;
+  s.total_s = 6 / tps;
+  r.runs.push_back({0, 0, 0, 0, s, "h"});
+  return r;
+}
+
+TEST(Record, PartsWriteTheFlatRecordAndReadItBack) {
+  const RawRecord base = Raw("B", "", "-", 100), spec = Raw("S", "B", "q4_0+tree_budget=4", 180);
+  const AggregateRecord a = AggregateTyped(spec, &base);
+  EXPECT_EQ(a.flat.dump(), a.ToJson().dump());
+  EXPECT_EQ(a.flat["draft"], "q4_0+tree_budget=4 (5 of 7 f16)");  // what ran
+  ASSERT_TRUE(a.comparison && a.cost.speculative);
+  EXPECT_TRUE(a.Speculative());
+  EXPECT_NEAR(a.comparison->speedup.mean, 1.8, 1e-12);
+  // Read back from its flat form, every part is the same and writes the same JSON.
+  const AggregateRecord b = AggregateRecord::FromJson(a.flat);
+  EXPECT_EQ(b.ToJson().dump(), a.flat.dump());
+  EXPECT_EQ(b.Suspect(), a.Suspect());
+  EXPECT_EQ(b.comparison->speedup.n, a.comparison->speedup.n);
+  // The stored label notes the partial quant type: no draft this version parses.
+  EXPECT_FALSE(b.identity.draft);
+  EXPECT_EQ(b.identity.draft_label, "q4_0+tree_budget=4 (5 of 7 f16)");
+  const AggregateRecord ar = AggregateTyped(base, nullptr);
+  EXPECT_FALSE(ar.Speculative());
+  EXPECT_FALSE(ar.comparison);
+  EXPECT_FALSE(ar.cost.speculative);
+  EXPECT_EQ(AggregateRecord::FromJson(ar.flat).ToJson().dump(), ar.flat.dump());
+}
+
+TEST(Record, FlagsAreBooleansAndDraftsParsedOnce) {
+  json j = Spec("q4_0", 2, 1.5);
+  j["suspect"] = "true";  // text is no boolean
+  j["busy"] = true;
+  AggregateRecord r = AggregateRecord::FromJson(j);
+  EXPECT_FALSE(r.Suspect());
+  EXPECT_TRUE(r.Busy());
+  ASSERT_TRUE(r.identity.draft);
+  EXPECT_EQ(r.identity.draft->Label(), "q4_0");
+  EXPECT_FALSE(r.identity.draft->IsTree());
+  // A record without the draft label: its base and quant.
+  j.erase("draft");
+  j["draft_base"] = "layers=2";
+  EXPECT_EQ(AggregateRecord::FromJson(j).identity.draft->Label(), "layers=2+q4_0");
+  // Records of older versions miss fields: they read as absent, not as errors.
+  const AggregateRecord bare = AggregateRecord::FromJson(json{{"key", "k"}, {"decoder", "ar"}});
+  EXPECT_FALSE(bare.Speculative());
+  EXPECT_FALSE(bare.comparison);
+  EXPECT_TRUE(std::isnan(bare.statistics.Mean("tokens_per_s")));
+}
+
 TEST(Table, CellsCarryIntervalsFlagsAndNoNumberWhenSuspect) {
   std::vector<json> recs = {Spec("q4_0", 2, 1.52), Spec("q8_0", 2, 1.31), Spec("f16", 2, 1.1)};
   recs[1]["busy"] = true;
   recs[2]["suspect"] = true;
   recs[2]["speedup"] = 9.9;
-  Table t = MainTable(recs, {}, json{{"cpu_model", "Test CPU"}});
+  Table t = MainTable(RecordsFromJson(recs), {}, json{{"cpu_model", "Test CPU"}});
   std::string md = RenderTable(t, TableFormat::Markdown);
   EXPECT_NE(md.find("1.52x ±0.10"), std::string::npos) << md;
   EXPECT_NE(md.find("1.31x ±0.10†"), std::string::npos) << md;
@@ -68,7 +139,7 @@ TEST(Table, CellsCarryIntervalsFlagsAndNoNumberWhenSuspect) {
   EXPECT_NE(tex.find("usepackage{booktabs}"), std::string::npos);
   EXPECT_NE(tex.find("$1.52\\times$ $\\pm$0.10"), std::string::npos) << tex;
   // CSV: one numeric value per column; the suspect point has no speedup.
-  std::string csv = RenderTable(MainTableLong(recs), TableFormat::Csv);
+  std::string csv = RenderTable(MainTableLong(RecordsFromJson(recs)), TableFormat::Csv);
   EXPECT_NE(csv.find("speedup,speedup_ci_low,speedup_ci_high"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",2,1.52,1.42,1.62,"), std::string::npos) << csv;
   EXPECT_EQ(csv.find("9.9"), std::string::npos) << csv;
@@ -81,7 +152,7 @@ TEST(Table, TokensPerSecondIsNotScaledAsSeconds) {
   PivotSpec p;
   p.metrics = {"tokens_per_s"};
   std::vector<json> recs = {json{{"key", "a"}, {"model", "m"}, {"tokens_per_s", 512.25}}};
-  std::string md = RenderTable(PivotTable(recs, p), TableFormat::Markdown);
+  std::string md = RenderTable(PivotTable(RecordsFromJson(recs), p), TableFormat::Markdown);
   EXPECT_NE(md.find("512.2"), std::string::npos) << md;
   EXPECT_EQ(md.find("(ms)"), std::string::npos) << md;
 }
@@ -93,7 +164,7 @@ TEST(Plot, LegendsFromVaryingAxesAndErrorBars) {
   json ar = {{"key", "ar"}, {"model", "m"}, {"decoder", "ar"}, {"k", 0}, {"k_policy", "-"}, {"draft_quant", "-"},
              {"kv_type", "f32"}, {"mean_next_token_latency_s", 0.001}, {"prompt_tokens", 5}};
   recs.push_back(ar);
-  auto s = SpeedupVsK(recs);
+  auto s = SpeedupVsK(RecordsFromJson(recs));
   ASSERT_EQ(s.size(), 2u);
   for (auto& x : s) {
     EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
@@ -104,7 +175,7 @@ TEST(Plot, LegendsFromVaryingAxesAndErrorBars) {
   std::string dat = DatText("t", s);
   EXPECT_NE(dat.find("2 1.2 1.0999999999999999 1.3 \"\""), std::string::npos) << dat;
   // Latency lines: AR vs speculative differ in k_policy "-" vs "constant", which is no axis.
-  for (auto& x : LatencyVsInputLength(recs)) EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
+  for (auto& x : LatencyVsInputLength(RecordsFromJson(recs))) EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
 }
 
 TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
@@ -112,12 +183,12 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   recs[0]["busy"] = true;
   recs[1]["busy"] = true;
   recs[1]["wide_ci"] = true;
-  auto s = SpeedupVsK(recs);
+  auto s = SpeedupVsK(RecordsFromJson(recs));
   ASSERT_EQ(s.size(), 1u);
   ASSERT_EQ(s[0].marks.size(), 3u);
   for (size_t i = 0; i < recs.size(); ++i) {  // the table's cell carries the same marks
     CellFlags f;
-    const std::string cell = SpeedupCell(recs[i], f);
+    const std::string cell = SpeedupCell(AggregateRecord::FromJson(recs[i]), f);
     EXPECT_TRUE(cell.ends_with(s[0].marks[i])) << cell;
     EXPECT_EQ(f.busy, i < 2);
   }
@@ -126,18 +197,18 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   EXPECT_EQ(s[0].marks[2], "");
   EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%");
   EXPECT_NE(DatText("t", s).find("\n4 1.3 1.2 1.4000000000000001 \"\" \"†‡\"\n"), std::string::npos) << DatText("t", s);
-  EXPECT_EQ(MarksKey(PredictedVsMeasured(recs)), "");  // no predicted_speedup: no points
+  EXPECT_EQ(MarksKey(PredictedVsMeasured(RecordsFromJson(recs))), "");  // no predicted_speedup: no points
   recs[0]["predicted_speedup"] = 1.1;
-  EXPECT_EQ(MarksKey(PredictedVsMeasured(recs)), "hollow: † host busy while measured");
+  EXPECT_EQ(MarksKey(PredictedVsMeasured(RecordsFromJson(recs))), "hollow: † host busy while measured");
   // Acceptance does not depend on the machine's load: its plots mark nothing.
-  EXPECT_TRUE(AcceptedLengthVsK(recs)[0].marks.empty());
+  EXPECT_TRUE(AcceptedLengthVsK(RecordsFromJson(recs))[0].marks.empty());
   recs[0]["busy"] = false, recs[1]["busy"] = false, recs[1]["wide_ci"] = false;
-  EXPECT_EQ(MarksKey(SpeedupVsK(recs)), "");
+  EXPECT_EQ(MarksKey(SpeedupVsK(RecordsFromJson(recs))), "");
   if (FindGnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
   recs[1]["busy"] = true;
   PlotOptions o;
   o.out_dir = testing::TempDir();
-  for (auto& p : MakePlots(recs, o)) {
+  for (auto& p : MakePlots(RecordsFromJson(recs), o)) {
     if (p.name == "speedup_vs_k") EXPECT_EQ(p.images.size(), 2u);
   }
 }
@@ -148,7 +219,7 @@ TEST(Plot, NoInputLengthPlotWithoutThatAxis) {
   for (auto& r : recs) r["input_length"] = 0;
   PlotOptions o;
   o.out_dir = testing::TempDir();
-  for (auto& p : MakePlots(recs, o))
+  for (auto& p : MakePlots(RecordsFromJson(recs), o))
     if (p.name == "latency_vs_input_length") EXPECT_EQ(p.skipped, "the experiment has no input_length axis");
 }
 
@@ -231,9 +302,9 @@ TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
                           {"prompt_tokens", n}, {"mean_next_token_latency_s", 0.002 + 1e-6 * n}, {"busy", true}});
   PlotOptions o;
   o.out_dir = testing::TempDir() + "/overlap";
-  o.subtitle = PlotSubtitle(json{{"cpu_model", "AMD EPYC 9R14 96-Core Processor"}}, recs);
+  o.subtitle = PlotSubtitle(json{{"cpu_model", "AMD EPYC 9R14 96-Core Processor"}}, RecordsFromJson(recs));
   size_t drawn = 0;
-  for (auto& p : MakePlots(recs, o)) {
+  for (auto& p : MakePlots(RecordsFromJson(recs), o)) {
     if (!p.skipped.empty()) continue;
     const std::string svg = testing::ReadFile(p.images.at(1));
     std::smatch size;

@@ -161,7 +161,7 @@ TEST(ResultsIntegrity, SameWeightsAtAnotherPathAreTheSamePoint) {
   EXPECT_EQ(RunExperiment(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same)).resumed, 3);
   // A fresh run through the symlink passes check against the first.
   RunSummary second = RunExperiment(LoadExperiment(exp, link), Opts(dir2));
-  EXPECT_TRUE(CheckRegressions(LoadResults(second.json_path).records, LoadResults(first.json_path).records, 0.02).ok());
+  EXPECT_TRUE(CheckRegressions(LoadRecords(second.json_path).records, LoadRecords(first.json_path).records, 0.02).ok());
   // Other bytes under the same name: refused, both hashes named.
   fs::copy_file(Files().other_model, models + "/m.gguf", fs::copy_options::overwrite_existing);
   const std::string err = ErrorOf(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same));

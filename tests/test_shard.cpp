@@ -299,7 +299,7 @@ TEST(Cli, ShardedRunMergesToTheFullRun) {
     EXPECT_EQ(merged.records[i]["mean_accepted_length"], ref.records[i]["mean_accepted_length"]);
     EXPECT_TRUE(merged.records[i]["speedup"].is_number() || ref.records[i]["decoder"] == "ar");
   }
-  EXPECT_TRUE(CheckRegressions(merged.records, ref.records, 0.0).ok());
+  EXPECT_TRUE(CheckRegressions(RecordsFromJson(merged.records), RecordsFromJson(ref.records), 0.0).ok());
   auto table = RunCli({"table", dir + "/merged.json", "--format", "csv"});
   EXPECT_EQ(table.exit_code, 0) << table.err;
   auto check = RunCli({"check", dir + "/merged.json", "--baseline", dir + "/full/two.json"});

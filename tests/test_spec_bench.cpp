@@ -295,9 +295,9 @@ TEST(SpecBenchRun, RecordsCarryCategoriesAndTheTableSplitsThem) {
   o.out_dir = dir + "/out";
   o.progress = nullptr;
   RunSummary s = RunExperiment(e, o);
-  Results res = LoadResults(s.json_path);
+  LoadedRecords res = LoadRecords(s.json_path);
   ASSERT_EQ(res.records.size(), 2u);
-  const nlohmann::json& spec = res.records[1];
+  const nlohmann::json& spec = res.records[1].flat;
   EXPECT_EQ(spec["per_prompt_category"],
             nlohmann::json({"multi-turn conversation", "multi-turn conversation", "translation", "translation",
                             "question answering", "question answering"}));
@@ -307,7 +307,7 @@ TEST(SpecBenchRun, RecordsCarryCategoriesAndTheTableSplitsThem) {
   // Greedy speculative decoding answers like AR, so both decoders hold the same conversations.
   EXPECT_EQ(spec["outputs_match_baseline"], 1.0);
 
-  const std::vector<nlohmann::json> split = SplitByCategory(res.records);
+  const std::vector<AggregateRecord> split = SplitByCategory(res.records);
   ASSERT_EQ(split.size(), 8u);  // 3 groups + overall, for each of the two points
   EXPECT_EQ(split[4]["category"], "multi-turn conversation");
   EXPECT_EQ(split[7]["category"], "overall");
@@ -332,7 +332,7 @@ TEST(SpecBenchRun, RecordsCarryCategoriesAndTheTableSplitsThem) {
   // Records of a plain prompt file cannot make this table.
   nlohmann::json plain = spec;
   plain.erase("per_prompt_category");
-  EXPECT_NE(ErrorOf([&] { SpecBenchTable({plain}); }).find("no prompt categories"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { SpecBenchTable(RecordsFromJson({plain})); }).find("no prompt categories"), std::string::npos);
 }
 
 // The quick variant on the shared models, one repetition: six groups and overall.
@@ -347,7 +347,7 @@ TEST(SpecBenchRun, QuickVariantOnTheSharedModels) {
   RunOptions o;
   o.out_dir = TempDir();
   o.progress = nullptr;
-  const Table t = SpecBenchTable(LoadResults(RunExperiment(e, o).json_path).records);
+  const Table t = SpecBenchTable(LoadRecords(RunExperiment(e, o).json_path).records);
   std::vector<std::string> cols(t.header.begin() + long(t.label_cols), t.header.end());
   std::vector<std::string> want = SpecBenchGroupOrder();
   want.push_back("overall");

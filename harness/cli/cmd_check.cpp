@@ -17,9 +17,9 @@ struct CheckArgs {
 };
 
 void CheckCommand(const CheckArgs& a) {
-  Results cur = LoadResults(a.results), base = LoadResults(a.baseline);
+  LoadedRecords cur = LoadRecords(a.results), base = LoadRecords(a.baseline);
   // A corrupt line is a point the gate would silently not compare.
-  for (const Results* r : {&cur, &base})
+  for (const LoadedRecords* r : {&cur, &base})
     if (!r->warnings.empty())
       Fail("{}{}: a gate that skipped it could pass without comparing it", r->warnings[0],
            r->warnings.size() > 1 ? fmt::format(" (and {} more)", r->warnings.size() - 1) : "");

@@ -18,7 +18,7 @@ struct PlotArgs {
 };
 
 void PlotCommand(const PlotArgs& a) {
-  Results res = LoadResults(a.results);
+  LoadedRecords res = LoadRecords(a.results);
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("plot: --by: '{}' (expected category)", a.by);
   if (a.by == "category") {

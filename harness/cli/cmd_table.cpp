@@ -19,7 +19,7 @@ struct TableArgs {
 
 void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
-  Results res = LoadResults(a.results);
+  LoadedRecords res = LoadRecords(a.results);
   for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s, skipped\n", w.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("table: --by: '{}' (expected category)", a.by);

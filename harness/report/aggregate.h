@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/record.h"
 #include "harness/store/results.h"
 
 namespace specsweep {
@@ -25,12 +26,15 @@ inline constexpr double kSuspectMargin = 0.10;
 // A point whose interval's half-width exceeds this fraction of the mean is `wide_ci`.
 inline constexpr double kWideInterval = 0.15;
 
-// Flat aggregated record of a point: its parameters, every GenerationStats statistic as
-// mean over repetitions (plus _median/_std), per-prompt arrays, per-position acceptance,
-// and versus `baseline` (may be null): speedup with its interval, bound and flags, the
-// cost-model and Leviathan predictions, output agreement. Formulas: docs/metrics.md, "Metrics".
-nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);
+// Aggregated record of a point (record.h; its parts built in aggregate.cpp,
+// aggregate_cost.cpp and aggregate_baseline.cpp): its parameters, every GenerationStats
+// statistic as mean over repetitions (plus _median/_std), per-prompt arrays, per-position
+// acceptance, and versus `baseline` (may be null): speedup with its interval, bound and
+// flags, the cost-model and Leviathan predictions, output agreement. Formulas: docs/metrics.md.
+AggregateRecord AggregateTyped(const RawRecord& r, const RawRecord* baseline);
+nlohmann::json Aggregate(const RawRecord& r, const RawRecord* baseline);  // AggregateTyped(...).flat
 // Aggregates a list of raw records (baselines looked up among them by key).
+std::vector<AggregateRecord> AggregateAllTyped(const std::vector<RawRecord>& raws);
 std::vector<nlohmann::json> AggregateAll(const std::vector<RawRecord>& raws);
 
 }  // namespace specsweep

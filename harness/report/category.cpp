@@ -59,33 +59,31 @@ json GroupRecord(const json& rec, const std::string& group, const std::vector<si
 
 }  // namespace
 
-std::vector<std::string> CategoryOrder(const std::vector<json>& records) {
+std::vector<std::string> CategoryOrder(const std::vector<AggregateRecord>& records) {
   std::vector<std::string> order;
   for (auto& r : records)
-    if (r.contains("per_prompt_category") && r["per_prompt_category"].is_array())
-      for (auto& c : r["per_prompt_category"])
-        if (c.is_string() && std::find(order.begin(), order.end(), c.get<std::string>()) == order.end())
-          order.push_back(c.get<std::string>());
+    for (const std::string& c : r.statistics.per_prompt_category)
+      if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
   return order;
 }
 
-std::vector<json> SplitByCategory(const std::vector<json>& records) {
-  std::vector<json> out;
+std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>& records) {
+  std::vector<AggregateRecord> out;
   for (auto& r : records) {
-    if (!r.contains("per_prompt_category") || !r["per_prompt_category"].is_array()) {
+    const std::vector<std::string>& cats = r.statistics.per_prompt_category;
+    if (cats.empty()) {
       out.push_back(r);
       continue;
     }
-    const json& cats = r["per_prompt_category"];
     std::vector<size_t> all(cats.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     for (auto& g : CategoryOrder({r})) {
       std::vector<size_t> idx;
       for (size_t i = 0; i < cats.size(); ++i)
         if (cats[i] == g) idx.push_back(i);
-      out.push_back(GroupRecord(r, g, idx));
+      out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, g, idx)));
     }
-    out.push_back(GroupRecord(r, kOverallCategory, all));
+    out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, kOverallCategory, all)));
   }
   return out;
 }

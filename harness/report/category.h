@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/record.h"
+
 namespace specsweep {
 
 inline constexpr const char* kOverallCategory = "overall";
@@ -18,8 +20,8 @@ inline constexpr const char* kOverallCategory = "overall";
 // mean_accepted_length with bootstrap intervals over questions (_ci_low, _ci_high, _n),
 // tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci. Records
 // without categories pass unchanged.
-std::vector<nlohmann::json> SplitByCategory(const std::vector<nlohmann::json>& records);
+std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>& records);
 // The report groups of the records, in the order their prompts list them.
-std::vector<std::string> CategoryOrder(const std::vector<nlohmann::json>& records);
+std::vector<std::string> CategoryOrder(const std::vector<AggregateRecord>& records);
 
 }  // namespace specsweep

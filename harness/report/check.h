@@ -37,8 +37,8 @@ struct CheckReport {
 // could not fail: see above; `what` names the baseline file in messages. Points with a
 // replayed acceptance source (in either file) are never compared: their acceptance was
 // declared, not measured.
-CheckReport CheckRegressions(const std::vector<nlohmann::json>& current,
-                             const std::vector<nlohmann::json>& baseline, double sampled_tolerance,
+CheckReport CheckRegressions(const std::vector<AggregateRecord>& current,
+                             const std::vector<AggregateRecord>& baseline, double sampled_tolerance,
                              const std::string& what = "baseline");
 
 }  // namespace specsweep

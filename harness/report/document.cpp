@@ -17,17 +17,21 @@ json ResultsDocument(const json& context, const std::vector<RawRecord>& records)
 
 namespace {
 
-std::string SummaryText(const json& agg) {
-  std::string s = fmt::format("{:.1f} tok/s", agg.value("tokens_per_s", 0.0));
-  if (agg.value("decoder", "ar") == "ar") return s;
-  s += fmt::format(", accept {:.3f}, tau {:.2f}", agg.value("acceptance_rate", 0.0),
-                   agg.value("mean_accepted_length", 0.0));
-  if (agg["speedup"].is_number())
-    s += fmt::format(", speedup {:.2f}x [{:.2f}, {:.2f}]", FieldNumber(agg, "speedup"),
-                     FieldNumber(agg, "speedup_ci_low"), FieldNumber(agg, "speedup_ci_high"));
-  if (agg.value("suspect", false))
-    s += fmt::format(" SUSPECT: above the bound {:.2f}x", agg.value("speedup_bound", 0.0));
-  else if (agg.value("wide_ci", false))
+// Numbers as the flat record holds them: absent or null is 0.
+double Shown(double v) { return std::isfinite(v) ? v : 0.0; }
+
+std::string SummaryText(const AggregateRecord& agg) {
+  const RecordStatistics& st = agg.statistics;
+  std::string s = fmt::format("{:.1f} tok/s", Shown(st.Mean("tokens_per_s")));
+  if (!agg.Speculative()) return s;
+  s += fmt::format(", accept {:.3f}, tau {:.2f}", Shown(st.Mean("acceptance_rate")),
+                   Shown(st.Mean("mean_accepted_length")));
+  if (!agg.comparison) return s;
+  const Interval& sp = agg.comparison->speedup;
+  if (std::isfinite(sp.mean)) s += fmt::format(", speedup {:.2f}x [{:.2f}, {:.2f}]", sp.mean, sp.low, sp.high);
+  if (agg.Suspect())
+    s += fmt::format(" SUSPECT: above the bound {:.2f}x", Shown(agg.cost.speculative->speedup_bound));
+  else if (agg.WideCi())
     s += " (interval wider than +-15%)";
   return s;
 }
@@ -35,7 +39,7 @@ std::string SummaryText(const json& agg) {
 }  // namespace
 
 std::string PointSummary(const RawRecord& r, const RawRecord* baseline) {
-  return SummaryText(Aggregate(r, baseline));
+  return SummaryText(AggregateTyped(r, baseline));
 }
 
 }  // namespace specsweep

@@ -11,4 +11,11 @@ Results LoadResults(const std::string& path) {
   return res;
 }
 
+LoadedRecords LoadRecords(const std::string& path) {
+  Results res = ReadResults(path);
+  LoadedRecords out{res.path, std::move(res.context), RecordsFromJson(res.records), std::move(res.warnings)};
+  for (auto& r : AggregateAllTyped(res.raw)) out.records.push_back(std::move(r));
+  return out;
+}
+
 }  // namespace specsweep

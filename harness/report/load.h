@@ -2,11 +2,25 @@
 // or a .jsonl's raw records aggregated the way the run would have.
 #pragma once
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "harness/report/record.h"
 #include "harness/store/results.h"
 
 namespace specsweep {
 
+// Flat records (merge writes them back as they are).
 Results LoadResults(const std::string& path);
+
+// Typed records for table, plot and check: each record's parts read once at load.
+struct LoadedRecords {
+  std::string path;
+  nlohmann::json context;                // {} for a .jsonl
+  std::vector<AggregateRecord> records;
+  std::vector<std::string> warnings;     // a .jsonl's corrupt lines
+};
+LoadedRecords LoadRecords(const std::string& path);
 
 }  // namespace specsweep

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/record.h"
+
 namespace specsweep {
 
 struct Series {
@@ -19,12 +21,12 @@ struct Series {
 };
 
 // Series data of each plot (records as in Results::records).
-std::vector<Series> SpeedupVsK(const std::vector<nlohmann::json>& records);
-std::vector<Series> AcceptanceVsK(const std::vector<nlohmann::json>& records);       // alpha
-std::vector<Series> AcceptedLengthVsK(const std::vector<nlohmann::json>& records);  // tau
-std::vector<Series> LatencyVsInputLength(const std::vector<nlohmann::json>& records);  // ms vs prompt tokens
-std::vector<Series> AcceptancePerPosition(const std::vector<nlohmann::json>& records);
-std::vector<Series> PredictedVsMeasured(const std::vector<nlohmann::json>& records);
+std::vector<Series> SpeedupVsK(const std::vector<AggregateRecord>& records);
+std::vector<Series> AcceptanceVsK(const std::vector<AggregateRecord>& records);       // alpha
+std::vector<Series> AcceptedLengthVsK(const std::vector<AggregateRecord>& records);  // tau
+std::vector<Series> LatencyVsInputLength(const std::vector<AggregateRecord>& records);  // ms vs prompt tokens
+std::vector<Series> AcceptancePerPosition(const std::vector<AggregateRecord>& records);
+std::vector<Series> PredictedVsMeasured(const std::vector<AggregateRecord>& records);
 
 // gnuplot data text: "# title" comment, then per series a quoted title line and
 // "x y low high \"label\" \"marks\"" lines (low/high = y without an interval), series
@@ -52,6 +54,6 @@ struct PlotOutput {
 // Path of the gnuplot executable in PATH, or "".
 std::string FindGnuplot();
 // Writes every plot; Error if gnuplot is missing or a script fails.
-std::vector<PlotOutput> MakePlots(const std::vector<nlohmann::json>& records, const PlotOptions& o);
+std::vector<PlotOutput> MakePlots(const std::vector<AggregateRecord>& records, const PlotOptions& o);
 
 }  // namespace specsweep

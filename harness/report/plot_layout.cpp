@@ -51,7 +51,7 @@ bool NaturalLess(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records) {
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<AggregateRecord>& records) {
   std::set<std::string> models, isas, threads;
   for (auto& r : records) {
     models.insert(FieldText(r, "model"));

@@ -14,7 +14,7 @@ namespace specsweep {
 
 // "models A, B; prompts tinystories.txt; CPU; kernels avx512; 2 threads; error bars: 95%
 // bootstrap CI" from a results file's context and records.
-std::string PlotSubtitle(const nlohmann::json& context, const std::vector<nlohmann::json>& records);
+std::string PlotSubtitle(const nlohmann::json& context, const std::vector<AggregateRecord>& records);
 
 // `text` split at "; " into lines of at most `width` characters (a part longer than that
 // gets a line of its own), joined with "\n".

@@ -44,8 +44,8 @@ static std::string MetricHeader(const std::string& m) {
 // ---------------------------------------------------------------------------------
 // Pivot
 
-std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) {
-  std::vector<json> out;
+std::vector<AggregateRecord> Filter(const std::vector<AggregateRecord>& recs, const Filters& filters) {
+  std::vector<AggregateRecord> out;
   for (auto& r : recs) {
     bool ok = true;
     for (auto& [f, v] : filters) ok = ok && FieldText(r, f) == v;
@@ -54,12 +54,12 @@ std::vector<json> Filter(const std::vector<json>& recs, const Filters& filters) 
   return out;
 }
 
-void CheckFilters(const std::vector<json>& records, const Filters& filters) {
+void CheckFilters(const std::vector<AggregateRecord>& records, const Filters& filters) {
   for (auto& [field, value] : filters) {
     std::set<std::string> fields, values;
     for (auto& r : records) {
-      for (auto& [k, v] : r.items()) fields.insert(k);
-      if (r.contains(field)) values.insert(FieldText(r, field));
+      for (auto& [k, v] : r.flat.items()) fields.insert(k);
+      if (r.flat.contains(field)) values.insert(FieldText(r, field));
     }
     const std::vector<std::string> known(fields.begin(), fields.end());
     if (!fields.count(field))
@@ -73,7 +73,7 @@ void CheckFilters(const std::vector<json>& records, const Filters& filters) {
 
 namespace {
 
-std::vector<std::string> Values(const json& r, const std::vector<std::string>& fields) {
+std::vector<std::string> Values(const AggregateRecord& r, const std::vector<std::string>& fields) {
   std::vector<std::string> v;
   for (auto& f : fields) v.push_back(FieldText(r, f));
   return v;
@@ -83,7 +83,7 @@ std::vector<std::string> Values(const json& r, const std::vector<std::string>& f
 
 // Parameter fields taking more than one value among the records (a row label or
 // column). The n-gram range of a lookup draft is part of its draft label already.
-std::vector<std::string> Varying(const std::vector<json>& recs, const std::vector<std::string>& exclude) {
+std::vector<std::string> Varying(const std::vector<AggregateRecord>& recs, const std::vector<std::string>& exclude) {
   std::vector<std::string> out;
   for (auto& f : ParamFields()) {
     if (std::find(exclude.begin(), exclude.end(), f) != exclude.end()) continue;
@@ -95,15 +95,45 @@ std::vector<std::string> Varying(const std::vector<json>& recs, const std::vecto
   return out;
 }
 
-Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
-  std::vector<json> recs = Filter(all, spec.filters);
+namespace {
+
+// Every row/col/metric field of `spec` must exist in some record.
+void CheckPivotFields(const std::vector<AggregateRecord>& all, const PivotSpec& spec) {
   if (spec.metrics.empty()) Fail("table: --metric: no metric given");
   for (auto* list : {&spec.rows, &spec.cols, &spec.metrics})
     for (auto& f : *list) {
       bool found = false;
-      for (auto& r : all) found = found || r.contains(f);
+      for (auto& r : all) found = found || r.flat.contains(f);
       if (!found && !all.empty()) Fail("table: {}: no record has this field", f);
     }
+}
+
+// The metrics of a pivot cell joined by " / ": one record's values, or the mean of
+// several marked "*" (`averaged`); a speedup with its interval, never averaging a suspect one.
+std::string PivotCell(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& metrics,
+                      CellFlags& flags, bool& averaged) {
+  std::string text;
+  for (auto& m : metrics) {
+    std::vector<double> v;
+    for (auto* r : cell) v.push_back(FieldNumber(*r, m));
+    std::string one = cell.size() == 1 && m == "speedup" ? SpeedupCell(*cell[0], flags) : FormatMetric(m, Mean(v));
+    if (cell.size() > 1 && m == "speedup")
+      for (auto* r : cell)
+        if (r->Suspect()) one = "suspect";  // never averaged into a result
+    text += (text.empty() ? "" : " / ") + one;
+  }
+  if (cell.size() > 1) {
+    text += "*";
+    averaged = true;
+  }
+  return text;
+}
+
+}  // namespace
+
+Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec) {
+  std::vector<AggregateRecord> recs = Filter(all, spec.filters);
+  CheckPivotFields(all, spec);
   std::vector<std::string> rows = spec.rows;
   if (rows.empty()) rows = Varying(recs, spec.cols);
   if (rows.empty()) rows = {"model"};
@@ -136,33 +166,15 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
     for (size_t i = 0; i < rows.size(); ++i)
       if (rows[i] == "acceptance_source") line[i] = AcceptanceCaption(rk[i]);  // "replayed α=0.8"
     for (auto& ck : col_keys) {
-      std::vector<const json*> cell;
+      std::vector<const AggregateRecord*> cell;
       for (auto& r : recs)
         if (Values(r, rows) == rk && Values(r, spec.cols) == ck) cell.push_back(&r);
-      if (cell.empty()) {
-        line.push_back("");
-        continue;
-      }
-      std::string text;
-      for (auto& m : spec.metrics) {
-        std::vector<double> v;
-        for (auto* r : cell) v.push_back(FieldNumber(*r, m));
-        std::string one = cell.size() == 1 && m == "speedup" ? SpeedupCell(*cell[0], flags) : FormatMetric(m, Mean(v));
-        if (cell.size() > 1 && m == "speedup")
-          for (auto* r : cell)
-            if (FieldText(*r, "suspect") == "true") one = "suspect";  // never averaged into a result
-        text += (text.empty() ? "" : " / ") + one;
-      }
-      if (cell.size() > 1) {
-        text += "*";
-        averaged = true;
-      }
-      line.push_back(text);
+      line.push_back(cell.empty() ? "" : PivotCell(cell, spec.metrics, flags, averaged));
     }
     t.rows.push_back(line);
   }
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
-  if (std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); }))
+  if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
   if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
   AddFlagNotes(flags, t);
@@ -171,7 +183,7 @@ Table PivotTable(const std::vector<json>& all, const PivotSpec& spec) {
 
 // What a reader needs to judge the numbers: machine, kernels, threads, repetitions,
 // prompts, baseline speed and how speedup was computed.
-std::string Caption(const std::vector<json>& spec, const json& context) {
+std::string Caption(const std::vector<AggregateRecord>& spec, const json& context) {
   auto ctx = [&](const char* f) { return context.is_object() ? FieldText(context, f) : std::string(); };
   std::set<std::string> isa, threads, reps, prompts, category;
   std::vector<double> base_tps;
@@ -203,11 +215,11 @@ std::string Caption(const std::vector<json>& spec, const json& context) {
                      join(prompts), join(category), tps);
 }
 
-Table MainTable(const std::vector<json>& records, const Filters& filters, const json& context,
+Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filters, const json& context,
                 const std::vector<std::string>& metrics) {
-  std::vector<json> spec = SpeculativeRecords(records, filters);
+  std::vector<AggregateRecord> spec = SpeculativeRecords(records, filters);
   // Columns say what K was under each policy: "k=4", "k<=4 adaptive", "k0=4 heuristic".
-  for (json& r : spec) r["k_label"] = KLabelOf(r);
+  for (AggregateRecord& r : spec) r.flat["k_label"] = KLabelOf(r);
   PivotSpec p;
   p.cols = {"k_label"};
   p.rows = Varying(spec, {"k", "k_policy"});
@@ -222,8 +234,8 @@ Table MainTable(const std::vector<json>& records, const Filters& filters, const 
   return t;
 }
 
-Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
-  std::vector<json> spec = SpeculativeRecords(records, filters);
+Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& filters) {
+  std::vector<AggregateRecord> spec = SpeculativeRecords(records, filters);
   std::vector<std::string> labels = Varying(spec, {"k"});
   for (const char* f : {"decoder", "model"})
     if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
@@ -236,13 +248,13 @@ Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
   t.header = labels;
   t.header.insert(t.header.end(), numbers.begin(), numbers.end());
   for (const char* f : {"suspect", "busy", "wide_ci"}) t.header.push_back(f);
-  std::sort(spec.begin(), spec.end(), [&](const json& a, const json& b) {
+  std::sort(spec.begin(), spec.end(), [&](const AggregateRecord& a, const AggregateRecord& b) {
     return TupleLess(labels, Values(a, labels), Values(b, labels)) ||
            (Values(a, labels) == Values(b, labels) && FieldNumber(a, "k") < FieldNumber(b, "k"));
   });
   for (auto& r : spec) {
     std::vector<std::string> line = Values(r, labels);
-    const bool suspect = FieldText(r, "suspect") == "true";
+    const bool suspect = r.Suspect();
     for (auto& m : numbers) {
       const double v = FieldNumber(r, m);
       // A suspect point's speedup is no result: its cells stay empty.
@@ -250,14 +262,14 @@ Table MainTableLong(const std::vector<json>& records, const Filters& filters) {
                          ? ""
                          : fmt::format("{:.6g}", v));
     }
-    for (const char* f : {"suspect", "busy", "wide_ci"}) line.push_back(FieldText(r, f) == "true" ? "1" : "0");
+    for (const bool flag : {r.Suspect(), r.Busy(), r.WideCi()}) line.push_back(flag ? "1" : "0");
     t.rows.push_back(line);
   }
   return t;
 }
 
-Table QuantTable(const std::vector<json>& records, const Filters& filters) {
-  std::vector<json> spec = SpeculativeRecords(records, filters);
+Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& filters) {
+  std::vector<AggregateRecord> spec = SpeculativeRecords(records, filters);
   PivotSpec p;
   p.cols = {"draft_quant"};
   p.rows = Varying(spec, {"draft_quant"});
@@ -267,25 +279,79 @@ Table QuantTable(const std::vector<json>& records, const Filters& filters) {
   return PivotTable(spec, p);
 }
 
-Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
-  std::vector<json> recs = Filter(all, filters);
-  std::vector<const json*> ar;
+namespace {
+
+// The speculative record of decoder `kind` against baseline `key` with acceptance
+// source `src` whose latency speedup is surely highest: the largest lower end of the
+// interval, not the largest noisy mean. Suspect points are no candidates. Null if none.
+const AggregateRecord* FastestConfiguration(const std::vector<AggregateRecord>& recs, const std::string& kind,
+                                            const std::string& key, const std::string& src) {
+  auto low = [](const AggregateRecord& r) {
+    const double lo = FieldNumber(r, "latency_speedup_ci_low");
+    return std::isfinite(lo) ? lo : FieldNumber(r, "latency_speedup");
+  };
+  const AggregateRecord* best = nullptr;
+  for (auto& r : recs)
+    if (FieldText(r, "decoder") == kind && FieldText(r, "baseline_key") == key &&
+        FieldText(r, "acceptance_source") == src && !r.Suspect() && (!best || low(r) > low(*best)))
+      best = &r;
+  return best;
+}
+
+// The four cells of a decoder in a latency row: ms/token, configuration, latency
+// speedup with its interval and marks, reduction with its interval.
+void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vector<std::string>& line) {
+  line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(best, "mean_next_token_latency_s")));
+  line.push_back(FieldText(best, "draft") + " " + KLabelOf(best));
+  const double sp = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
+               hi = FieldNumber(best, "latency_speedup_ci_high");
+  std::string cell = FormatMetric("latency_speedup", sp);
+  if (std::isfinite(lo) && std::isfinite(hi)) cell += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+  if (best.Busy()) cell += "†", flags.busy = true;
+  if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * sp) cell += "‡", flags.wide = true;
+  line.push_back(cell);
+  // Reduction of next-token latency, 1 - 1/speedup, the ends of its interval mapped alike.
+  auto red = [](double x) { return 100.0 * (1.0 - 1.0 / x); };
+  std::string rc = std::isfinite(sp) ? fmt::format("{:.1f}%", red(sp)) : "-";
+  if (std::isfinite(lo) && std::isfinite(hi) && lo > 0) rc += fmt::format(" [{:.1f}, {:.1f}]", red(lo), red(hi));
+  line.push_back(rc);
+}
+
+// The acceptance sources of the points measured against baseline `key`, "" for none.
+std::vector<std::string> SourcesOf(const std::vector<AggregateRecord>& recs, const std::string& key) {
+  std::vector<std::string> sources;
+  for (auto& r : recs)
+    if (FieldText(r, "baseline_key") == key) {
+      const std::string src = FieldText(r, "acceptance_source");
+      if (std::find(sources.begin(), sources.end(), src) == sources.end()) sources.push_back(src);
+    }
+  std::sort(sources.begin(), sources.end(), NaturalLess);
+  if (sources.empty()) sources.push_back("");
+  return sources;
+}
+
+}  // namespace
+
+Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filters) {
+  std::vector<AggregateRecord> recs = Filter(all, filters);
+  std::vector<const AggregateRecord*> ar;
   std::set<std::string> kinds;
   for (auto& r : recs) {
-    if (IsSpeculative(r)) kinds.insert(FieldText(r, "decoder"));
+    if (r.Speculative()) kinds.insert(FieldText(r, "decoder"));
     else ar.push_back(&r);
   }
   if (ar.empty()) Fail("table: no autoregressive points in the results");
-  std::vector<json> ar_copy;
+  std::vector<AggregateRecord> ar_copy;
   for (auto* r : ar) ar_copy.push_back(*r);
   std::vector<std::string> label = Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant",
                                                      "draft_p_min", "acceptance_source"});
   if (std::find(label.begin(), label.end(), "model") == label.end()) label.insert(label.begin(), "model");
-  std::sort(ar.begin(), ar.end(),
-            [&](const json* a, const json* b) { return TupleLess(label, Values(*a, label), Values(*b, label)); });
+  std::sort(ar.begin(), ar.end(), [&](const AggregateRecord* a, const AggregateRecord* b) {
+    return TupleLess(label, Values(*a, label), Values(*b, label));
+  });
   // A row per baseline and acceptance source: replayed rates are not mixed with each
   // other nor with measured acceptance when picking the fastest configuration.
-  const bool replay = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
+  const bool replay = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
 
   Table t;
   t.title = "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
@@ -294,58 +360,20 @@ Table LatencyTable(const std::vector<json>& all, const Filters& filters) {
   t.header = label;
   if (replay) t.header.push_back("acceptance");
   t.header.push_back("ar ms/token");
+  for (auto& k : kinds)
+    for (const char* column : {" ms/token", " config", " speedup", " reduction"}) t.header.push_back(k + column);
   CellFlags flags;
-  for (auto& k : kinds) {
-    t.header.push_back(k + " ms/token");
-    t.header.push_back(k + " config");
-    t.header.push_back(k + " speedup");
-    t.header.push_back(k + " reduction");
-  }
   for (auto* a : ar) {
     const std::string key = FieldText(*a, "key");
-    std::vector<std::string> sources;
-    for (auto& r : recs)
-      if (FieldText(r, "baseline_key") == key) {
-        const std::string src = FieldText(r, "acceptance_source");
-        if (std::find(sources.begin(), sources.end(), src) == sources.end()) sources.push_back(src);
-      }
-    std::sort(sources.begin(), sources.end(), NaturalLess);
-    if (sources.empty()) sources.push_back("");
-    for (auto& src : sources) {
+    for (auto& src : SourcesOf(recs, key)) {
       std::vector<std::string> line = Values(*a, label);
       if (replay) line.push_back(AcceptanceCaption(src));
       line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*a, "mean_next_token_latency_s")));
       for (auto& k : kinds) {
-        const json* best = nullptr;
-        // The configuration whose latency speedup is surely highest: the largest lower end
-        // of the interval, not the largest noisy mean. Suspect points are no candidates.
-        auto low = [](const json& r) {
-          const double lo = FieldNumber(r, "latency_speedup_ci_low");
-          return std::isfinite(lo) ? lo : FieldNumber(r, "latency_speedup");
-        };
-        for (auto& r : recs)
-          if (FieldText(r, "decoder") == k && FieldText(r, "baseline_key") == key &&
-              FieldText(r, "acceptance_source") == src && FieldText(r, "suspect") != "true" &&
-              (!best || low(r) > low(*best)))
-            best = &r;
-        if (!best) {
+        if (const AggregateRecord* best = FastestConfiguration(recs, k, key, src))
+          AppendLatencyCells(*best, flags, line);
+        else
           line.insert(line.end(), {"", "", "", ""});
-          continue;
-        }
-        line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*best, "mean_next_token_latency_s")));
-        line.push_back(FieldText(*best, "draft") + " " + KLabelOf(*best));
-        const double sp = FieldNumber(*best, "latency_speedup"), lo = FieldNumber(*best, "latency_speedup_ci_low"),
-                     hi = FieldNumber(*best, "latency_speedup_ci_high");
-        std::string cell = FormatMetric("latency_speedup", sp);
-        if (std::isfinite(lo) && std::isfinite(hi)) cell += fmt::format(" ±{:.2f}", (hi - lo) / 2);
-        if (FieldText(*best, "busy") == "true") cell += "†", flags.busy = true;
-        if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * sp) cell += "‡", flags.wide = true;
-        line.push_back(cell);
-        // Reduction of next-token latency, 1 - 1/speedup, the ends of its interval mapped alike.
-        auto red = [](double x) { return 100.0 * (1.0 - 1.0 / x); };
-        std::string rc = std::isfinite(sp) ? fmt::format("{:.1f}%", red(sp)) : "-";
-        if (std::isfinite(lo) && std::isfinite(hi) && lo > 0) rc += fmt::format(" [{:.1f}, {:.1f}]", red(lo), red(hi));
-        line.push_back(rc);
       }
       t.rows.push_back(line);
     }

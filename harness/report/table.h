@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/record.h"
+
 namespace specsweep {
 
 enum class TableFormat { Markdown, Latex, Csv };
@@ -31,7 +33,7 @@ struct PivotSpec {
   std::string title;
 };
 // Throws Error naming the field when a row/col/metric field exists in no record.
-Table PivotTable(const std::vector<nlohmann::json>& records, const PivotSpec& spec);
+Table PivotTable(const std::vector<AggregateRecord>& records, const PivotSpec& spec);
 
 // Presets; `filters` restrict the records first.
 using Filters = std::vector<std::pair<std::string, std::string>>;
@@ -39,24 +41,24 @@ using Filters = std::vector<std::pair<std::string, std::string>>;
 // --where filters checked against the records: a field no record has is an Error
 // listing the fields (and the closest one); a value no record has lists the values
 // that exist for that field.
-void CheckFilters(const std::vector<nlohmann::json>& records, const Filters& filters);
-Table MainTable(const std::vector<nlohmann::json>& records, const Filters& filters = {},
+void CheckFilters(const std::vector<AggregateRecord>& records, const Filters& filters);
+Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filters = {},
                 const nlohmann::json& context = {},
                 const std::vector<std::string>& metrics = {});
 // The main table's data in long form, one numeric value per column (CSV).
-Table MainTableLong(const std::vector<nlohmann::json>& records, const Filters& filters = {});
-Table LatencyTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
-Table QuantTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+Table LatencyTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 
 // The records whose fields equal every filter's value.
-std::vector<nlohmann::json> Filter(const std::vector<nlohmann::json>& recs, const Filters& filters);
+std::vector<AggregateRecord> Filter(const std::vector<AggregateRecord>& recs, const Filters& filters);
 // Parameter fields taking more than one value among the records, except `exclude` (row
 // labels); a lookup draft's n-gram range is part of its draft label already.
-std::vector<std::string> Varying(const std::vector<nlohmann::json>& recs, const std::vector<std::string>& exclude);
+std::vector<std::string> Varying(const std::vector<AggregateRecord>& recs, const std::vector<std::string>& exclude);
 // Spec-Bench's layout (report/category.h): rows = speculative configurations, columns =
 // the prompts' report groups and overall, each cell speedup and mean accepted tokens
 // with their intervals. Error when the records carry no per-prompt categories.
-Table SpecBenchTable(const std::vector<nlohmann::json>& records, const Filters& filters = {});
+Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 
 // A metric value as shown in tables (speedup "1.23x", seconds as ms, NaN as "-").
 std::string FormatMetric(const std::string& metric, double v);

@@ -64,12 +64,10 @@ bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::st
   return a.size() < b.size();
 }
 
-bool IsSpeculative(const json& r) { return FieldText(r, "decoder") != "ar"; }
-
-std::vector<json> SpeculativeRecords(const std::vector<json>& records, const Filters& filters) {
-  std::vector<json> spec;
+std::vector<AggregateRecord> SpeculativeRecords(const std::vector<AggregateRecord>& records, const Filters& filters) {
+  std::vector<AggregateRecord> spec;
   for (auto& r : Filter(records, filters))
-    if (IsSpeculative(r)) spec.push_back(r);
+    if (r.Speculative()) spec.push_back(r);
   if (spec.empty()) Fail("table: no speculative points in the results (nothing to compare with AR)");
   return spec;
 }
@@ -77,8 +75,8 @@ std::vector<json> SpeculativeRecords(const std::vector<json>& records, const Fil
 // "1.52x ±0.08" (mean and half-width of the 95% interval), † when the machine was busy,
 // ‡ when the interval is wider than ±15%; "suspect" (no number) when the speedup is
 // above what the step counts and verify costs allow.
-std::string SpeedupCell(const json& r, CellFlags& flags) {
-  if (FieldText(r, "suspect") == "true") {
+std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags) {
+  if (r.Suspect()) {
     flags.suspect = true;
     return "suspect";
   }
@@ -89,17 +87,17 @@ std::string SpeedupCell(const json& r, CellFlags& flags) {
   return c + PointMarks(r, &flags);
 }
 
-std::string PointMarks(const json& r, CellFlags* flags) {
+std::string PointMarks(const AggregateRecord& r, CellFlags* flags) {
   CellFlags seen;
   std::string m;
-  if (FieldText(r, "busy") == "true") m += "†", seen.busy = true;
-  if (FieldText(r, "wide_ci") == "true") m += "‡", seen.wide = true;
+  if (r.Busy()) m += "†", seen.busy = true;
+  if (r.WideCi()) m += "‡", seen.wide = true;
   if (flags) flags->busy |= seen.busy, flags->wide |= seen.wide;
   return m;
 }
 
-void ShowAcceptanceSource(const std::vector<json>& recs, std::vector<std::string>& rows) {
-  const bool any = std::any_of(recs.begin(), recs.end(), [](const json& r) { return IsReplayed(r); });
+void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows) {
+  const bool any = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
   if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end()) rows.push_back("acceptance_source");
 }
 

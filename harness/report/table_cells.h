@@ -18,9 +18,8 @@ bool ValueLess(const std::string& field, const std::string& a, const std::string
 bool TupleLess(const std::vector<std::string>& fields, const std::vector<std::string>& a,
                const std::vector<std::string>& b);
 
-bool IsSpeculative(const nlohmann::json& r);
 // The speculative records that pass the filters; Error when there are none.
-std::vector<nlohmann::json> SpeculativeRecords(const std::vector<nlohmann::json>& records, const Filters& filters);
+std::vector<AggregateRecord> SpeculativeRecords(const std::vector<AggregateRecord>& records, const Filters& filters);
 
 // Marks seen in a table's cells, explained in its notes.
 struct CellFlags {
@@ -29,11 +28,11 @@ struct CellFlags {
 // The marks of a point, as tables and plots show them: "†" when other processes used the
 // machine while its group ran (busy), "‡" when its speedup's 95% interval is wider than
 // ±kWideInterval of the mean (wide_ci), both or "". Sets the flags seen when given.
-std::string PointMarks(const nlohmann::json& r, CellFlags* flags = nullptr);
+std::string PointMarks(const AggregateRecord& r, CellFlags* flags = nullptr);
 // "1.52x ±0.08" and its marks (SpeedupCell in table_cells.cpp says which).
-std::string SpeedupCell(const nlohmann::json& r, CellFlags& flags);
+std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags);
 // Replayed points say so in their row even when every point is replayed alike.
-void ShowAcceptanceSource(const std::vector<nlohmann::json>& recs, std::vector<std::string>& rows);
+void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows);
 extern const char* const kReplayNote;
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);

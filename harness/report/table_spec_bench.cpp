@@ -10,14 +10,12 @@
 #include "harness/store/results.h"
 #include "base/error.h"
 
-using nlohmann::json;
-
 namespace specsweep {
 
 namespace {
 
 // "1.45x [1.32, 1.58]" or "2.31 [2.10, 2.50]"; no interval from fewer than two questions.
-std::string WithInterval(const json& r, const std::string& metric) {
+std::string WithInterval(const AggregateRecord& r, const std::string& metric) {
   const double mean = FieldNumber(r, metric), lo = FieldNumber(r, metric + "_ci_low"),
                hi = FieldNumber(r, metric + "_ci_high");
   std::string c = FormatMetric(metric, mean);
@@ -28,15 +26,15 @@ std::string WithInterval(const json& r, const std::string& metric) {
 
 }  // namespace
 
-Table SpecBenchTable(const std::vector<json>& records, const Filters& filters) {
-  const std::vector<json> kept = Filter(records, filters);
+Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters& filters) {
+  const std::vector<AggregateRecord> kept = Filter(records, filters);
   const std::vector<std::string> groups = CategoryOrder(kept);
   if (groups.empty())
     Fail("table: --table spec-bench: the records carry no prompt categories (run a question set: "
          "prompts.file: a .jsonl, see docs/spec-bench.md)");
-  std::vector<json> spec;
+  std::vector<AggregateRecord> spec;
   for (auto& r : SplitByCategory(kept))
-    if (FieldText(r, "decoder") != "ar" && r.contains("category")) spec.push_back(r);
+    if (r.Speculative() && r.flat.contains("category")) spec.push_back(r);
   if (spec.empty()) Fail("table: --table spec-bench: no speculative points in the results");
 
   // Rows: what varies among the configurations (the name when nothing does).
@@ -45,7 +43,7 @@ Table SpecBenchTable(const std::vector<json>& records, const Filters& filters) {
   std::vector<std::string> columns = groups;
   columns.push_back(kOverallCategory);
   std::vector<std::vector<std::string>> row_keys;
-  std::map<std::vector<std::string>, std::map<std::string, json>> cell;
+  std::map<std::vector<std::string>, std::map<std::string, AggregateRecord>> cell;
   for (auto& r : spec) {
     std::vector<std::string> key;
     for (auto& f : label) key.push_back(f == "k" ? KLabelOf(r) : FieldText(r, f));
@@ -68,11 +66,11 @@ Table SpecBenchTable(const std::vector<json>& records, const Filters& filters) {
         row.push_back("-");
         continue;
       }
-      const json& r = it->second;
+      const AggregateRecord& r = it->second;
       std::string s = WithInterval(r, "speedup") + " · τ " + WithInterval(r, "mean_accepted_length");
-      if (FieldText(r, "busy") == "true") s += "†", busy = true;
-      if (FieldText(r, "wide_ci") == "true") s += "‡", wide = true;
-      min_n = std::min(min_n, r.value("prompts", 0));
+      if (r.Busy()) s += "†", busy = true;
+      if (r.WideCi()) s += "‡", wide = true;
+      min_n = std::min(min_n, r.identity.prompts);
       row.push_back(s);
     }
     t.rows.push_back(row);
