@@ -48,6 +48,9 @@ struct DecoderOptions {
   bool stop_at_eos = true;
   KvType kv_type = KvType::F32;         // attention cache of the target and the draft
   SamplingParams sampling;
+
+  // The draft model's attention cache type.
+  KvType DraftKvType() const { return kv_type; }
 };
 
 struct GenerationStats {

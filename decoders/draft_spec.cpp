@@ -8,13 +8,17 @@
 #include "base/error.h"
 
 namespace specsweep {
+namespace {
 
-std::string DraftSpec::TreeLabel() const {
-  if (!branching.empty()) return fmt::format("+branching={}", fmt::join(branching, ","));
-  return tree_budget > 0 ? fmt::format("+tree_budget={}", tree_budget) : "";
+template <class... F> struct Overload : F... { using F::operator()...; };
+template <class... F> Overload(F...) -> Overload<F...>;
+
+std::string TreeLabelOf(const DraftParts& d) {
+  if (!d.branching.empty()) return fmt::format("+branching={}", fmt::join(d.branching, ","));
+  return d.tree_budget > 0 ? fmt::format("+tree_budget={}", d.tree_budget) : "";
 }
 
-static std::string ModelLabel(const DraftSpec& d) {
+std::string ModelLabel(const DraftParts& d) {
   // The n-gram range is the lookup draft's architecture: tables tell variants apart.
   if (d.lookup) return fmt::format("lookup+max_ngram={}+min_ngram={}", d.max_ngram, d.min_ngram);
   if (d.recycling) return "recycling";
@@ -24,14 +28,6 @@ static std::string ModelLabel(const DraftSpec& d) {
   if (!d.model.empty()) s = "model=" + d.model;
   if (d.layers > 0) s += fmt::format("{}layers={}", s.empty() ? "" : "+", d.layers);
   return s.empty() ? "self" : s;
-}
-
-std::string DraftSpec::BaseLabel() const { return ModelLabel(*this) + TreeLabel(); }
-
-std::string DraftSpec::Label() const {
-  std::string base = ModelLabel(*this);
-  if (quant) base = base == "self" ? std::string(QTypeName(*quant)) : base + "+" + std::string(QTypeName(*quant));
-  return base + TreeLabel();
 }
 
 static bool ParseInt(std::string_view s, int& out) {
@@ -45,7 +41,9 @@ static bool ParseInt(std::string_view s, int& out) {
   return true;
 }
 
-void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) {
+// Lookup excludes a model, layers and quantization; n-gram lengths need lookup; ... Fills
+// the defaults (lookup 3, 1; ...). `text` names the draft in errors.
+void CheckParts(DraftParts& d, std::string_view what, std::string_view text) {
   if (!d.branching.empty() && d.tree_budget)
     Fail("{}: '{}': a tree is static (branching) or dynamic (tree_budget), not both", what, text);
   if (d.lookup && !d.branching.empty())
@@ -76,6 +74,13 @@ void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) 
   } else if (!d.corpus.empty()) {
     Fail("{}: '{}': corpus needs the rest draft", what, text);
   }
+  // Parsed text and the CLI's parts are in range already; a kind built in code is checked here.
+  const auto out = [](int v, int lo, int hi) { return v && (v < lo || v > hi); };
+  if (out(d.max_ngram, 1, 64) || out(d.min_ngram, 1, 64) || out(d.window, 1, 64) || out(d.ngram, 2, 64) ||
+      out(d.candidates, 1, 64) || out(d.tree_budget, 1, 1024) || d.tree_budget < 0 || d.branching.size() > 64 ||
+      std::any_of(d.branching.begin(), d.branching.end(), [&](int b) { return out(b, 1, 64) || !b; }))
+    Fail("{}: '{}': a draft size is out of range (n-grams, window and branching in [1, 64], tree_budget in [1, "
+         "1024])", what, text);
   if (!d.lookup) {
     if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
     return;
@@ -88,8 +93,118 @@ void CheckDraftSpec(DraftSpec& d, std::string_view what, std::string_view text) 
     Fail("{}: '{}': min_ngram {} is larger than max_ngram {}", what, text, d.min_ngram, d.max_ngram);
 }
 
+}  // namespace
+
+DraftSpec DraftSpec::FromParts(DraftParts d, std::string_view what, std::string_view text) {
+  CheckParts(d, what, text);
+  DraftSpec s;
+  if (!d.branching.empty()) s.tree_ = DraftTree::Static(d.branching);
+  if (d.tree_budget > 0) s.tree_ = DraftTree::Dynamic(d.tree_budget);
+  if (d.lookup) s.kind_ = LookupDraft{d.max_ngram, d.min_ngram};
+  else if (d.recycling) s.kind_ = RecyclingDraft{};
+  else if (d.lookahead) s.kind_ = LookaheadDraft{d.window, d.ngram, d.candidates};
+  else if (d.rest) s.kind_ = RestDraft{d.corpus};
+  else if (!d.model.empty()) s.kind_ = SeparateDraft{d.model, d.layers, d.quant};
+  else s.kind_ = TargetDraft{d.layers, d.quant};
+  return s;
+}
+
+DraftParts DraftSpec::Parts() const {
+  DraftParts p;
+  std::visit(Overload{[&](const TargetDraft& k) { p.layers = k.layers, p.quant = k.quant; },
+                      [&](const SeparateDraft& k) { p.model = k.model, p.layers = k.layers, p.quant = k.quant; },
+                      [&](const LookupDraft& k) { p.lookup = true, p.max_ngram = k.max_ngram, p.min_ngram = k.min_ngram; },
+                      [&](const RecyclingDraft&) { p.recycling = true; },
+                      [&](const LookaheadDraft& k) {
+                        p.lookahead = true, p.window = k.window, p.ngram = k.ngram, p.candidates = k.candidates;
+                      },
+                      [&](const RestDraft& k) { p.rest = true, p.corpus = k.corpus; }},
+             kind_);
+  p.branching = branching();
+  p.tree_budget = tree_budget();
+  return p;
+}
+
+DraftSpec DraftSpec::Make(Kind kind, std::optional<DraftTree> tree, std::string_view what) {
+  DraftSpec s;
+  s.kind_ = std::move(kind);
+  s.tree_ = std::move(tree);
+  const DraftParts p = s.Parts();
+  return FromParts(p, what, ModelLabel(p) + TreeLabelOf(p));
+}
+
+DraftSpec DraftSpec::WithQuant(std::optional<QType> q) const {
+  DraftSpec s = *this;
+  if (auto* t = std::get_if<TargetDraft>(&s.kind_)) t->quant = q;
+  else if (auto* m = std::get_if<SeparateDraft>(&s.kind_)) m->quant = q;
+  else if (q) Fail("draft: '{}': a {} draft has no quant type", Label(), ModelFreeName());
+  return s;
+}
+
+DraftSpec DraftSpec::WithTree(std::optional<DraftTree> tree, std::string_view what) const {
+  return Make(kind_, std::move(tree), what);
+}
+
+DraftSpec DraftSpec::WithNgrams(int max_ngram, int min_ngram, std::string_view what) const {
+  if (!get<LookupDraft>()) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, Label());
+  return Make(LookupDraft{max_ngram, min_ngram}, tree_, what);
+}
+
+std::string DraftSpec::TreeLabel() const { return TreeLabelOf(Parts()); }
+std::string DraftSpec::BaseLabel() const {
+  const DraftParts p = Parts();
+  return ModelLabel(p) + TreeLabelOf(p);
+}
+
+std::string DraftSpec::Label() const {
+  const DraftParts p = Parts();
+  std::string base = ModelLabel(p);
+  if (p.quant) base = base == "self" ? std::string(QTypeName(*p.quant)) : base + "+" + std::string(QTypeName(*p.quant));
+  return base + TreeLabelOf(p);
+}
+
+bool DraftSpec::IsSelf() const {
+  const auto* t = get<TargetDraft>();
+  return t && t->layers == 0 && !t->quant;
+}
+
+bool DraftSpec::ModelFree() const { return !get<TargetDraft>() && !get<SeparateDraft>(); }
+
+std::string_view DraftSpec::ModelFreeName() const {
+  if (get<LookupDraft>()) return "lookup";
+  if (get<RecyclingDraft>()) return "recycling";
+  if (get<LookaheadDraft>()) return "lookahead";
+  if (get<RestDraft>()) return "rest";
+  return "";
+}
+
+const std::string& DraftSpec::model() const {
+  static const std::string none;
+  const auto* m = get<SeparateDraft>();
+  return m ? m->model : none;
+}
+
+int DraftSpec::layers() const {
+  if (const auto* t = get<TargetDraft>()) return t->layers;
+  if (const auto* m = get<SeparateDraft>()) return m->layers;
+  return 0;
+}
+
+std::optional<QType> DraftSpec::quant() const {
+  if (const auto* t = get<TargetDraft>()) return t->quant;
+  if (const auto* m = get<SeparateDraft>()) return m->quant;
+  return std::nullopt;
+}
+
+const std::vector<int>& DraftSpec::branching() const {
+  static const std::vector<int> none;
+  return tree_ ? tree_->branching() : none;
+}
+
+int DraftSpec::tree_budget() const { return tree_ ? tree_->budget() : 0; }
+
 DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
-  DraftSpec d;
+  DraftParts d;
   if (text.empty())
     Fail("{}: empty draft (expected self, a quant type, layers=N, model=NAME, lookup, recycling, lookahead or rest)",
          what);
@@ -150,8 +265,7 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
     if (plus == std::string_view::npos) break;
     start = plus + 1;
   }
-  CheckDraftSpec(d, what, text);
-  return d;
+  return DraftSpec::FromParts(std::move(d), what, text);
 }
 
 void ApplyDecoderAlias(std::string_view decoder, DraftSpec& d,
@@ -160,17 +274,17 @@ void ApplyDecoderAlias(std::string_view decoder, DraftSpec& d,
     if (d.ModelFree())
       Fail("{}: assisted drafts with a separate model, not by {} (use --decoder speculative)", option("lookup"),
            d.BaseLabel());
-    if (d.model.empty()) Fail("{}: assisted needs a separate draft model", option("model"));
+    if (d.model().empty()) Fail("{}: assisted needs a separate draft model", option("model"));
   } else if (decoder == "self-spec") {
-    if (!d.model.empty())
+    if (!d.model().empty())
       Fail("{}: self-spec drafts with the target's own weights, not a separate model (use assisted)", option("model"));
     if (d.ModelFree())
       Fail("{}: self-spec drafts with the target's own weights, not by {} (use speculative)", option("lookup"),
            d.BaseLabel());
-    if (d.layers)
+    if (d.layers())
       Fail("{}: self-spec drafts with all of the target's blocks quantized; an early-exit draft is "
            "speculative with layers", option("layers"));
-    if (!d.quant) d.quant = QType::Q4_0;
+    if (!d.quant()) d = d.WithQuant(QType::Q4_0);
   }
 }
 

@@ -56,60 +56,50 @@ std::shared_ptr<const Model> SharedQuantized(const std::shared_ptr<const Model>&
 // at load time; the unquantized model is shared, not copied.
 ModelDraft ResolveDraft(const LoadedModel& d, const DecoderOptions& o, const std::string& name) {
   ModelDraft spec;
-  spec.layers = o.draft.layers;
+  spec.layers = o.draft.layers();
   spec.name = name;
-  if (o.draft.quant) {
-    spec.model = SharedQuantized(d.model, *o.draft.quant);
-    spec.name += fmt::format("@{}", QTypeName(*o.draft.quant));
+  if (const std::optional<QType> q = o.draft.quant()) {
+    spec.model = SharedQuantized(d.model, *q);
+    spec.name += fmt::format("@{}", QTypeName(*q));
   } else {
     spec.model = d.model;
   }
-  if (o.draft.layers > 0) spec.name += fmt::format("[:{}]", o.draft.layers);
+  if (spec.layers > 0) spec.name += fmt::format("[:{}]", spec.layers);
   return spec;
 }
 
 void CheckLayers(const LoadedModel& d, const DecoderOptions& o, const std::string& name) {
   // Checked before quantizing so a bad --draft-layers fails fast.
   const int n = d.model->config.n_layers;
-  if (o.draft.layers < 0 || o.draft.layers > n)
-    Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", n, name, o.draft.layers);
+  if (o.draft.layers() < 0 || o.draft.layers() > n)
+    Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", n, name, o.draft.layers());
 }
 
-// Prompt lookup has no model and no confidence: model options and the policies that
-// read the draft's top probability do not apply.
-std::unique_ptr<Decoder> MakeLookupDecoder(const LoadedModel& target, const DecoderOptions& o) {
-  ValidateSpeculativeOptions(target, o);
+// Lookup, recycling, lookahead and REST: no model, so the policies that read a draft's
+// probabilities do not apply (trees: ValidateSpeculativeOptions asks for constant).
+std::unique_ptr<Decoder> MakeModelFreeDecoder(const LoadedModel& target, const DecoderOptions& o) {
   const DraftSpec& d = o.draft;
-  if (!d.model.empty() || d.layers != 0 || d.quant)
-    Fail("decoder: draft: lookup drafts without a model; drop --draft-model, --draft-layers and --draft-quant");
-  if (o.k_policy == KPolicy::Threshold || o.k_policy == KPolicy::Adaptive)
-    Fail("decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
-         "(use constant or heuristic)", KPolicyName(o.k_policy));
-  const int min_ngram = d.min_ngram ? d.min_ngram : 1;  // 0: the defaults (CheckDraftSpec)
-  const int max_ngram = d.max_ngram ? d.max_ngram : std::max(3, min_ngram);
-  if (min_ngram < 1 || min_ngram > 64) Fail("decoder: min_ngram: must be in [1, 64], got {}", min_ngram);
-  if (max_ngram < min_ngram || max_ngram > 64)
-    Fail("decoder: max_ngram: must be in [min_ngram = {}, 64], got {}", min_ngram, max_ngram);
-  return MakeSpeculativeDecoder(target, MakeLookupDrafter(max_ngram, min_ngram, d.tree_budget), o);
-}
-
-// Lookahead and REST: no model, so model options and the policies that read a draft's
-// probabilities do not apply (CheckDraftSpec excluded the former).
-std::unique_ptr<Decoder> MakeModelFreeTreeDecoder(const LoadedModel& target, const DecoderOptions& o) {
-  ValidateSpeculativeOptions(target, o);  // trees: k_policy constant
-  const DraftSpec& d = o.draft;
-  if (d.lookahead) {
-    const int window_nodes = LookaheadWindowNodes(d.window, d.ngram);
+  if (const auto* lookup = d.get<LookupDraft>()) {
+    if (o.k_policy == KPolicy::Threshold || o.k_policy == KPolicy::Adaptive)
+      Fail("decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
+           "(use constant or heuristic)", KPolicyName(o.k_policy));
+    return MakeSpeculativeDecoder(target, MakeLookupDrafter(lookup->max_ngram, lookup->min_ngram, d.tree_budget()),
+                                  o);
+  }
+  if (d.get<RecyclingDraft>()) return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(d.branching()), o);
+  if (const auto* la = d.get<LookaheadDraft>()) {
+    const int window_nodes = LookaheadWindowNodes(la->window, la->ngram);
     if (o.k < window_nodes)
       Fail("decoder: k: {} verifies a window of {} nodes every step (plus its candidates); k must be at least {}, "
            "got {}", d.Label(), window_nodes, window_nodes, o.k);
-    return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(d.window, d.ngram, d.candidates), o);
+    return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(la->window, la->ngram, la->candidates), o);
   }
+  const RestDraft& rest = std::get<RestDraft>(d.kind());
   if (!target.tokenizer)
     Fail("decoder: draft: {}: the corpus is tokenized with the target's tokenizer, and '{}' has none", d.Label(),
          target.name);
-  return MakeSpeculativeDecoder(target, MakeRestDrafter(ReadRestCorpus(d.corpus, *target.tokenizer), d.tree_budget,
-                                                        d.corpus), o);
+  return MakeSpeculativeDecoder(
+      target, MakeRestDrafter(ReadRestCorpus(rest.corpus, *target.tokenizer), d.tree_budget(), rest.corpus), o);
 }
 
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
@@ -119,48 +109,9 @@ bool SharesVocabulary(const LoadedModel& a, const LoadedModel& b) {
   return !a.tokenizer || !b.tokenizer || SameVocabulary(*a.tokenizer, *b.tokenizer);
 }
 
-}  // namespace
-
-std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
-                                     const std::string& models_dir) {
-  if (!target.model) Fail("decoder: target: no model loaded");
-  switch (o.kind) {
-    case DecoderKind::Autoregressive:
-      if (o.acceptance_source.replayed())
-        Fail("decoder: acceptance_source: {}: only a speculative decoder accepts draft tokens",
-             o.acceptance_source.Label());
-      return MakeAutoregressiveDecoder(target, o);
-    case DecoderKind::Speculative: {
-      // One loop; the draft spec picks the drafter.
-      if (o.draft.lookup) return MakeLookupDecoder(target, o);
-      if (o.draft.lookahead || o.draft.rest) return MakeModelFreeTreeDecoder(target, o);
-      if (o.draft.recycling) {  // no model; the shape was checked with the draft spec
-        ValidateSpeculativeOptions(target, o);
-        if (o.draft.branching.empty()) Fail("decoder: draft: recycling needs a branching shape");
-        return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(o.draft.branching), o);
-      }
-      ValidateSpeculativeOptions(target, o);
-      if (!o.draft.model.empty()) return MakeDecoder(target, o, SharedDraftFile(o.draft.model, models_dir));
-      if (o.draft.IsSelf())
-        Fail("decoder: draft: speculative decoding needs a draft (--draft-model M, --draft-layers L, --draft-quant Q "
-             "or --draft-lookup)");
-      CheckLayers(target, o, target.name);
-      return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name), o);
-    }
-  }
-  Fail("decoder: kind: unknown value {}", static_cast<int>(o.kind));
-}
-
-std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
-                                     const LoadedModel& draft) {
-  if (!target.model) Fail("decoder: target: no model loaded");
-  if (!draft.model) Fail("decoder: draft: no model loaded");
-  if (o.kind != DecoderKind::Speculative)
-    Fail("decoder: kind: a draft model needs the speculative decoder, got {}", DecoderKindName(o.kind));
-  if (o.draft.ModelFree())
-    Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it",
-         o.draft.lookup ? "lookup" : o.draft.recycling ? "recycling" : o.draft.lookahead ? "lookahead" : "rest");
-  ValidateSpeculativeOptions(target, o);
+// A separate draft model, the options validated: same vocabulary, or bridged through text.
+std::unique_ptr<Decoder> MakeSeparateDraftDecoder(const LoadedModel& target, const DecoderOptions& o,
+                                                  const LoadedModel& draft) {
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
   if (SharesVocabulary(target, draft)) {
     CheckLayers(draft, o, name);
@@ -180,50 +131,47 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   ModelDraft spec = ResolveDraft(draft, o, name);
   return MakeSpeculativeDecoder(target,
                                 MakeCrossTokenizerDrafter(std::move(spec.model), spec.layers, spec.name,
-                                                          o.kv_type, target.tokenizer, draft.tokenizer),
+                                                          o.DraftKvType(), target.tokenizer, draft.tokenizer),
                                 o);
 }
 
-DecoderKind ParseDecoderKind(std::string_view s) {
-  if (s == "ar" || s == "autoregressive") return DecoderKind::Autoregressive;
-  if (s == "speculative" || s == "assisted" || s == "self-spec") return DecoderKind::Speculative;
-  Fail("decoder: kind: unknown decoder '{}' (expected ar, speculative, or its aliases assisted, self-spec)", s);
-}
+}  // namespace
 
-KPolicy ParseKPolicy(std::string_view s) {
-  if (s == "constant") return KPolicy::Constant;
-  if (s == "heuristic") return KPolicy::Heuristic;
-  if (s == "threshold") return KPolicy::Threshold;
-  if (s == "adaptive") return KPolicy::Adaptive;
-  Fail("decoder: k_policy: unknown policy '{}' (expected constant, heuristic, threshold, adaptive)", s);
-}
-
-std::string_view DecoderKindName(DecoderKind k) {
-  switch (k) {
-    case DecoderKind::Autoregressive: return "ar";
-    case DecoderKind::Speculative: return "speculative";
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
+                                     const std::string& models_dir) {
+  if (!target.model) Fail("decoder: target: no model loaded");
+  switch (o.kind) {
+    case DecoderKind::Autoregressive:
+      if (o.acceptance_source.replayed())
+        Fail("decoder: acceptance_source: {}: only a speculative decoder accepts draft tokens",
+             o.acceptance_source.Label());
+      return MakeAutoregressiveDecoder(target, o);
+    case DecoderKind::Speculative: {
+      // One loop; the draft spec (checked when it was built) picks the drafter.
+      ValidateSpeculativeOptions(target, o);
+      if (o.draft.ModelFree()) return MakeModelFreeDecoder(target, o);
+      if (!o.draft.model().empty())
+        return MakeSeparateDraftDecoder(target, o, SharedDraftFile(o.draft.model(), models_dir));
+      if (o.draft.IsSelf())
+        Fail("decoder: draft: speculative decoding needs a draft (--draft-model M, --draft-layers L, --draft-quant Q "
+             "or --draft-lookup)");
+      CheckLayers(target, o, target.name);
+      return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name), o);
+    }
   }
-  return "?";
+  Fail("decoder: kind: unknown value {}", static_cast<int>(o.kind));
 }
 
-std::string_view KPolicyName(KPolicy p) {
-  switch (p) {
-    case KPolicy::Constant: return "constant";
-    case KPolicy::Heuristic: return "heuristic";
-    case KPolicy::Threshold: return "threshold";
-    case KPolicy::Adaptive: return "adaptive";
-  }
-  return "?";
-}
-
-std::string KLabel(int k, KPolicy p) {
-  switch (p) {
-    case KPolicy::Constant: return fmt::format("k={}", k);
-    case KPolicy::Heuristic: return fmt::format("k0={} heuristic", k);
-    case KPolicy::Threshold:
-    case KPolicy::Adaptive: return fmt::format("k<={} {}", k, KPolicyName(p));
-  }
-  return fmt::format("k={} {}", k, KPolicyName(p));
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
+                                     const LoadedModel& draft) {
+  if (!target.model) Fail("decoder: target: no model loaded");
+  if (!draft.model) Fail("decoder: draft: no model loaded");
+  if (o.kind != DecoderKind::Speculative)
+    Fail("decoder: kind: a draft model needs the speculative decoder, got {}", DecoderKindName(o.kind));
+  if (o.draft.ModelFree())
+    Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it", o.draft.ModelFreeName());
+  ValidateSpeculativeOptions(target, o);
+  return MakeSeparateDraftDecoder(target, o, draft);
 }
 
 }  // namespace specsweep

@@ -128,7 +128,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     const TreeStep* recorded = replay_ ? replay_->NextTree() : nullptr;
     TreeStep clipped;  // a recorded tree larger than this step's K, cut as its drafter would
     if (recorded && static_cast<int>(recorded->parents.size()) > k) {
-      clipped = ClipTree(*recorded, k, !opt_.draft.branching.empty());
+      clipped = ClipTree(*recorded, k, !opt_.draft.branching().empty());
       recorded = &clipped;
     }
     if (k > 0 && recorded) drafter_->ProposeRecorded(seq, k, *recorded, rng, draft, st);
@@ -215,43 +215,6 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
 
 }  // namespace
 
-void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions& o) {
-  if (!target.model) Fail("decoder: target: no model loaded");
-  const int ctx = target.model->config.max_seq_len;
-  if (o.k <= 0 || o.k >= ctx) Fail("decoder: k: must be in [1, {}] (context {}), got {}", ctx - 1, ctx, o.k);
-  if (!(o.draft_p_min > 0.0f && o.draft_p_min < 1.0f))
-    Fail("decoder: draft_p_min: must be in (0, 1), got {}", o.draft_p_min);
-  if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
-  if (o.draft.IsTree() && o.k_policy != KPolicy::Constant)
-    Fail("decoder: k_policy: a token tree's shape is set by its draft ({}); use constant (K caps its nodes)",
-         o.draft.Label());
-  ValidateSampling(o.sampling, "decoder");
-  // A replayed trace drafts its recorded K's: k bounds them (caches, cost model).
-  const AcceptanceSource& a = o.acceptance_source;
-  if (o.draft.IsTree() && a.replayed() && o.draft.ModelFree())
-    Fail("decoder: acceptance_source: {} replays a draft model's token trees; {} has no model and needs measured "
-         "acceptance", a.Label(), o.draft.Label());
-  if (o.draft.IsTree() && a.replayed() && a.kind != AcceptanceSource::Kind::Trace && o.draft.branching.empty())
-    Fail("decoder: acceptance_source: {} applies along a static tree's first-child path; a dynamic tree ({}) takes "
-         "its shape from its draft's confidence, which a replay cannot declare: replay a trace of a real dynamic "
-         "tree (trace=...)", a.Label(), o.draft.Label());
-  if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
-    bool trees = false;
-    int k_max = 0;
-    for (auto& t : *a.traces)
-      for (auto& s : t) {
-        trees |= !s.tree.ranks.empty();
-        k_max = std::max(k_max, s.k);
-      }
-    if (trees != o.draft.IsTree())
-      Fail("decoder: acceptance_source: the trace {} records {}; replay it on {}", a.trace,
-           trees ? "token trees" : "chains", trees ? "the token tree draft it was recorded with" : "a chain draft");
-    if (k_max > o.k)
-      Fail("decoder: k: the trace {} drafts up to {} tokens a step; k must be at least that, got {}", a.trace, k_max,
-           o.k);
-  }
-}
-
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
                                                 const DecoderOptions& o, AcceptRule rule) {
   ValidateSpeculativeOptions(target, o);
@@ -265,8 +228,8 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, Model
     Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
          draft.layers);
   return MakeSpeculativeDecoder(
-      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.kv_type, o.sampling,
-                               TreeShape{o.draft.branching, o.draft.tree_budget}),
+      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.DraftKvType(), o.sampling,
+                               TreeShape{o.draft.branching(), o.draft.tree_budget()}),
       o, rule);
 }
 

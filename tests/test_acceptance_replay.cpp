@@ -33,7 +33,7 @@ using testing::Tiny;
 DecoderOptions SelfSpec(int k, int new_tokens) {
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.quant = QType::Q4_0;
+  o.draft = DraftSpec::Make(TargetDraft{0, QType::Q4_0});
   o.k = k;
   o.max_new_tokens = new_tokens;
   o.stop_at_eos = false;

@@ -115,8 +115,7 @@ TEST_P(Lossless, GreedySpeculativeEqualsAutoregressive) {
         o.kind = dk.kind;
         o.k = k;
         o.k_policy = pol;
-        o.draft.layers = dk.layers;
-        o.draft.quant = dk.quant;
+        o.draft = DraftSpec::Make(TargetDraft{dk.layers, dk.quant});
         o.draft_p_min = 0.5f;
         auto dec = dk.separate ? MakeDecoder(target, o, separate) : MakeDecoder(target, o);
         for (size_t i = 0; i < prompts.size(); ++i) {
@@ -203,7 +202,7 @@ TEST(Decoders, StatsInvariants) {
              {DecoderKind::Speculative, 1, KPolicy::Adaptive, 4}}) {
       DecoderOptions o;
       o.kind = kind;
-      o.draft.layers = layers;
+      o.draft = DraftSpec::Make(TargetDraft{layers});
       o.k_policy = pol;
       o.k = k;
       o.max_new_tokens = 40;
@@ -241,7 +240,7 @@ TEST(Decoders, SamplingIsDeterministicPerSeed) {
   const std::vector<int> prompt{1, 7, 3};
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.layers = 1;
+  o.draft = DraftSpec::Make(TargetDraft{1});
   o.max_new_tokens = 30;
   o.stop_at_eos = false;
   o.sampling.temperature = 1.0f;
@@ -271,7 +270,7 @@ TEST(Decoders, StopsAtEosAndContext) {
   for (DecoderKind kind : {DecoderKind::Autoregressive, DecoderKind::Speculative}) {
     DecoderOptions e;
     e.kind = kind;
-    e.draft.layers = 1;
+    e.draft = DraftSpec::Make(TargetDraft{1});
     e.max_new_tokens = 10;
     GenerationResult r = MakeDecoder(t2, e)->Generate(prompt);
     EXPECT_TRUE(r.tokens.empty()) << DecoderKindName(kind);
@@ -282,7 +281,7 @@ TEST(Decoders, StopsAtEosAndContext) {
   for (DecoderKind kind : {DecoderKind::Autoregressive, DecoderKind::Speculative}) {
     DecoderOptions e;
     e.kind = kind;
-    e.draft.layers = 1;
+    e.draft = DraftSpec::Make(TargetDraft{1});
     e.k = 8;
     e.stop_at_eos = false;
     e.max_new_tokens = 100;
@@ -343,7 +342,7 @@ TEST(Decoders, ThresholdPolicyShortensSteps) {
   LoadedModel t = Synthetic(TinyTestConfig(), 1, "synthetic");
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.layers = 1;
+  o.draft = DraftSpec::Make(TargetDraft{1});
   o.k = 6;
   o.k_policy = KPolicy::Threshold;
   o.draft_p_min = 0.2f;
@@ -362,7 +361,7 @@ TEST(Decoders, BadInputs) {
   const int ctx = TinyTestConfig().max_seq_len, nl = TinyTestConfig().n_layers;
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.layers = 1;
+  o.draft = DraftSpec::Make(TargetDraft{1});
   auto err = [&](DecoderOptions x) { return ErrorOf([&] { MakeDecoder(t, x); }); };
   auto with = [&](auto f) {
     DecoderOptions x = o;
@@ -372,15 +371,15 @@ TEST(Decoders, BadInputs) {
   EXPECT_NE(with([](auto& x) { x.k = 0; }).find("k: must be in [1, 127]"), std::string::npos);
   EXPECT_NE(with([&](auto& x) { x.k = ctx; }).find("k:"), std::string::npos);
   EXPECT_EQ(with([&](auto& x) { x.k = ctx - 1; }), "");
-  EXPECT_NE(with([](auto& x) { x.draft.layers = -1; }).find("draft.layers"), std::string::npos);
-  EXPECT_NE(with([&](auto& x) { x.draft.layers = nl + 1; }).find("draft.layers: must be in [1, 2]"),
+  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{-1}); }).find("draft.layers"), std::string::npos);
+  EXPECT_NE(with([&](auto& x) { x.draft = DraftSpec::Make(TargetDraft{nl + 1}); }).find("draft.layers: must be in [1, 2]"),
             std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 0.0f; }).find("draft_p_min"), std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 1.0f; }).find("draft_p_min"), std::string::npos);
-  EXPECT_NE(with([](auto& x) { x.draft.layers = 0; }).find("speculative decoding needs a draft"),
+  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec{}; }).find("speculative decoding needs a draft"),
             std::string::npos);
   EXPECT_NE(with([](auto& x) { x.sampling.top_p = 0.0f; }).find("top_p"), std::string::npos);
-  EXPECT_NE(with([](auto& x) { x.draft.quant = QType::Q4_0; x.draft.layers = 5; }).find("draft.layers"),
+  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{5, QType::Q4_0}); }).find("draft.layers"),
             std::string::npos);
 
   ModelConfig small = TinyTestConfig();

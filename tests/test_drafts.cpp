@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -112,10 +113,8 @@ TEST(Lookup, GreedyEqualsAutoregressiveSynthetic) {
       for (KPolicy pol : {KPolicy::Constant, KPolicy::Heuristic}) {
         DecoderOptions o = ar;
         o.kind = DecoderKind::Speculative;
-        o.draft.lookup = true;
+        o.draft = DraftSpec::Make(LookupDraft{hi, lo});
         o.k = k;
-        o.draft.max_ngram = hi;
-        o.draft.min_ngram = lo;
         o.k_policy = pol;
         auto dec = MakeDecoder(t, o);
         for (size_t i = 0; i < prompts.size(); ++i) {
@@ -135,24 +134,44 @@ TEST(Lookup, RefusedCombinations) {
   const LoadedModel t = Synthetic();
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.lookup = true;
+  o.draft = DraftSpec::Make(LookupDraft{});
   auto err = [&](auto f) {
     DecoderOptions x = o;
     f(x);
     return ErrorOf([&] { MakeDecoder(t, x); });
   };
   EXPECT_EQ(err([](auto&) {}), "");
-  EXPECT_NE(err([](auto& x) { x.draft.layers = 1; }).find("lookup drafts without a model"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.draft.quant = QType::Q4_0; }).find("lookup drafts without a model"),
-            std::string::npos);
   EXPECT_NE(err([](auto& x) { x.k_policy = KPolicy::Threshold; }).find("k_policy: threshold"), std::string::npos);
   EXPECT_NE(err([](auto& x) { x.k_policy = KPolicy::Adaptive; }).find("k_policy: adaptive"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.draft.min_ngram = 65; }).find("min_ngram: must be in [1, 64], got 65"), std::string::npos);
-  EXPECT_NE(err([](auto& x) { x.draft.max_ngram = 2, x.draft.min_ngram = 3; }).find("max_ngram: must be in [min_ngram = 3, 64], got 2"),
-            std::string::npos);
   EXPECT_NE(ErrorOf([&] { MakeDecoder(t, o, t); }).find("a lookup draft has no model"), std::string::npos);
-  for (const std::string& e : {err([](auto& x) { x.draft.min_ngram = 65; }), err([](auto& x) { x.draft.layers = 1; })})
-    EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+// A lookup draft with a model, layers or a quant type, or n-gram lengths out of order or
+// range, cannot be built: the draft type refuses it, one line, before any decoder.
+TEST(Lookup, InvalidDraftsCannotBeBuilt) {
+  auto err = [](DraftParts p) { return ErrorOf([&] { DraftSpec::FromParts(p, "t", "lookup"); }); };
+  DraftParts lookup;
+  lookup.lookup = true;
+  EXPECT_EQ(err(lookup), "");
+  for (auto f : std::vector<std::function<void(DraftParts&)>>{[](auto& p) { p.layers = 1; },
+                                                              [](auto& p) { p.quant = QType::Q4_0; },
+                                                              [](auto& p) { p.model = "m"; }}) {
+    DraftParts p = lookup;
+    f(p);
+    EXPECT_EQ(err(p), "t: 'lookup': a lookup draft has no model, layers or quant type");
+  }
+  EXPECT_EQ(ErrorOf([] { DraftSpec::Make(LookupDraft{2, 3}); }),
+            "draft: 'lookup+max_ngram=2+min_ngram=3': min_ngram 3 is larger than max_ngram 2");
+  EXPECT_NE(ErrorOf([] { DraftSpec::Make(LookupDraft{65, 1}); }).find("out of range"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { DraftSpec::Make(RecyclingDraft{}, DraftTree::Dynamic(8)); }).find("recycling draft has no"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { DraftSpec::Make(LookaheadDraft{}, DraftTree::Dynamic(8)); }).find("lookahead draft has no"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { DraftSpec::Make(RestDraft{}); }).find("rest needs corpus=PATH"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { ParseDraftSpec("lookup", "t").WithQuant(QType::Q4_0); }).find("no quant type"),
+            std::string::npos);
+  EXPECT_EQ(ParseDraftSpec("lookup", "t").WithNgrams(4, 2).Label(), "lookup+max_ngram=4+min_ngram=2");
+  EXPECT_EQ(DraftSpec::Make(RecyclingDraft{}).Label(), "recycling+branching=4,2,2,1");
 }
 
 // --- real models ---
@@ -198,8 +217,7 @@ TEST_P(RealDrafts, GreedyEqualsAutoregressiveOnEveryPrompt) {
     o.k = c.k;
     o.k_policy = c.policy;
     o.draft_p_min = 0.3f;
-    o.draft.lookup = c.lookup;
-    if (c.lookup) o.draft.max_ngram = c.max_ngram, o.draft.min_ngram = c.min_ngram;
+    if (c.lookup) o.draft = DraftSpec::Make(LookupDraft{c.max_ngram, c.min_ngram});
     auto dec = c.lookup ? MakeDecoder(target, o) : MakeDecoder(target, o, draft);
     int64_t drafted = 0, accepted = 0;
     double retok = 0;

@@ -51,7 +51,7 @@ Experiment Load(const std::string& name, const std::string& body) {
 
 TEST(ExperimentDrafts, LookupLabelsParseBack) {
   DraftSpec d = ParseDraftSpec("lookup", "t");
-  EXPECT_TRUE(d.lookup);
+  EXPECT_TRUE(d.get<LookupDraft>());
   EXPECT_EQ(d.Label(), "lookup+max_ngram=3+min_ngram=1");
   EXPECT_EQ(d.BaseLabel(), d.Label());  // the n-gram range tells variants apart in tables
   EXPECT_EQ(ParseDraftSpec(d.Label(), "t").Label(), d.Label());
@@ -89,19 +89,19 @@ decoders:
     EXPECT_EQ(PointFromParams(p.ParamsJson(), "t").Key(), p.Key());
     EXPECT_NE(p.Key().find(";cat=grounded"), std::string::npos);
     if (!p.speculative()) continue;
-    if (p.draft.lookup) {
-      EXPECT_FALSE(p.draft.quant);  // draft_quant is for model drafts
-      EXPECT_LE(p.draft.min_ngram, p.draft.max_ngram);
-      EXPECT_EQ(p.ParamsJson()["max_ngram"], p.draft.max_ngram);
-      EXPECT_TRUE(p.Options().draft.lookup);
-      EXPECT_EQ(p.Options().draft.min_ngram, p.draft.min_ngram);
-      lookups.insert(p.draft.Label());
+    if (p.options.draft.get<LookupDraft>()) {
+      EXPECT_FALSE(p.options.draft.quant());  // draft_quant is for model drafts
+      EXPECT_LE(p.options.draft.get<LookupDraft>()->min_ngram, p.options.draft.get<LookupDraft>()->max_ngram);
+      EXPECT_EQ(p.ParamsJson()["max_ngram"], p.options.draft.get<LookupDraft>()->max_ngram);
+      EXPECT_TRUE(p.Options().draft.get<LookupDraft>());
+      EXPECT_EQ(p.Options().draft.get<LookupDraft>()->min_ngram, p.options.draft.get<LookupDraft>()->min_ngram);
+      lookups.insert(p.options.draft.Label());
     } else {
-      EXPECT_EQ(p.draft.quant, QType::Q8_0);
+      EXPECT_EQ(p.options.draft.quant(), QType::Q8_0);
       EXPECT_EQ(p.ParamsJson()["max_ngram"], 0);
-      if (!p.draft.model.empty()) {
+      if (!p.options.draft.model().empty()) {
         ++model_drafts;
-        EXPECT_NE(p.model, p.draft.model);  // a model never drafts for itself
+        EXPECT_NE(p.model, p.options.draft.model());  // a model never drafts for itself
       }
     }
   }
@@ -166,9 +166,9 @@ decoders:
   std::set<std::string> labels;
   for (const Point& p : e.points) {
     if (!p.speculative()) continue;
-    labels.insert(p.draft.Label());
+    labels.insert(p.options.draft.Label());
     EXPECT_EQ(PointFromParams(p.ParamsJson(), "t").Key(), p.Key());
-    EXPECT_EQ(ParseDraftSpec(p.draft.Label(), "t").Label(), p.draft.Label());
+    EXPECT_EQ(ParseDraftSpec(p.options.draft.Label(), "t").Label(), p.options.draft.Label());
   }
   EXPECT_EQ(labels, (std::set<std::string>{"lookup+max_ngram=3+min_ngram=1",
                                            "lookup+max_ngram=3+min_ngram=1+tree_budget=8", "q4_0",

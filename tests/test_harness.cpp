@@ -79,18 +79,18 @@ decoders:
   EXPECT_EQ(e.prompts.count, 2);
   // 1 AR baseline (added, not listed) + 2 K x 2 drafts + 2 K self-spec (speculative, q4_0).
   ASSERT_EQ(e.points.size(), 7u);
-  EXPECT_EQ(e.points[0].decoder, DecoderKind::Autoregressive);
-  EXPECT_EQ(e.points[0].k, 0);
+  EXPECT_EQ(e.points[0].options.kind, DecoderKind::Autoregressive);
+  EXPECT_EQ(e.points[0].options.k, 0);
   std::set<std::string> keys;
   int self_spec = 0;
   for (auto& pt : e.points) {
     EXPECT_TRUE(keys.insert(pt.Key()).second) << pt.Key();
-    EXPECT_EQ(pt.max_new_tokens, 8);
+    EXPECT_EQ(pt.options.max_new_tokens, 8);
     if (pt.speculative()) {
       EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
     }
-    if (pt.speculative()) EXPECT_EQ(pt.decoder, DecoderKind::Speculative);
-    if (pt.speculative() && pt.draft.Label() == "q4_0") ++self_spec;  // the self-spec default, made explicit
+    if (pt.speculative()) EXPECT_EQ(pt.options.kind, DecoderKind::Speculative);
+    if (pt.speculative() && pt.options.draft.Label() == "q4_0") ++self_spec;  // the self-spec default, made explicit
   }
   EXPECT_EQ(self_spec, 2);
   // The same experiment as JSON expands to the same keys.
@@ -133,25 +133,25 @@ decoders: [self-spec]
   ASSERT_EQ(e.points.size(), 4u);  // a baseline and a self-spec point per KV type
   int f16_points = 0;
   for (const Point& pt : e.points) {
-    EXPECT_EQ(pt.Baseline().kv_type, pt.kv_type);
-    EXPECT_EQ(pt.Options().kv_type, pt.kv_type);
+    EXPECT_EQ(pt.Baseline().options.kv_type, pt.options.kv_type);
+    EXPECT_EQ(pt.Options().kv_type, pt.options.kv_type);
     EXPECT_EQ(PointFromParams(pt.ParamsJson(), "t").Key(), pt.Key());
     const bool has = pt.Key().find(";kv=f16") != std::string::npos;
-    EXPECT_EQ(has, pt.kv_type == KvType::F16) << pt.Key();
-    f16_points += pt.kv_type == KvType::F16;
+    EXPECT_EQ(has, pt.options.kv_type == KvType::F16) << pt.Key();
+    f16_points += pt.options.kv_type == KvType::F16;
   }
   EXPECT_EQ(f16_points, 2);
   // Records written before the field existed read back as f32.
   nlohmann::json old = e.points[0].ParamsJson();
   old.erase("kv_type");
-  EXPECT_EQ(PointFromParams(old, "t").kv_type, KvType::F32);
+  EXPECT_EQ(PointFromParams(old, "t").options.kv_type, KvType::F32);
 }
 
 TEST(DraftSpec, ParsesAndLabels) {
   EXPECT_EQ(ParseDraftSpec("q4_0", "t").Label(), "q4_0");
   EXPECT_EQ(ParseDraftSpec("layers=2+q8_0", "t").Label(), "layers=2+q8_0");
   EXPECT_EQ(ParseDraftSpec("layers=2+q8_0", "t").BaseLabel(), "layers=2");
-  EXPECT_EQ(ParseDraftSpec("model=x", "t").model, "x");
+  EXPECT_EQ(ParseDraftSpec("model=x", "t").model(), "x");
   EXPECT_EQ(ParseDraftSpec("self", "t").Label(), "self");
   EXPECT_THROW(ParseDraftSpec("layers=0", "t"), Error);
   EXPECT_THROW(ParseDraftSpec("q5_9", "t"), Error);

@@ -250,10 +250,10 @@ TEST(OldResults, DecoderNamesAndAdaptiveKAreReadAsToday) {
   // A point measured today has the upgraded key, so an old baseline still gates it.
   Point p;
   p.model = "m";
-  p.max_new_tokens = 8;
-  p.decoder = DecoderKind::Speculative;
-  p.k = 2;
-  p.draft = ParseDraftSpec("q4_0", "t");
+  p.options.max_new_tokens = 8;
+  p.options.kind = DecoderKind::Speculative;
+  p.options.k = 2;
+  p.options.draft = ParseDraftSpec("q4_0", "t");
   EXPECT_EQ(p.Key(), r.records[1]["key"]);
 
   // An older schema is refused by name.
@@ -310,7 +310,7 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   for (int k : {2, 5}) {
     DecoderOptions o;
     o.kind = DecoderKind::Speculative;
-    o.draft.layers = 1;
+    o.draft = DraftSpec::Make(TargetDraft{1});
     o.k = k;
     o.k_policy = KPolicy::Adaptive;
     o.max_new_tokens = 30;

@@ -331,7 +331,7 @@ TEST(LegacySpeculative, GreedyWithQ5AndIq4DraftsEqualsAutoregressive) {
       DecoderOptions o = ar;
       o.kind = DecoderKind::Speculative;
       o.k = k;
-      o.draft.quant = t;
+      o.draft = DraftSpec::Make(TargetDraft{0, t});
       auto dec = MakeDecoder(target, o);
       for (size_t p = 0; p < prompts.size(); ++p) {
         GenerationResult r = dec->Generate(prompts[p]);

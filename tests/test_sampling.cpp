@@ -184,8 +184,7 @@ class EndToEnd : public ::testing::Test {
     DecoderOptions o;
     o.kind = DecoderKind::Speculative;
     o.k = tree.is_tree() ? 16 : 4;
-    o.draft.branching = tree.branching;
-    o.draft.tree_budget = tree.budget;
+    o.draft = DraftSpec::Make(TargetDraft{}, DraftTree::Of(tree.branching, tree.budget));
     o.max_new_tokens = 5;  // the first step drafts K = 4 tokens
     o.stop_at_eos = false;
     o.sampling.temperature = 1.0f;

@@ -108,7 +108,7 @@ TEST(TreeDraftSpec, ExperimentAxesAndCorpusPath) {
                      "decoders:\n  - decoder: speculative\n    draft: [lookahead, \"rest+corpus=c.txt\"]\n");
   std::set<std::string> labels;
   for (const Point& p : LoadExperiment(dir + "/e.yaml").points)
-    if (p.speculative()) labels.insert(p.draft.Label());
+    if (p.speculative()) labels.insert(p.options.draft.Label());
   EXPECT_EQ(labels, (std::set<std::string>{"lookahead+window=5+ngram=3+candidates=5",
                                            "rest+corpus=" + dir + "/c.txt+tree_budget=8"}));
 }
@@ -152,7 +152,7 @@ std::vector<Case> LookaheadCases(const LoadedModel& target) {
   for (const char* spec : {"lookahead", "lookahead+window=3+ngram=2+candidates=2", "lookahead+window=4+ngram=4+candidates=3"}) {
     const DraftSpec d = ParseDraftSpec(spec, "draft");
     for (int extra : {0, 8})
-      cases.push_back({spec, LookaheadWindowNodes(d.window, d.ngram) + extra, [&target, d](DecoderOptions o) {
+      cases.push_back({spec, LookaheadWindowNodes(d.get<LookaheadDraft>()->window, d.get<LookaheadDraft>()->ngram) + extra, [&target, d](DecoderOptions o) {
                          o.draft = d;
                          return MakeDecoder(target, o);
                        }});
@@ -232,7 +232,7 @@ TEST(TreeDecoding, RestFromACorpusFile) {
   o.draft = ParseDraftSpec("rest+corpus=" + dir + "/no-such.txt", "draft");
   testing::ExpectError([&] { MakeDecoder(m, o); }, {dir + "/no-such.txt: cannot open the rest corpus"});
   testing::WriteFile(dir + "/blank.txt", "\n  \n");
-  o.draft.corpus = dir + "/blank.txt";
+  o.draft = DraftSpec::Make(RestDraft{dir + "/blank.txt"}, DraftTree::Dynamic(16));
   testing::ExpectError([&] { MakeDecoder(m, o); }, {"blank.txt: the rest corpus has no text"});
 }
 

@@ -27,9 +27,7 @@ using testing::Tiny;
 DecoderOptions SelfSpecTree(std::vector<int> branching, int budget, int k, int new_tokens) {
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft.quant = QType::Q4_0;
-  o.draft.branching = std::move(branching);
-  o.draft.tree_budget = budget;
+  o.draft = DraftSpec::Make(TargetDraft{0, QType::Q4_0}, DraftTree::Of(std::move(branching), budget));
   o.k = k;
   o.max_new_tokens = new_tokens;
   o.stop_at_eos = false;
@@ -131,7 +129,7 @@ TEST(TreeReplay, ClippedStepsCutTheRecordedTreeAsItsDrafterWould) {
     const GenerationStats s7 = MakeDecoder(m, o)->Generate(PromptIds(0, m.model->config.vocab_size)).stats;
     EXPECT_EQ(s7.generated_tokens, 7);
     for (size_t i = 0; i < s7.tree_per_step.size(); ++i) {
-      const TreeStep want = ClipTree(runs[0].tree_per_step[i], s7.k_per_step[i], !real.draft.branching.empty());
+      const TreeStep want = ClipTree(runs[0].tree_per_step[i], s7.k_per_step[i], !real.draft.branching().empty());
       ExpectSameTrees({s7.tree_per_step[i]}, {TreeStep{want.parents, want.ranks, s7.tree_per_step[i].expanded,
                                                         want.path}}, int(i));
     }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -21,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoders/decoder.h"
+#include "decoders/settings.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
@@ -49,23 +52,20 @@ struct GenerateArgs {
   // --draft (the whole draft spec) and its parts, which it excludes.
   CLI::Option* draft_opt = nullptr;
   std::vector<CLI::Option*> draft_parts;
+  // The table-form settings (decoders/settings.h): their options and texts.
+  std::map<std::string_view, std::pair<CLI::Option*, std::string>> table;
   CLI::Option* draft_p_min_opt = nullptr;
   CLI::Option* decoder_opt = nullptr;
 };
 
-// Same ranges as the experiment file's keys (harness/sweep/experiment.cpp), so a value one
-// refuses the other refuses too.
-void CheckRange(double v, double lo, double hi, bool lo_open, const char* option) {
-  if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
-    Fail("{}: {} is out of range {}{}, {}]", option, v, lo_open ? "(" : "[", lo, hi);
-}
-
+// The ranges of the experiment files' keys (decoders/settings.h), so a value one refuses
+// the other refuses too.
 void CheckArgs(const GenerateArgs& a) {
-  CheckRange(a.temp, 0, 100, false, "--temp");
-  CheckRange(a.top_p, 0, 1, true, "--top-p");
-  CheckRange(a.top_k, 0, 1 << 24, false, "--top-k");
-  CheckRange(a.draft_p_min, 0, 1, true, "--draft-p-min");
-  CheckRange(a.k, 1, 64, false, "--k");
+  Setting("temperature").CheckRange(a.temp, "--temp");
+  Setting("top_p").CheckRange(a.top_p, "--top-p");
+  Setting("top_k").CheckRange(a.top_k, "--top-k");
+  Setting("draft_p_min").CheckRange(a.draft_p_min, "--draft-p-min");
+  Setting("k").CheckRange(a.k, "--k");
   if (ParseDecoderKind(a.decoder) == DecoderKind::Autoregressive)
     for (const CLI::Option* o : a.spec_only)
       if (o->count() > 0)
@@ -85,18 +85,19 @@ DraftSpec DraftFromArgs(const GenerateArgs& a) {
              o->get_name());
     d = ParseDraftSpec(a.draft, "--draft");
   } else {
-    d.model = a.draft_model;
-    d.layers = a.draft_layers;
-    if (!a.draft_quant.empty()) d.quant = ParseQuantizeTarget(a.draft_quant, "--draft-quant");
-    d.lookup = a.draft_lookup;
-    for (auto [o, v, field] : {std::tuple{a.draft_parts[4], a.max_ngram, &d.max_ngram},
-                               std::tuple{a.draft_parts[5], a.min_ngram, &d.min_ngram}}) {
+    DraftParts p;
+    p.model = a.draft_model;
+    p.layers = a.draft_layers;
+    if (!a.draft_quant.empty()) p.quant = ParseQuantizeTarget(a.draft_quant, "--draft-quant");
+    p.lookup = a.draft_lookup;
+    for (auto [o, v, field] : {std::tuple{a.draft_parts[4], a.max_ngram, &p.max_ngram},
+                               std::tuple{a.draft_parts[5], a.min_ngram, &p.min_ngram}}) {
       if (!given(o)) continue;
       if (!a.draft_lookup) Fail("{}: applies only to --draft-lookup", o->get_name());
-      CheckRange(v, 1, 64, false, o->get_name().c_str());
+      Setting(o == a.draft_parts[4] ? "max_ngram" : "min_ngram").CheckRange(v, o->get_name());
       *field = v;
     }
-    CheckDraftSpec(d, "--draft-lookup", "lookup");
+    d = DraftSpec::FromParts(std::move(p), "--draft-lookup", "lookup");
   }
   ApplyDecoderAlias(a.decoder, d, [&](std::string_view part) {
     if (given(a.draft_opt)) return fmt::format("--draft {} ({})", a.draft, part);
@@ -212,17 +213,8 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
     fmt::print("ms re-tokenizing / step  {:.4f} (part of draft time)\n", s.retokenize_s * 1e3 / s.target_calls);
 }
 
-void RunGenerate(GenerateArgs a) {
-  // As in HF generate() (assistant_model) and llama.cpp (-md): giving a draft turns
-  // speculation on, unless --decoder says otherwise.
-  if (a.decoder_opt->count() == 0 && (a.draft_opt->count() > 0 || std::any_of(a.draft_parts.begin(), a.draft_parts.end(),
-                                                                            [](auto* o) { return o->count() > 0; })))
-    a.decoder = "speculative";
-  CheckArgs(a);
-  LoadedModel target = LoadModel(a.model, Globals().models_dir);
-  // "none" (the experiment files' name) keeps the weights as loaded.
-  const bool quantize = !a.quant.empty() && a.quant != "none";
-  if (quantize) target = WithQuant(target, ParseQuantizeTarget(a.quant, "--quant"));
+// The decoder options the arguments ask for (a trace acceptance source loaded).
+DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   DecoderOptions o;
   o.kind = ParseDecoderKind(a.decoder);
   o.k = a.k;
@@ -233,8 +225,6 @@ void RunGenerate(GenerateArgs a) {
   if (o.acceptance_source.kind == AcceptanceSource::Kind::Trace)
     o.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
         LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
-  // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
-  const bool replayed = o.acceptance_source.replayed();
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
   o.sampling.temperature = a.temp;
@@ -242,84 +232,126 @@ void RunGenerate(GenerateArgs a) {
   o.sampling.top_p = a.top_p;
   o.sampling.seed = a.seed;
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
-  auto dec = MakeDecoder(target, o, Globals().models_dir);
-  const ChatTemplate tpl = ParseChatTemplate(a.chat_template, "--template");
-  const std::vector<int> prompt = tpl.name == "none"
-                                      ? target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default())
-                                      : ChatEncoder(*target.tokenizer, tpl, "--template").EncodeTurns({a.prompt}, {});
-  const bool spec = o.kind != DecoderKind::Autoregressive;
-  // What the asked types actually cover: a partial fallback is part of the label.
-  const std::map<std::string, int> target_types = MatrixTypeCounts(*target.model), draft_types = dec->draft_types();
-  const std::string target_label =
-      quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))), target_types) : "none";
-  const std::string draft_label =
-      o.draft.quant ? StoredTypesLabel(std::string(QTypeName(*o.draft.quant)), draft_types) : "none";
-  for (auto [who, label] : {std::pair{"target", &target_label}, {"draft", &draft_label}})
+  for (const auto& [name, given] : a.table)
+    if (given.first->count() > 0) Setting(name).parse(o, given.second, given.first->get_name());
+  return o;
+}
+
+// What a generation ran: the target, its decoder and prompt, and the types its weights
+// are stored as (a partial fallback is part of the label).
+struct Run {
+  LoadedModel target;
+  DecoderOptions o;
+  std::unique_ptr<Decoder> dec;
+  ChatTemplate tpl;
+  std::vector<int> prompt;
+  std::map<std::string, int> target_types, draft_types;
+  std::string target_label, draft_label;
+  double ready_s = 0;
+};
+
+Run PrepareRun(const GenerateArgs& a) {
+  Run r;
+  r.target = LoadModel(a.model, Globals().models_dir);
+  // "none" (the experiment files' name) keeps the weights as loaded.
+  const bool quantize = !a.quant.empty() && a.quant != "none";
+  if (quantize) r.target = WithQuant(r.target, ParseQuantizeTarget(a.quant, "--quant"));
+  r.o = OptionsFromArgs(a);
+  r.dec = MakeDecoder(r.target, r.o, Globals().models_dir);
+  r.tpl = ParseChatTemplate(a.chat_template, "--template");
+  const Tokenizer& tok = *r.target.tokenizer;
+  r.prompt = r.tpl.name == "none" ? tok.Encode(a.prompt, tok.add_bos_default())
+                                  : ChatEncoder(tok, r.tpl, "--template").EncodeTurns({a.prompt}, {});
+  r.target_types = MatrixTypeCounts(*r.target.model), r.draft_types = r.dec->draft_types();
+  r.target_label = quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))),
+                                               r.target_types)
+                            : "none";
+  r.draft_label =
+      r.o.draft.quant() ? StoredTypesLabel(std::string(QTypeName(*r.o.draft.quant())), r.draft_types) : "none";
+  for (auto [who, label] : {std::pair{"target", &r.target_label}, {"draft", &r.draft_label}})
     if (label->find(' ') != std::string::npos)
       fmt::print(stderr, "notice: {} weights are {} (the other matrices' rows are no whole number of blocks)\n",
                  who, *label);
-  const double ready_s = SecondsSinceProcessStart();
-  auto notice_context = [&](const GenerationResult& r) {
-    if (StopReason(r.stats, a.n) == "context")
-      fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
-                 target.model->config.max_seq_len, r.stats.generated_tokens, a.n);
-  };
+  r.ready_s = SecondsSinceProcessStart();
+  return r;
+}
 
-  if (a.json) {
-    GenerationResult r = dec->Generate(prompt);
-    nlohmann::json j = {{"model", a.model},
-                        {"quant", target_label},
-                        {"target_types", target_types},
-                        {"decoder", DecoderKindName(o.kind)},
-                        {"kv_type", KvTypeName(o.kv_type)},
-                        {"prompt", a.prompt},
-                        {"template", ChatTemplateLabel(tpl)},
-                        {"prompt_ids", prompt},
-                        {"text", replayed ? nlohmann::json(nullptr) : nlohmann::json(r.text)},
-                        {"tokens", r.tokens},
-                        {"generated_tokens", r.stats.generated_tokens},
-                        {"stop_reason", StopReason(r.stats, a.n)},
-                        {"sampling",
-                         {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
-                        {"stats", StatsJson(r.stats)},
-                        {"startup", StartupJson(ready_s, r.stats)}};
-    // The results files' names (Point::ParamsJson) for the same things.
-    if (spec)
-      j["speculative"] = {{"k", a.k},
-                          {"k_policy", a.k_policy},
-                          {"k_label", KLabel(o.k, o.k_policy)},
-                          {"draft_p_min", a.draft_p_min},
-                          {"draft", o.draft.Label()},
-                          {"draft_base", o.draft.BaseLabel()},
-                          {"draft_quant", draft_label},
-                          {"draft_types", draft_types},
-                          {"max_ngram", o.draft.max_ngram},
-                          {"min_ngram", o.draft.min_ngram},
-                          {"acceptance_source", o.acceptance_source.Label()}};
-    fmt::print("{}\n", DumpJson(j, 2));
-    notice_context(r);
-    return;
-  }
-  if (replayed) {
-    GenerationResult r = dec->Generate(prompt);
-    fmt::print("text not shown: acceptance {} (draft tokens kept by the source, not by the target's choice); "
-               "the timings and counts below are real for that acceptance", o.acceptance_source.Caption());
-    PrintSummary(r.stats, spec, ready_s);
-    notice_context(r);
-    return;
-  }
-  Streamer streamer(*target.tokenizer, std::span<const int>(prompt).first(0));
+void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r) {
+  const DecoderOptions& o = run.o;
+  nlohmann::json j = {{"model", a.model},
+                      {"quant", run.target_label},
+                      {"target_types", run.target_types},
+                      {"decoder", DecoderKindName(o.kind)},
+                      {"kv_type", KvTypeName(o.kv_type)},
+                      {"prompt", a.prompt},
+                      {"template", ChatTemplateLabel(run.tpl)},
+                      {"prompt_ids", run.prompt},
+                      {"text", o.acceptance_source.replayed() ? nlohmann::json(nullptr) : nlohmann::json(r.text)},
+                      {"tokens", r.tokens},
+                      {"generated_tokens", r.stats.generated_tokens},
+                      {"stop_reason", StopReason(r.stats, a.n)},
+                      {"sampling", {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
+                      {"stats", StatsJson(r.stats)},
+                      {"startup", StartupJson(run.ready_s, r.stats)}};
+  // The results files' names (Point::ParamsJson) for the same things.
+  const LookupDraft* lookup = o.draft.get<LookupDraft>();
+  if (o.kind != DecoderKind::Autoregressive)
+    j["speculative"] = {{"k", a.k},
+                        {"k_policy", a.k_policy},
+                        {"k_label", KLabel(o.k, o.k_policy)},
+                        {"draft_p_min", a.draft_p_min},
+                        {"draft", o.draft.Label()},
+                        {"draft_base", o.draft.BaseLabel()},
+                        {"draft_quant", run.draft_label},
+                        {"draft_types", run.draft_types},
+                        {"max_ngram", lookup ? lookup->max_ngram : 0},
+                        {"min_ngram", lookup ? lookup->min_ngram : 0},
+                        {"acceptance_source", o.acceptance_source.Label()}};
+  fmt::print("{}\n", DumpJson(j, 2));
+}
+
+// Streams the prompt and the new text as they come.
+GenerationResult StreamText(const Run& run) {
+  Streamer streamer(*run.target.tokenizer, std::span<const int>(run.prompt).first(0));
   // The prompt text is echoed with the first new tokens, so an invalid prompt (e.g.
   // longer than the context) fails before anything is printed.
   bool echoed = false;
-  GenerationResult r = dec->Generate(prompt, [&](std::span<const int> t) {
-    if (!std::exchange(echoed, true)) streamer.Add(prompt);
+  GenerationResult r = run.dec->Generate(run.prompt, [&](std::span<const int> t) {
+    if (!std::exchange(echoed, true)) streamer.Add(run.prompt);
     streamer.Add(t);
   });
-  if (!echoed) streamer.Add(prompt);
+  if (!echoed) streamer.Add(run.prompt);
   streamer.Flush();
-  PrintSummary(r.stats, spec, ready_s);
-  notice_context(r);
+  return r;
+}
+
+void RunGenerate(GenerateArgs a) {
+  // As in HF generate() (assistant_model) and llama.cpp (-md): giving a draft turns
+  // speculation on, unless --decoder says otherwise.
+  if (a.decoder_opt->count() == 0 && (a.draft_opt->count() > 0 || std::any_of(a.draft_parts.begin(), a.draft_parts.end(),
+                                                                            [](auto* o) { return o->count() > 0; })))
+    a.decoder = "speculative";
+  CheckArgs(a);
+  const Run run = PrepareRun(a);
+  const bool spec = run.o.kind != DecoderKind::Autoregressive;
+  // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
+  const bool replayed = run.o.acceptance_source.replayed();
+  GenerationResult r;
+  if (a.json) {
+    r = run.dec->Generate(run.prompt);
+    PrintJson(a, run, r);
+  } else if (replayed) {
+    r = run.dec->Generate(run.prompt);
+    fmt::print("text not shown: acceptance {} (draft tokens kept by the source, not by the target's choice); "
+               "the timings and counts below are real for that acceptance", run.o.acceptance_source.Caption());
+    PrintSummary(r.stats, spec, run.ready_s);
+  } else {
+    r = StreamText(run);
+    PrintSummary(r.stats, spec, run.ready_s);
+  }
+  if (StopReason(r.stats, a.n) == "context")
+    fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
+               run.target.model->config.max_seq_len, r.stats.generated_tokens, a.n);
 }
 
 CommandRegistrar reg(30, [](CLI::App& app) {
@@ -364,6 +396,12 @@ CommandRegistrar reg(30, [](CLI::App& app) {
       "--acceptance-source", a->acceptance_source,
       "measured (default) | alpha=A | positions=[p1,p2,...] | trace=RESULTS[:POINT]: accepted draft tokens per "
       "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"));
+  for (const DecoderSetting& s : DecoderSettings()) {
+    if (s.form != DecoderSetting::Form::Table) continue;
+    auto& [opt, text] = a->table[s.name];
+    opt = cmd->add_option(std::string(s.flag), text, std::string(s.help))->default_str("");
+    if (s.speculative_only) a->spec_only.push_back(opt);
+  }
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
   cmd->callback([a] {

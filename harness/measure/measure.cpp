@@ -67,7 +67,7 @@ ModelFiles ModelCache::ModelFilesOf(const Point& p) {
     for (auto& [f, h] : FileHashes(model)) out.push_back({role, std::filesystem::path(f).filename().string(), h});
   };
   add(p.model, "target");
-  if (!p.draft.model.empty()) add(p.draft.model, "draft");
+  if (!p.options.draft.model().empty()) add(p.options.draft.model(), "draft");
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -213,10 +213,10 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
     const auto& prompts = cache.Prompts(p->model, p->input_length);
     const int ctx = t.model->config.max_seq_len;
     for (size_t i = 0; i < prompts.size(); ++i) {
-      const int need = int(prompts[i].size()) + p->max_new_tokens + p->k + 1;
+      const int need = int(prompts[i].size()) + p->options.max_new_tokens + p->options.k + 1;
       if (need > ctx)
         Fail("{}: point {}: prompt {} ({} tokens) + max_new_tokens {} + k {} exceeds the context of {} tokens",
-             e.file, p->Name(), i, prompts[i].size(), p->max_new_tokens, p->k, ctx);
+             e.file, p->Name(), i, prompts[i].size(), p->options.max_new_tokens, p->options.k, ctx);
     }
     // A conversation's last turn holds every turn and up to max_new_tokens per answer.
     if (e.prompts.questions && e.prompts.all_turns && p->input_length == 0)
@@ -224,11 +224,11 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
         if (q.turns.size() < 2) continue;
         const std::vector<int> all = cache.Chat(p->model).EncodeTurns(
             q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
-        const int need = int(all.size()) + int(q.turns.size()) * p->max_new_tokens + p->k + 1;
+        const int need = int(all.size()) + int(q.turns.size()) * p->options.max_new_tokens + p->options.k + 1;
         if (need > ctx)
           Fail("{}: point {}: question {}: its {} turns ({} tokens) + max_new_tokens {} per answer + k {} can "
                "exceed the context of {} tokens", e.file, p->Name(), q.id, q.turns.size(), all.size(),
-               p->max_new_tokens, p->k, ctx);
+               p->options.max_new_tokens, p->options.k, ctx);
       }
     DecoderOptions opt = cache.Options(*p);
     opt.max_new_tokens = 1;
@@ -250,8 +250,8 @@ int VerifyBatchMax(const Group& g) {
   int n = 1;
   for (auto* p : g.points) {
     if (!p->speculative()) continue;
-    int k = p->k;
-    if (p->k_policy == KPolicy::Heuristic) k = std::max(k, 2 * p->k);
+    int k = p->options.k;
+    if (p->options.k_policy == KPolicy::Heuristic) k = std::max(k, 2 * p->options.k);
     n = std::max(n, k + 1);
   }
   return std::min(n, 17);
@@ -330,7 +330,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   const bool conversation = e.prompts.questions && e.prompts.all_turns && base.input_length == 0;
   const std::vector<Question>& questions = cache.Questions();
   std::vector<int> reserve;
-  for (auto* p : g.points) reserve.push_back(p->max_new_tokens + p->k + 1);
+  for (auto* p : g.points) reserve.push_back(p->options.max_new_tokens + p->options.k + 1);
   auto what = [&](int j, int i) { return fmt::format("{}: point {}: question {}", e.file, g.points[j]->Name(),
                                                      questions[i].id); };
   for (int rep = 0; rep < e.repetitions; ++rep)
@@ -355,7 +355,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     const Point& p = *g.points[j];
     records[j].target_types = MatrixTypeCounts(*cache.Target(p.model, p.target_quant).model);
     records[j].draft_types = decoders[j]->draft_types();
-    for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.draft.quant}})
+    for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.options.draft.quant()}})
       if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
     records[j].threads_used = NumThreads();
     records[j].kernel_isa = ActiveKernelIsa();

@@ -283,8 +283,8 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   std::map<std::string, std::string> files;
   for (auto& p : e.points) {
     for (auto& [f, h] : cache.FileHashes(p.model)) files[f] = h;
-    if (!p.draft.model.empty())
-      for (auto& [f, h] : cache.FileHashes(p.draft.model)) files[f] = h;
+    if (!p.options.draft.model().empty())
+      for (auto& [f, h] : cache.FileHashes(p.options.draft.model())) files[f] = h;
   }
   json model_files = json::array();
   for (auto& [f, h] : files) {

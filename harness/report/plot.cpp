@@ -53,13 +53,14 @@ std::string ShortDraft(const AggregateRecord& r) {
   const std::string& label = r.identity.draft_label;
   if (!r.identity.draft) return label;  // a draft this version does not know: as written
   const DraftSpec& d = *r.identity.draft;
-  if (d.lookup)
-    return d.min_ngram > 1 ? fmt::format("lookup {}<=n<={}", d.min_ngram, d.max_ngram)
-                           : fmt::format("lookup n<={}", d.max_ngram);
-  const std::string quant = d.quant ? std::string(QTypeName(*d.quant)) : "";
-  if (!d.model.empty())
-    return d.model + " draft" + (d.layers ? fmt::format(" L={}", d.layers) : "") + (quant.empty() ? "" : " " + quant);
-  if (d.layers) return fmt::format("early exit L={}", d.layers) + (quant.empty() ? "" : " " + quant);
+  if (const LookupDraft* l = d.get<LookupDraft>())
+    return l->min_ngram > 1 ? fmt::format("lookup {}<=n<={}", l->min_ngram, l->max_ngram)
+                            : fmt::format("lookup n<={}", l->max_ngram);
+  const std::string quant = d.quant() ? std::string(QTypeName(*d.quant())) : "";
+  if (!d.model().empty())
+    return d.model() + " draft" + (d.layers() ? fmt::format(" L={}", d.layers()) : "") +
+           (quant.empty() ? "" : " " + quant);
+  if (d.layers()) return fmt::format("early exit L={}", d.layers()) + (quant.empty() ? "" : " " + quant);
   return quant.empty() ? label : quant + " self-draft";
 }
 

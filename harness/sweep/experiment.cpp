@@ -45,37 +45,28 @@ void ParseQuestionKeys(const Ctx& c, const json& p, PromptSet& ps) {
       s.groups[raw] = c.Str(g, "prompts.groups." + raw);
 }
 
-}  // namespace
-
-Experiment ParseExperiment(const json& doc, const std::string& file, const std::string& models_dir) {
-  Ctx c{file};
-  if (!doc.is_object()) Fail("{}: top level: expected a map, got {}", file, TypeName(doc));
-  for (auto& [k, v] : doc.items())
-    if (kAxisKeys.count(k) || kHfAliases.count(k))
-      c.Bad(k, "a sweep axis: write it under sweep: (every decoder) or in a decoder entry (docs/experiments.md)");
-  c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
-                        "warmup", "template", "max_points"});
-  Experiment e;
-  e.file = file;
-  e.models_dir = models_dir;
-
+void ParseName(const Ctx& c, const json& doc, Experiment& e) {
   if (!doc.contains("name")) c.Bad("name", "missing");
   e.name = c.Str(doc["name"], "name");
   for (char ch : e.name)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
       c.Bad("name", fmt::format("'{}' is not usable as a file name (letters, digits, _ - . only)", e.name));
   if (doc.contains("description")) c.Str(doc["description"], "description");
+}
 
+void ParseModels(const Ctx& c, const json& doc, Experiment& e) {
   if (!doc.contains("models")) c.Bad("models", "missing");
   for (auto& [m, mp] : c.Axis(doc["models"], "models")) {
     std::string name = c.Str(m, mp);
-    if (!ModelExists(name, models_dir))
-      c.Bad(mp, fmt::format("unknown model '{}': {}", name, WhyModelNotFound(name, models_dir)));
+    if (!ModelExists(name, e.models_dir))
+      c.Bad(mp, fmt::format("unknown model '{}': {}", name, WhyModelNotFound(name, e.models_dir)));
     e.models.push_back(name);
   }
+}
 
-  // Prompts: natural prompts from a file, or cuts of the passages for input_length.
-  Axes global;
+// Prompts: natural prompts from a file, or cuts of the passages for input_length (an
+// axis of every decoder, into `global`).
+void ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
   std::string prompt_file = "prompts/tinystories.txt", passages = "prompts/passages.txt";
   e.prompts.count = 4;
   if (doc.contains("prompts")) {
@@ -91,40 +82,21 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
     if (p.contains("passages")) passages = c.Str(p["passages"], "prompts.passages");
     if (p.contains("count")) e.prompts.count = int(c.Int(p["count"], "prompts.count", 1, 100000));
     if (p.contains("input_lengths")) {
+      const DecoderSetting& s = AnySetting("input_length");
       global.input_length.clear();
       for (auto& [x, xp] : c.Axis(p["input_lengths"], "prompts.input_lengths"))
-        global.input_length.push_back(int(c.Int(x, xp, 1, 1 << 20)));
+        global.input_length.push_back(int(c.Int(x, xp, s.range.IntLo(), s.range.IntHi())));
     }
   }
-  e.prompts.file = ResolvePath(prompt_file, file, models_dir);
-  e.prompts.passages = ResolvePath(passages, file);
+  e.prompts.file = ResolvePath(prompt_file, e.file, e.models_dir);
+  e.prompts.passages = ResolvePath(passages, e.file);
   e.prompts.questions = fs::path(e.prompts.file).extension() == ".jsonl";
   if (doc.contains("prompts")) ParseQuestionKeys(c, doc["prompts"], e.prompts);
-  if (doc.contains("template")) {
-    e.chat_template = ParseChatTemplate(c.Str(doc["template"], "template"), file + ": template");
-  }
+}
 
-  if (doc.contains("repetitions")) e.repetitions = int(c.Int(doc["repetitions"], "repetitions", 1, 1000));
-  if (doc.contains("warmup")) e.warmup = int(c.Int(doc["warmup"], "warmup", 0, 1000));
-
-  if (doc.contains("sweep")) {
-    const json s = ResolveHfAliases(c, c.Map(doc["sweep"], "sweep"), "sweep");
-    c.CheckKeys(s, "sweep", kAxisKeys);
-    if (s.contains("input_length") && doc["prompts"].is_object() && doc["prompts"].contains("input_lengths"))
-      c.Bad("sweep.input_length", "given twice (also prompts.input_lengths)");
-    ParseAxes(c, s, "sweep", global, models_dir);
-  }
-  bool uses_passages = false;
-
-  if (!doc.contains("decoders")) c.Bad("decoders", "missing");
-  PointBudget budget{kDefaultMaxPoints, "the default max_points"};
-  if (doc.contains("max_points"))
-    budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
-  std::vector<Point> spec, ar;
-  for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders")) {
-    ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, models_dir, ar, spec, budget);
-  }
-  bool uses_file = false;
+// The prompt files the points read exist and are files.
+void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point>& ar, const std::vector<Point>& spec) {
+  bool uses_passages = false, uses_file = false;
   for (auto* v : {&ar, &spec})
     for (auto& pt : *v) (pt.input_length > 0 ? uses_passages : uses_file) = true;
   for (auto [used, path, key] : {std::tuple{uses_passages, e.prompts.passages, "prompts.passages"},
@@ -138,8 +110,50 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
                              std::string(key) == "prompts.file" ? "one prompt per line"
                                                                 : "passages separated by blank lines"));
   }
+}
 
+// Every decoder entry over the axes, then baselines and groups in order.
+void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experiment& e) {
+  if (!doc.contains("decoders")) c.Bad("decoders", "missing");
+  PointBudget budget{kDefaultMaxPoints, "the default max_points"};
+  if (doc.contains("max_points"))
+    budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
+  std::vector<Point> spec, ar;
+  for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders"))
+    ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, e.models_dir, ar, spec, budget);
+  CheckPromptFiles(c, e, ar, spec);
   e.points = OrderIntoGroups(ar, spec);
+}
+
+}  // namespace
+
+Experiment ParseExperiment(const json& doc, const std::string& file, const std::string& models_dir) {
+  Ctx c{file};
+  if (!doc.is_object()) Fail("{}: top level: expected a map, got {}", file, TypeName(doc));
+  for (auto& [k, v] : doc.items())
+    if (AxisKeys().count(k) || kHfAliases.count(k))
+      c.Bad(k, "a sweep axis: write it under sweep: (every decoder) or in a decoder entry (docs/experiments.md)");
+  c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
+                        "warmup", "template", "max_points"});
+  Experiment e;
+  e.file = file;
+  e.models_dir = models_dir;
+  ParseName(c, doc, e);
+  ParseModels(c, doc, e);
+  Axes global;
+  ParsePrompts(c, doc, e, global);
+  if (doc.contains("template"))
+    e.chat_template = ParseChatTemplate(c.Str(doc["template"], "template"), file + ": template");
+  if (doc.contains("repetitions")) e.repetitions = int(c.Int(doc["repetitions"], "repetitions", 1, 1000));
+  if (doc.contains("warmup")) e.warmup = int(c.Int(doc["warmup"], "warmup", 0, 1000));
+  if (doc.contains("sweep")) {
+    const json s = ResolveHfAliases(c, c.Map(doc["sweep"], "sweep"), "sweep");
+    c.CheckKeys(s, "sweep", AxisKeys());
+    if (s.contains("input_length") && doc["prompts"].is_object() && doc["prompts"].contains("input_lengths"))
+      c.Bad("sweep.input_length", "given twice (also prompts.input_lengths)");
+    ParseAxes(c, s, "sweep", global, models_dir);
+  }
+  ExpandDecoders(c, doc, global, e);
   return e;
 }
 

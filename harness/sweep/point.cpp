@@ -3,105 +3,134 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "decoders/settings.h"
 
 using nlohmann::json;
 
 namespace specsweep {
+namespace {
 
-static std::string QuantName(const std::optional<QType>& q) {
-  return q ? std::string(QTypeName(*q)) : "none";
+std::string QuantName(const std::optional<QType>& q) { return q ? std::string(QTypeName(*q)) : "none"; }
+
+// Floats as the decimal they were written as (0.8, not 0.800000011920929).
+double Dec(float x) { return std::stod(fmt::format("{}", x)); }
+
+// The table-form settings (decoders/settings.h) that apply to `p` and differ from their
+// default, as (name, text): only these enter keys, names and params, so records written
+// before a setting existed keep their keys.
+std::vector<std::pair<std::string_view, std::string>> TableSettings(const Point& p) {
+  static const DecoderOptions defaults;
+  std::vector<std::pair<std::string_view, std::string>> out;
+  for (const DecoderSetting& s : DecoderSettings()) {
+    if (s.form != DecoderSetting::Form::Table || (s.speculative_only && !p.speculative())) continue;
+    if (std::string t = s.text(p.options); t != s.text(defaults)) out.emplace_back(s.name, std::move(t));
+  }
+  return out;
 }
 
+}  // namespace
+
 std::string Point::Key() const {
+  const DecoderOptions& o = options;
   std::string k = fmt::format("model={};tq={};dec={};in={};new={};temp={};topk={};topp={};seed={};thr={}",
-                              model, QuantName(target_quant), DecoderKindName(decoder), input_length,
-                              max_new_tokens, sampling.temperature, sampling.top_k, sampling.top_p,
-                              sampling.seed, threads);
-  if (kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(kv_type));  // keys of older files stay valid
+                              model, QuantName(target_quant), DecoderKindName(o.kind), input_length,
+                              o.max_new_tokens, o.sampling.temperature, o.sampling.top_k, o.sampling.top_p,
+                              o.sampling.seed, threads);
+  if (o.kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(o.kv_type));  // keys of older files stay valid
   if (prompt_category != "free") k += ";cat=" + prompt_category;
   if (speculative()) {
-    k += fmt::format(";k={};kp={};draft={}", this->k, KPolicyName(k_policy), draft.Label());
-    if (k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", draft_p_min);
-    if (acceptance_source.replayed()) k += ";acc=" + acceptance_source.Label();  // measured: keys as before
+    k += fmt::format(";k={};kp={};draft={}", o.k, KPolicyName(o.k_policy), o.draft.Label());
+    if (o.k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", o.draft_p_min);
+    if (o.acceptance_source.replayed()) k += ";acc=" + o.acceptance_source.Label();  // measured: keys as before
   }
+  for (const auto& [name, text] : TableSettings(*this)) k += fmt::format(";{}={}", name, text);
   return k;
 }
 
 std::string Point::Name() const {
+  const DecoderOptions& o = options;
   std::string n = model;
   if (target_quant) n += fmt::format("@{}", QuantName(target_quant));
-  n += fmt::format("/{}", DecoderKindName(decoder));
+  n += fmt::format("/{}", DecoderKindName(o.kind));
   if (speculative()) {
-    n += fmt::format("/{}/k={}", draft.Label(), k);
-    if (k_policy != KPolicy::Constant) n += fmt::format("/{}", KPolicyName(k_policy));
-    if (k_policy == KPolicy::Threshold) n += fmt::format("/pmin={}", draft_p_min);
-    if (acceptance_source.replayed()) n += "/acc=" + acceptance_source.Label();
+    n += fmt::format("/{}/k={}", o.draft.Label(), o.k);
+    if (o.k_policy != KPolicy::Constant) n += fmt::format("/{}", KPolicyName(o.k_policy));
+    if (o.k_policy == KPolicy::Threshold) n += fmt::format("/pmin={}", o.draft_p_min);
+    if (o.acceptance_source.replayed()) n += "/acc=" + o.acceptance_source.Label();
   }
   if (input_length) n += fmt::format("/in={}", input_length);
-  n += fmt::format("/new={}", max_new_tokens);
-  if (!sampling.greedy())
-    n += fmt::format("/t={}/topk={}/topp={}/seed={}", sampling.temperature, sampling.top_k,
-                     sampling.top_p, sampling.seed);
+  n += fmt::format("/new={}", o.max_new_tokens);
+  if (!o.sampling.greedy())
+    n += fmt::format("/t={}/topk={}/topp={}/seed={}", o.sampling.temperature, o.sampling.top_k, o.sampling.top_p,
+                     o.sampling.seed);
   if (threads) n += fmt::format("/thr={}", threads);
-  if (kv_type != KvType::F32) n += fmt::format("/kv={}", KvTypeName(kv_type));
+  if (o.kv_type != KvType::F32) n += fmt::format("/kv={}", KvTypeName(o.kv_type));
   if (prompt_category != "free") n += "/" + prompt_category;
+  for (const auto& [name, text] : TableSettings(*this)) n += fmt::format("/{}={}", name, text);
   return n;
 }
 
 Point Point::Baseline() const {
   Point b = *this;
-  b.decoder = DecoderKind::Autoregressive;
-  b.k = 0;
-  b.k_policy = KPolicy::Constant;
-  b.draft_p_min = 0.8f;
-  b.draft = DraftSpec{};
-  b.acceptance_source = AcceptanceSource{};
+  b.options = Defaults();
+  b.options.max_new_tokens = options.max_new_tokens;
+  b.options.kv_type = options.kv_type;
+  b.options.sampling = options.sampling;
+  for (const DecoderSetting& s : DecoderSettings())  // the table's settings of every decoder
+    if (s.form == DecoderSetting::Form::Table && !s.speculative_only) s.parse(b.options, s.text(options), s.name);
   return b;
 }
 
 DecoderOptions Point::Options() const {
-  DecoderOptions o;
-  o.kind = decoder;
-  o.k = speculative() ? k : 1;
-  o.k_policy = k_policy;
-  o.draft_p_min = draft_p_min;
-  o.draft = draft;
-  o.acceptance_source = acceptance_source;
-  o.max_new_tokens = max_new_tokens;
-  // Fixed token counts make runs comparable: an early EOS would shorten some points.
+  DecoderOptions o = options;
+  o.k = speculative() ? options.k : 1;
   o.stop_at_eos = false;
-  o.sampling = sampling;
-  o.kv_type = kv_type;
   return o;
 }
 
-// Floats as the decimal they were written as (0.8, not 0.800000011920929).
-static double Dec(float x) { return std::stod(fmt::format("{}", x)); }
-
 json Point::ParamsJson() const {
-  bool spec = speculative();
-  return json{{"model", model},
-              {"target_quant", QuantName(target_quant)},
-              {"decoder", std::string(DecoderKindName(decoder))},
-              {"k", spec ? k : 0},
-              {"k_policy", spec ? std::string(KPolicyName(k_policy)) : "-"},
-              {"draft_p_min", spec && k_policy == KPolicy::Threshold ? Dec(draft_p_min) : 0.0},
-              {"draft", spec ? draft.Label() : "-"},
-              {"draft_base", spec ? draft.BaseLabel() : "-"},
-              {"draft_quant", spec ? QuantName(draft.quant) : "-"},
-              {"acceptance_source", spec ? acceptance_source.Label() : "-"},
-              {"input_length", input_length},
-              {"max_new_tokens", max_new_tokens},
-              {"temperature", Dec(sampling.temperature)},
-              {"top_k", sampling.top_k},
-              {"top_p", Dec(sampling.top_p)},
-              {"seed", sampling.seed},
-              {"threads", threads},
-              {"kv_type", std::string(KvTypeName(kv_type))},
-              {"max_ngram", spec && draft.lookup ? draft.max_ngram : 0},
-              {"min_ngram", spec && draft.lookup ? draft.min_ngram : 0},
-              {"prompt_category", prompt_category}};
+  const DecoderOptions& o = options;
+  const bool spec = speculative();
+  const LookupDraft* lookup = o.draft.get<LookupDraft>();
+  json j{{"model", model},
+         {"target_quant", QuantName(target_quant)},
+         {"decoder", std::string(DecoderKindName(o.kind))},
+         {"k", spec ? o.k : 0},
+         {"k_policy", spec ? std::string(KPolicyName(o.k_policy)) : "-"},
+         {"draft_p_min", spec && o.k_policy == KPolicy::Threshold ? Dec(o.draft_p_min) : 0.0},
+         {"draft", spec ? o.draft.Label() : "-"},
+         {"draft_base", spec ? o.draft.BaseLabel() : "-"},
+         {"draft_quant", spec ? QuantName(o.draft.quant()) : "-"},
+         {"acceptance_source", spec ? o.acceptance_source.Label() : "-"},
+         {"input_length", input_length},
+         {"max_new_tokens", o.max_new_tokens},
+         {"temperature", Dec(o.sampling.temperature)},
+         {"top_k", o.sampling.top_k},
+         {"top_p", Dec(o.sampling.top_p)},
+         {"seed", o.sampling.seed},
+         {"threads", threads},
+         {"kv_type", std::string(KvTypeName(o.kv_type))},
+         {"max_ngram", spec && lookup ? lookup->max_ngram : 0},
+         {"min_ngram", spec && lookup ? lookup->min_ngram : 0},
+         {"prompt_category", prompt_category}};
+  for (const auto& [name, text] : TableSettings(*this)) j[std::string(name)] = text;
+  return j;
 }
+
+namespace {
+
+// The speculative fields of params into `o`.
+void SpeculativeFromParams(const json& p, DecoderOptions& o, const std::function<const json&(const char*)>& get) {
+  o.k = get("k").get<int>();
+  o.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
+  if (o.k_policy == KPolicy::Threshold) o.draft_p_min = get("draft_p_min").get<float>();
+  o.draft = ParseDraftSpec(get("draft").get<std::string>(), "draft");
+  // Absent before acceptance replay: measured. A trace is named, not loaded.
+  if (p.contains("acceptance_source"))
+    o.acceptance_source = ParseAcceptanceSource(p.at("acceptance_source").get<std::string>(), "acceptance_source");
+}
+
+}  // namespace
 
 Point PointFromParams(const json& p, std::string_view what) {
   auto get = [&](const char* key) -> const json& {
@@ -110,28 +139,24 @@ Point PointFromParams(const json& p, std::string_view what) {
   };
   try {
     Point pt;
+    DecoderOptions& o = pt.options;
     pt.model = get("model").get<std::string>();
     std::string tq = get("target_quant").get<std::string>();
     if (tq != "none") pt.target_quant = ParseQType(tq);
-    pt.decoder = ParseDecoderKind(get("decoder").get<std::string>());
+    o.kind = ParseDecoderKind(get("decoder").get<std::string>());
     pt.input_length = get("input_length").get<int>();
-    pt.max_new_tokens = get("max_new_tokens").get<int>();
-    pt.sampling.temperature = get("temperature").get<float>();
-    pt.sampling.top_k = get("top_k").get<int>();
-    pt.sampling.top_p = get("top_p").get<float>();
-    pt.sampling.seed = get("seed").get<uint64_t>();
+    o.max_new_tokens = get("max_new_tokens").get<int>();
+    o.sampling.temperature = get("temperature").get<float>();
+    o.sampling.top_k = get("top_k").get<int>();
+    o.sampling.top_p = get("top_p").get<float>();
+    o.sampling.seed = get("seed").get<uint64_t>();
     pt.threads = get("threads").get<int>();
-    if (p.contains("kv_type")) pt.kv_type = ParseKvType(p.at("kv_type").get<std::string>());  // absent before: f32
+    if (p.contains("kv_type")) o.kv_type = ParseKvType(p.at("kv_type").get<std::string>());  // absent before: f32
     if (p.contains("prompt_category")) pt.prompt_category = p.at("prompt_category").get<std::string>();
-    if (pt.speculative()) {
-      pt.k = get("k").get<int>();
-      pt.k_policy = ParseKPolicy(get("k_policy").get<std::string>());
-      if (pt.k_policy == KPolicy::Threshold) pt.draft_p_min = get("draft_p_min").get<float>();
-      pt.draft = ParseDraftSpec(get("draft").get<std::string>(), "draft");
-      // Absent before acceptance replay: measured. A trace is named, not loaded.
-      if (p.contains("acceptance_source"))
-        pt.acceptance_source = ParseAcceptanceSource(p.at("acceptance_source").get<std::string>(), "acceptance_source");
-    }
+    if (pt.speculative()) SpeculativeFromParams(p, o, get);
+    for (const DecoderSetting& s : DecoderSettings())  // absent: the default
+      if (s.form == DecoderSetting::Form::Table && p.contains(s.name))
+        s.parse(o, p.at(s.name).get<std::string>(), s.name);
     return pt;
   } catch (const json::exception& e) {
     Fail("{}: {}", what, e.what());

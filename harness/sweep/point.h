@@ -18,29 +18,31 @@ namespace specsweep {
 struct Point {
   std::string model;                  // target name or path, as written in the file
   std::optional<QType> target_quant;  // target weights quantized in memory (none: as loaded)
-  DecoderKind decoder = DecoderKind::Autoregressive;  // aliases resolved into `draft`
-  int k = 0;
-  KPolicy k_policy = KPolicy::Constant;
-  float draft_p_min = 0.8f;           // only meaningful for the threshold policy
-  DraftSpec draft;                    // decoders/draft_spec.h
-  // decoders/acceptance_source.h; a trace is named here and loaded by the measuring stage
-  AcceptanceSource acceptance_source;
+  // What the decoder runs (decoders/settings.h describes each field); aliases resolved
+  // into the draft; a trace acceptance source is named here and loaded by the measuring
+  // stage. Fixed token counts make runs comparable: an early EOS would shorten some points.
+  DecoderOptions options = Defaults();
   int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
-  int max_new_tokens = 64;
-  SamplingParams sampling;
   int threads = 0;                    // 0: the --threads global / all cores
-  KvType kv_type = KvType::F32;       // attention cache of target and draft
   // What the prompts ask of the model (the experiment's prompts.category): "free"
   // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
   std::string prompt_category = "free";
 
-  bool speculative() const { return decoder != DecoderKind::Autoregressive; }
+  // A point's options before the grid sets them: k 0 (autoregressive), no stop at EOS.
+  static DecoderOptions Defaults() {
+    DecoderOptions o;
+    o.k = 0;
+    o.stop_at_eos = false;
+    return o;
+  }
+  bool speculative() const { return options.kind != DecoderKind::Autoregressive; }
   // Stable identity of the point over all its parameters (resume, check, baselines).
   std::string Key() const;
   // Short human-readable name for progress output and benchmark names.
   std::string Name() const;
   // The autoregressive point this one is compared against.
   Point Baseline() const;
+  // The options to build its decoder with (an autoregressive point's k is 1).
   DecoderOptions Options() const;
   // Flat parameter fields (model, decoder, k, draft, draft_quant, ...).
   nlohmann::json ParamsJson() const;

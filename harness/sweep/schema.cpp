@@ -73,123 +73,193 @@ bool ModelExists(const std::string& name, const std::string& models_dir) {
   return !dir.empty() && fs::exists(fs::path(dir) / name);
 }
 
-void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a,
-               const std::string& models_dir) {
+const std::vector<DecoderSetting>& SweepSettings() {
+  static const std::vector<DecoderSetting> table = {
+      SettingDef("target_quant"),
+      SettingDef("input_length").Int(1, 1 << 20),
+      SettingDef("threads").Int(0, 4096),
+  };
+  return table;
+}
+
+const DecoderSetting& AnySetting(std::string_view name) {
+  for (const DecoderSetting& s : SweepSettings())
+    if (s.name == name) return s;
+  return Setting(name);
+}
+
+const std::set<std::string>& AxisKeys() {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> k;
+    for (const DecoderSetting& s : DecoderSettings()) k.insert(std::string(s.group.empty() ? s.name : s.group));
+    for (const DecoderSetting& s : SweepSettings()) k.insert(std::string(s.name));
+    return k;
+  }();
+  return keys;
+}
+
+const std::set<std::string>& SpecAxes() {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> k;
+    for (const DecoderSetting& s : DecoderSettings())
+      if (s.speculative_only) k.insert(std::string(s.name));
+    return k;
+  }();
+  return keys;
+}
+
+namespace {
+
+using AxisValues = std::vector<std::pair<json, std::string>>;
+
+// An integer or number axis in the range of its setting.
+template <class T>
+void IntAxis(const Ctx& c, const AxisValues& axis, const DecoderSetting& s, std::vector<T>& out) {
+  out.clear();
+  for (auto& [x, xp] : axis) out.push_back(T(c.Int(x, xp, s.range.IntLo(), s.range.IntHi())));
+}
+void NumberAxis(const Ctx& c, const AxisValues& axis, const DecoderSetting& s, std::vector<float>& out) {
+  out.clear();
+  for (auto& [x, xp] : axis) out.push_back(float(c.Num(x, xp, s.range.lo, s.range.hi, s.range.lo_open)));
+}
+
+void ParseSamplingAxes(const Ctx& c, const json& v, const std::string& kp, Axes& a) {
+  c.Map(v, kp);
+  c.CheckKeys(v, kp, {"temperature", "top_k", "top_p", "seed"});
+  for (auto& [sk, sv] : v.items()) {
+    const AxisValues axis = c.Axis(sv, kp + "." + sk);
+    if (sk == "temperature") NumberAxis(c, axis, Setting(sk), a.temperature);
+    else if (sk == "top_k") IntAxis(c, axis, Setting(sk), a.top_k);
+    else if (sk == "top_p") NumberAxis(c, axis, Setting(sk), a.top_p);
+    else if (sk == "seed") IntAxis(c, axis, Setting(sk), a.seed);
+  }
+}
+
+// The integer and number axes; false for another key.
+bool ParseNumberAxis(const Ctx& c, const std::string& key, const AxisValues& axis, Axes& a) {
+  const std::map<std::string, std::vector<int>*> ints = {
+      {"k", &a.k},         {"max_ngram", &a.max_ngram}, {"min_ngram", &a.min_ngram},
+      {"tree_budget", &a.tree_budget}, {"input_length", &a.input_length}, {"max_new_tokens", &a.max_new_tokens},
+      {"threads", &a.threads}};
+  if (auto it = ints.find(key); it != ints.end()) {
+    IntAxis(c, axis, AnySetting(key), *it->second);
+    return true;
+  }
+  if (key != "draft_p_min") return false;
+  NumberAxis(c, axis, Setting(key), a.draft_p_min);
+  return true;
+}
+
+// An enum axis read by `parse`; "unknown <noun> 'x' (expected <names>)" for another word.
+template <class T, class Parse>
+void EnumAxis(const Ctx& c, const AxisValues& axis, std::vector<T>& out, Parse parse, const char* noun,
+              const char* names) {
+  out.clear();
+  for (auto& [x, xp] : axis) {
+    std::string s = c.Str(x, xp);
+    try {
+      out.push_back(parse(s));
+    } catch (const Error&) {
+      c.Bad(xp, fmt::format("unknown {} '{}' (expected {})", noun, s, names));
+    }
+  }
+}
+
+// A draft given as a map of its parts.
+DraftSpec DraftFromMap(const Ctx& c, const json& x, const std::string& xp) {
+  c.CheckKeys(x, xp, {"model", "layers", "quant", "lookup", "max_ngram", "min_ngram"});
+  DraftParts d;
+  if (x.contains("model")) d.model = c.Str(x["model"], xp + ".model");
+  if (x.contains("layers")) d.layers = int(c.Int(x["layers"], xp + ".layers", 1, 1024));
+  if (x.contains("quant")) d.quant = ParseQuantOrNone(c, x["quant"], xp + ".quant");
+  if (x.contains("lookup")) {
+    if (!x["lookup"].is_boolean())
+      c.Bad(xp + ".lookup", fmt::format("expected true or false, got {}", TypeName(x["lookup"])));
+    d.lookup = x["lookup"].get<bool>();
+  }
+  const DecoderSetting& ngram = Setting("max_ngram");
+  if (x.contains("max_ngram"))
+    d.max_ngram = int(c.Int(x["max_ngram"], xp + ".max_ngram", ngram.range.IntLo(), ngram.range.IntHi()));
+  if (x.contains("min_ngram"))
+    d.min_ngram = int(c.Int(x["min_ngram"], xp + ".min_ngram", ngram.range.IntLo(), ngram.range.IntHi()));
+  return DraftSpec::FromParts(d, c.file + ": " + xp, d.lookup ? "lookup" : "draft");
+}
+
+// One value of the draft axis: its text or a map of its parts; a draft model must exist.
+DraftSpec ParseDraft(const Ctx& c, const json& x, const std::string& xp, const std::string& models_dir) {
+  DraftSpec d;
+  if (x.is_string()) {
+    d = ParseDraftSpec(c.Str(x, xp), c.file + ": " + xp);
+    if (const RestDraft* r = d.get<RestDraft>())  // beside the experiment file first
+      d = DraftSpec::Make(RestDraft{ResolvePath(r->corpus, c.file, models_dir)}, d.tree());
+  } else if (x.is_object()) {
+    d = DraftFromMap(c, x, xp);
+  } else {
+    c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}",
+                          TypeName(x)));
+  }
+  const std::string& model = d.model();
+  if (!model.empty() && !ModelExists(model, models_dir))
+    c.Bad(xp, fmt::format("unknown draft model '{}': {}", model, WhyModelNotFound(model, models_dir)));
+  return d;
+}
+
+// The axes written as text; false for another key.
+bool ParseTextAxis(const Ctx& c, const std::string& key, const AxisValues& axis, Axes& a,
+                   const std::string& models_dir) {
+  auto each = [&](auto& out, auto read) {
+    out.clear();
+    for (auto& [x, xp] : axis) out.push_back(read(x, xp));
+  };
+  if (key == "target_quant" || key == "draft_quant") {
+    each(key == "target_quant" ? a.target_quant : a.draft_quant,
+         [&](const json& x, const std::string& xp) { return ParseQuantOrNone(c, x, xp); });
+  } else if (key == "k_policy") {
+    EnumAxis(c, axis, a.k_policy, [](const std::string& s) { return ParseKPolicy(s); }, "k_policy",
+             "constant, heuristic, threshold, adaptive");
+  } else if (key == "kv_type") {
+    EnumAxis(c, axis, a.kv_type, [](const std::string& s) { return ParseKvType(s); }, "KV cache type", "f32, f16");
+  } else if (key == "draft") {
+    each(a.draft, [&](const json& x, const std::string& xp) { return ParseDraft(c, x, xp, models_dir); });
+  } else if (key == "branching") {
+    each(a.branching, [&](const json& x, const std::string& xp) {
+      const std::string s = c.Str(x, xp);
+      return s == "chain" ? std::vector<int>{} : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching();
+    });
+  } else if (key == "acceptance_source") {  // a trace's records are read by the measuring stage
+    each(a.acceptance_source,
+         [&](const json& x, const std::string& xp) { return ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp); });
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A table-form setting (decoders/settings.h): its texts, each checked by its parser.
+void ParseTableAxis(const Ctx& c, const DecoderSetting& s, const AxisValues& axis, Axes& a) {
+  std::vector<std::string>& out = a.table[std::string(s.name)];
+  out.clear();
+  for (auto& [x, xp] : axis) {
+    DecoderOptions scratch;
+    out.push_back(c.Str(x, xp));
+    s.parse(scratch, out.back(), c.file + ": " + xp);
+  }
+}
+
+}  // namespace
+
+void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a, const std::string& models_dir) {
   auto p = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   for (auto& [key, v] : m.items()) {
-    std::string kp = p(key);
+    const std::string kp = p(key);
     if (key == "sampling") {
-      c.Map(v, kp);
-      c.CheckKeys(v, kp, {"temperature", "top_k", "top_p", "seed"});
-      for (auto& [sk, sv] : v.items()) {
-        std::string sp = kp + "." + sk;
-        if (sk == "temperature") {
-          a.temperature.clear();
-          for (auto& [x, xp] : c.Axis(sv, sp)) a.temperature.push_back(float(c.Num(x, xp, 0, 100)));
-        } else if (sk == "top_k") {
-          a.top_k.clear();
-          for (auto& [x, xp] : c.Axis(sv, sp)) a.top_k.push_back(int(c.Int(x, xp, 0, 1 << 24)));
-        } else if (sk == "top_p") {
-          a.top_p.clear();
-          for (auto& [x, xp] : c.Axis(sv, sp)) a.top_p.push_back(float(c.Num(x, xp, 0, 1, true)));
-        } else if (sk == "seed") {
-          a.seed.clear();
-          for (auto& [x, xp] : c.Axis(sv, sp)) a.seed.push_back(uint64_t(c.Int(x, xp, 0, INT64_MAX)));
-        }
-      }
+      ParseSamplingAxes(c, v, kp, a);
       continue;
     }
-    auto axis = c.Axis(v, kp);
-    if (key == "target_quant") {
-      a.target_quant.clear();
-      for (auto& [x, xp] : axis) a.target_quant.push_back(ParseQuantOrNone(c, x, xp));
-    } else if (key == "draft_quant") {
-      a.draft_quant.clear();
-      for (auto& [x, xp] : axis) a.draft_quant.push_back(ParseQuantOrNone(c, x, xp));
-    } else if (key == "k") {
-      a.k.clear();
-      for (auto& [x, xp] : axis) a.k.push_back(int(c.Int(x, xp, 1, 64)));
-    } else if (key == "k_policy") {
-      a.k_policy.clear();
-      for (auto& [x, xp] : axis) {
-        std::string s = c.Str(x, xp);
-        try {
-          a.k_policy.push_back(ParseKPolicy(s));
-        } catch (const Error&) {
-          c.Bad(xp, fmt::format("unknown k_policy '{}' (expected constant, heuristic, threshold, adaptive)", s));
-        }
-      }
-    } else if (key == "max_ngram" || key == "min_ngram") {
-      std::vector<int>& v = key == "max_ngram" ? a.max_ngram : a.min_ngram;
-      v.clear();
-      for (auto& [x, xp] : axis) v.push_back(int(c.Int(x, xp, 1, 64)));
-    } else if (key == "draft_p_min") {
-      a.draft_p_min.clear();
-      for (auto& [x, xp] : axis) a.draft_p_min.push_back(float(c.Num(x, xp, 0, 1, true)));
-    } else if (key == "draft") {
-      a.draft.clear();
-      for (auto& [x, xp] : axis) {
-        DraftSpec d;
-        if (x.is_string()) {
-          d = ParseDraftSpec(c.Str(x, xp), c.file + ": " + xp);
-          if (d.rest) d.corpus = ResolvePath(d.corpus, c.file, models_dir);  // beside the experiment file first
-        } else if (x.is_object()) {
-          c.CheckKeys(x, xp, {"model", "layers", "quant", "lookup", "max_ngram", "min_ngram"});
-          if (x.contains("model")) d.model = c.Str(x["model"], xp + ".model");
-          if (x.contains("layers")) d.layers = int(c.Int(x["layers"], xp + ".layers", 1, 1024));
-          if (x.contains("quant")) d.quant = ParseQuantOrNone(c, x["quant"], xp + ".quant");
-          if (x.contains("lookup")) {
-            if (!x["lookup"].is_boolean()) c.Bad(xp + ".lookup", fmt::format("expected true or false, got {}", TypeName(x["lookup"])));
-            d.lookup = x["lookup"].get<bool>();
-          }
-          if (x.contains("max_ngram")) d.max_ngram = int(c.Int(x["max_ngram"], xp + ".max_ngram", 1, 64));
-          if (x.contains("min_ngram")) d.min_ngram = int(c.Int(x["min_ngram"], xp + ".min_ngram", 1, 64));
-          CheckDraftSpec(d, c.file + ": " + xp, d.lookup ? "lookup" : "draft");
-        } else {
-          c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}",
-                                TypeName(x)));
-        }
-        if (!d.model.empty() && !ModelExists(d.model, models_dir))
-          c.Bad(xp, fmt::format("unknown draft model '{}': {}", d.model, WhyModelNotFound(d.model, models_dir)));
-        a.draft.push_back(d);
-      }
-    } else if (key == "tree_budget") {
-      a.tree_budget.clear();
-      for (auto& [x, xp] : axis) a.tree_budget.push_back(int(c.Int(x, xp, 0, 1024)));
-    } else if (key == "branching") {
-      a.branching.clear();
-      for (auto& [x, xp] : axis) {
-        const std::string s = c.Str(x, xp);
-        a.branching.push_back(s == "chain" ? std::vector<int>{}
-                                           : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching);
-      }
-    } else if (key == "acceptance_source") {
-      a.acceptance_source.clear();
-      for (auto& [x, xp] : axis) {
-        AcceptanceSource src = ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp);
-        // A trace's records are read by the measuring stage (ModelCache::Options).
-        a.acceptance_source.push_back(std::move(src));
-      }
-    } else if (key == "input_length") {
-      a.input_length.clear();
-      for (auto& [x, xp] : axis) a.input_length.push_back(int(c.Int(x, xp, 1, 1 << 20)));
-    } else if (key == "max_new_tokens") {
-      a.max_new_tokens.clear();
-      for (auto& [x, xp] : axis) a.max_new_tokens.push_back(int(c.Int(x, xp, 1, 1 << 20)));
-    } else if (key == "threads") {
-      a.threads.clear();
-      for (auto& [x, xp] : axis) a.threads.push_back(int(c.Int(x, xp, 0, 4096)));
-    } else if (key == "kv_type") {
-      a.kv_type.clear();
-      for (auto& [x, xp] : axis) {
-        std::string s = c.Str(x, xp);
-        try {
-          a.kv_type.push_back(ParseKvType(s));
-        } catch (const Error&) {
-          c.Bad(xp, fmt::format("unknown KV cache type '{}' (expected f32, f16)", s));
-        }
-      }
-    }
+    const AxisValues axis = c.Axis(v, kp);
+    if (ParseNumberAxis(c, key, axis, a) || ParseTextAxis(c, key, axis, a, models_dir)) continue;
+    for (const DecoderSetting& s : DecoderSettings())
+      if (s.form == DecoderSetting::Form::Table && s.name == key) ParseTableAxis(c, s, axis, a);
   }
 }
 

@@ -1,6 +1,7 @@
 // The experiment file's schema: typed reads with "FILE: key.path: what" errors, the sweep
 // axes and their parsing, and path resolution. Shared by the file parser and the grid.
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "base/error.h"
 #include "base/suggest.h"
 #include "decoders/decoder.h"
+#include "decoders/settings.h"
 #include "quant/qtype.h"
 
 namespace specsweep::schema {
@@ -94,13 +96,20 @@ struct Axes {
   std::vector<int> tree_budget;
   std::vector<std::vector<int>> branching;
   std::vector<AcceptanceSource> acceptance_source{AcceptanceSource{}};
+  // The table-form settings given (decoders/settings.h), as their texts by name; a
+  // setting not given keeps its default.
+  std::map<std::string, std::vector<std::string>> table;
 };
 
-inline const std::set<std::string> kSpecAxes = {"k", "k_policy", "draft_p_min", "draft", "draft_quant", "max_ngram",
-                                         "min_ngram", "tree_budget", "branching", "acceptance_source"};
-inline const std::set<std::string> kAxisKeys = {"target_quant", "k", "k_policy", "draft_p_min", "draft",
-                                         "draft_quant", "input_length", "max_new_tokens", "sampling",
-                                         "threads", "kv_type", "max_ngram", "min_ngram", "tree_budget", "branching", "acceptance_source"};
+// The sweep's own settings (the decoders' are decoders/settings.h): target_quant,
+// input_length, threads, with their ranges.
+const std::vector<DecoderSetting>& SweepSettings();
+// The entry of `name` among the decoder and the sweep settings.
+const DecoderSetting& AnySetting(std::string_view name);
+// Axis keys of a sweep or decoder map ("sampling" groups four of them), and those only a
+// speculative decoder reads.
+const std::set<std::string>& AxisKeys();
+const std::set<std::string>& SpecAxes();
 
 // Hugging Face generate() names accepted as aliases in a sweep or decoder map (the
 // map is rewritten to the names above; giving both spellings is an error):

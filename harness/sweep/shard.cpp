@@ -60,7 +60,7 @@ std::vector<int> AssignGroups(const std::vector<double>& group_costs, int shard_
 
 double PointCost(const Point& p, double model_bytes, int prompt_count, int repetitions, double prompt_tokens) {
   double input = p.input_length > 0 ? p.input_length : prompt_tokens;
-  return model_bytes * double(prompt_count) * double(repetitions) * (input + p.max_new_tokens);
+  return model_bytes * double(prompt_count) * double(repetitions) * (input + p.options.max_new_tokens);
 }
 
 std::vector<Point> ShardPoints(const std::vector<Point>& points, const ShardSpec& s,
@@ -113,7 +113,7 @@ std::function<double(const Point&)> FileCostModel(const Experiment& e) {
   }
   int count = e.prompts.count, reps = e.repetitions;
   return [=](const Point& p) {
-    double b = model_bytes(p.model) + (p.draft.model.empty() ? 0.0 : model_bytes(p.draft.model));
+    double b = model_bytes(p.model) + (p.options.draft.model().empty() ? 0.0 : model_bytes(p.options.draft.model()));
     // A missing model costs as a 1-byte one: its group still lands somewhere, and the
     // run reports the missing model by name.
     return PointCost(p, std::max(b, 1.0), count, reps, prompt_tokens);
