@@ -20,6 +20,7 @@
 #include "harness/bench/bench_compare.h"
 #include "harness/bench/bench_decode.h"
 #include "harness/measure/context.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
@@ -115,6 +116,7 @@ struct Variant {
   std::shared_ptr<const Model> model;
   std::unique_ptr<KVCache> cache;
   TeamPolicy team = TeamPolicy::kAuto;
+  Runtime rt;                             // the process's, with `team`
   std::vector<int> team_size;             // [ns] threads Forward uses under `team`
   std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
   double StreamedBytes() const {
@@ -185,6 +187,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
 
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  const Runtime rt = ProcessRuntime(a.threads);  // before loading: weights are packed for its kernels
   const auto t_load0 = Clock::now();
   LoadedModel lm = LoadModel(a.model, a.models_dir);
   const double load_s = secs(Clock::now() - t_load0);
@@ -216,20 +219,20 @@ void RunBenchForward(const BenchForwardArgs& a) {
       v.model = model;
       v.format = format;
       v.team = team;
+      v.rt = rt;
+      v.rt.team = team;
       v.label = kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
       if (teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
       v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
       v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
-      if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+      if (a.ctx > 0) Forward(v.rt, *v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
       v.secs.assign(ns.size(), {});
-      SetTeamPolicy(team);
-      for (int n : ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
-      SetTeamPolicy(TeamPolicy::kAuto);
+      for (int n : ns) v.team_size.push_back(ForwardTeamSize(v.rt, *model, n, a.ctx));
       vs.push_back(std::move(v));
     }
   }
 
-  const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs();
+  const double bw_before = MeasureReadBandwidthGBs(), fma_before = MeasureFmaPeakGmacs(*rt.kernels.base);
   // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
   // machine hits every variant alike and the per-repetition ratios stay comparable. Each
   // repetition also reads the probe buffer once per prefetch pattern (the fastest
@@ -243,27 +246,25 @@ void RunBenchForward(const BenchForwardArgs& a) {
     for (Variant& v : vs) {
       for (size_t j = 0; j < ns.size(); ++j) {
         std::span<const int> batch(toks.data() + a.ctx, ns[j]);
-        SetTeamPolicy(v.team);
         if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
           v.cache->Truncate(a.ctx);
-          SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), c.vocab_size);
+          SamplerWork(Forward(v.rt, *v.model, batch, a.ctx, *v.cache, true), c.vocab_size);
         }
         v.cache->Truncate(a.ctx);
         const auto t0 = Clock::now();
-        std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
+        std::span<const float> logits = Forward(v.rt, *v.model, batch, a.ctx, *v.cache, true);
         const double t = secs(Clock::now() - t0);
         if (r >= 0) v.secs[j].push_back(t);
         if (a.loop) SamplerWork(logits, c.vocab_size);
         ReportProgress("timing forward passes", ++timed, timings, "");
       }
     }
-    SetTeamPolicy(TeamPolicy::kAuto);
     double best = 0;
     for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
       best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
     if (r >= 0) bw_during.push_back(best);
   }
-  const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs();
+  const double bw_after = MeasureReadBandwidthGBs(), fma_after = MeasureFmaPeakGmacs(*rt.kernels.base);
   const Spread bw = Summarize(bw_during);
   // The roofline divides by the fastest credible reading (the median during, or a full
   // probe before or after), so a slow reading never flatters it. Under a neighbour's
@@ -282,10 +283,10 @@ void RunBenchForward(const BenchForwardArgs& a) {
 
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
              "kernels {} ({}; prefetch {}), {}\n",
-             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
-             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, ActiveKernelChoice().prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, rt.threads,
+             DescribeChoice(rt.kernels), rt.kernels.source, rt.kernels.prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
   fmt::print("team size under --team auto per n:");
-  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
+  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(rt, *lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
   fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
              "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
@@ -294,7 +295,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
     fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
                "the rooflines below understate it\n");
   fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
-             fma_before, fma_after, NumThreads(), ActiveKernelIsa(), fma_gmacs);
+             fma_before, fma_after, rt.threads, rt.kernel_isa(), fma_gmacs);
   fmt::print("{:>{}} {:>4} {:>10} {:>10} {:>10} {:>10} {:>18} {:>16} {:>9}\n", "format", lw, "n", "T(n) ms", "min ms",
              "max ms", "tokens/s", "T(n)/T(1) (range)", "floor ms (bound)", "roofline");
   nlohmann::json recs = nlohmann::json::array();
@@ -361,7 +362,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
   }
 
   if (!a.decode_ks.empty()) {
-    RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
+    RunDecodeLoopBench(rt, lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
                        a.reps, recs);
   }
 
@@ -372,9 +373,9 @@ void RunBenchForward(const BenchForwardArgs& a) {
         {"executable", "specsweep bench-forward"},
         {"cpu", CpuName()},
         {"num_cpus", std::thread::hardware_concurrency()},
-        {"threads", NumThreads()},
-        {"kernel_isa", ActiveKernelIsa()},
-        {"kernels", DescribeChoice(ActiveKernelChoice())},
+        {"threads", rt.threads},
+        {"kernel_isa", rt.kernel_isa()},
+        {"kernels", DescribeChoice(rt.kernels)},
         {"git_rev", GitRev()},
         {"compiler", CompilerId()},
         {"model", lm.name},

@@ -25,6 +25,8 @@
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
+#include "harness/measure/draft_store.h"
+#include "harness/measure/process_runtime.h"
 #include "base/error.h"
 #include "base/status_line.h"
 #include "models/chat_template.h"
@@ -219,6 +221,7 @@ void RunGenerate(GenerateArgs a) {
                                                                             [](auto* o) { return o->count() > 0; })))
     a.decoder = "speculative";
   CheckArgs(a);
+  const Runtime rt = ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
   LoadedModel target = LoadModel(a.model, Globals().models_dir);
   // "none" (the experiment files' name) keeps the weights as loaded.
   const bool quantize = !a.quant.empty() && a.quant != "none";
@@ -242,7 +245,8 @@ void RunGenerate(GenerateArgs a) {
   o.sampling.top_p = a.top_p;
   o.sampling.seed = a.seed;
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
-  auto dec = MakeDecoder(target, o, Globals().models_dir);
+  const SharedDraftModels drafts(Globals().models_dir);
+  auto dec = MakeDecoder(target, o, DecoderEnv{rt, &drafts});
   const ChatTemplate tpl = ParseChatTemplate(a.chat_template, "--template");
   const std::vector<int> prompt = tpl.name == "none"
                                       ? target.tokenizer->Encode(a.prompt, target.tokenizer->add_bos_default())

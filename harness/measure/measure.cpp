@@ -9,6 +9,7 @@
 #include "decoders/draft_policy.h"
 #include "harness/measure/context.h"
 #include "harness/measure/conversation.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
@@ -234,7 +235,7 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
     opt.max_new_tokens = 1;
     opt.sampling = {};
     try {
-      MakeDecoder(cache.Target(p->model, p->target_quant), opt, e.models_dir);
+      MakeDecoder(cache.Target(p->model, p->target_quant), opt, DecoderEnv{.drafts = &cache.Drafts()});
     } catch (const Error& err) {
       Fail("{}: point {}: {}", e.file, p->Name(), err.what());
     }
@@ -292,11 +293,13 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     progress->Set(where);
   };
   const Point& base = g.baseline();
-  SetNumThreads(base.threads > 0 ? base.threads : default_threads);
+  const Runtime rt = ProcessRuntime(base.threads > 0 ? base.threads : default_threads);
   const auto& prompts = cache.Prompts(base.model, base.input_length);
   const int n = int(g.points.size());
   std::vector<std::unique_ptr<Decoder>> decoders;
-  for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), cache.Options(*p), e.models_dir));
+  for (auto* p : g.points)
+    decoders.push_back(
+        MakeDecoder(cache.Target(p->model, p->target_quant), cache.Options(*p), DecoderEnv{rt, &cache.Drafts()}));
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
@@ -357,8 +360,8 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     records[j].draft_types = decoders[j]->draft_types();
     for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.draft.quant}})
       if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
-    records[j].threads_used = NumThreads();
-    records[j].kernel_isa = ActiveKernelIsa();
+    records[j].threads_used = rt.threads;
+    records[j].kernel_isa = rt.kernel_isa();
     records[j].costs.target_s = target_s;
     records[j].costs.draft_s = MedianOver(draft[j]);
     records[j].costs.draft_tree_s = MedianOver(draft_tree[j]);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "harness/measure/draft_store.h"
 #include "harness/measure/progress.h"
 #include "harness/sweep/experiment.h"
 #include "harness/store/results.h"
@@ -23,7 +24,7 @@ namespace specsweep {
 // Loaded targets, prompt sets and model file hashes, shared by the points of a sweep.
 class ModelCache {
  public:
-  explicit ModelCache(const Experiment& e) : e_(e) {}
+  explicit ModelCache(const Experiment& e) : e_(e), drafts_(e.models_dir) {}
   const LoadedModel& Target(const std::string& name, const std::optional<QType>& quant);
   const LoadedModel& Base(const std::string& name);
   const std::vector<std::vector<int>>& Prompts(const std::string& model, int input_length);
@@ -43,9 +44,12 @@ class ModelCache {
   const std::map<std::string, std::string>& FileHashes(const std::string& name);
   // The point's identity of its models: (role, file name, sha256) of target and draft.
   ModelFiles ModelFilesOf(const Point& p);
+  // The draft models of the run's decoders, shared among them.
+  const DraftModels& Drafts() const { return drafts_; }
 
  private:
   const Experiment& e_;
+  SharedDraftModels drafts_;
   std::map<std::string, LoadedModel> base_, targets_;
   std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> prompts_;
   std::map<std::string, std::map<std::string, std::string>> hashes_;

@@ -14,6 +14,7 @@
 
 #include "harness/measure/context.h"
 #include "harness/measure/measure.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/measure/progress.h"
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
@@ -186,6 +187,8 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   s.jsonl_path = dir.jsonl_path();
   s.json_path = dir.json_path();
 
+  // The process's kernels before any model is loaded: loaders pack weights for them.
+  ProcessRuntime(o.default_threads);
   // experiment -> schedule
   ModelCache cache(e);
   const std::vector<Group> groups = MakeGroups(e.points);
@@ -274,8 +277,7 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
     if (it == by_key.end()) Fail("{}: point {} is missing after the sweep", s.jsonl_path, p.Name());
     run.records.push_back(it->second);
   }
-  SetNumThreads(o.default_threads);
-  json context = MachineContext();
+  json context = MachineContext(ProcessRuntime(o.default_threads));
   context["experiment"] = e.name;
   context["experiment_file"] = e.file;
   context["experiment_sha256"] = experiment_sha;
