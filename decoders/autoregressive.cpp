@@ -14,13 +14,14 @@ namespace {
 
 class AutoregressiveDecoder : public Decoder {
  public:
-  AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o) : target_(target), opt_(o) {}
+  AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o, const Runtime& rt)
+      : target_(target), opt_(o), rt_(rt) {}
   const DecoderOptions& options() const override { return opt_; }
   CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
     CallCosts c;
     // Verification scores every position (all logits), as the speculative loop does.
     if (target_n_max > 0)
-      c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+      c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
     return c;
   }
 
@@ -39,7 +40,7 @@ class AutoregressiveDecoder : public Decoder {
     auto first = start;
 
     auto t0 = Clock::now();
-    std::span<const float> logits = Forward(m, prompt, 0, cache, /*all_logits=*/false);  // [1][vocab]
+    std::span<const float> logits = Forward(rt_, m, prompt, 0, cache, /*all_logits=*/false);  // [1][vocab]
     st.prefill_s = Seconds(t0, Clock::now());
     int n_seq = static_cast<int>(prompt.size());
     // The prefill yields the first token, so it is a target call like every later one
@@ -67,7 +68,7 @@ class AutoregressiveDecoder : public Decoder {
       // The last token needs no Forward: nothing will be sampled after it.
       if (st.generated_tokens == opt_.max_new_tokens || n_seq == c.max_seq_len) break;
       t0 = Clock::now();
-      logits = Forward(m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
+      logits = Forward(rt_, m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
       st.verify_s += Seconds(t0, Clock::now());
       CheckLogits(logits, c.vocab_size, target_.name, n_seq - 1, st.target_calls);
       ++st.target_calls;
@@ -80,15 +81,17 @@ class AutoregressiveDecoder : public Decoder {
  private:
   LoadedModel target_;
   DecoderOptions opt_;
+  Runtime rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o) {
+std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o,
+                                                   const Runtime& rt) {
   if (!target.model) Fail("decoder: target: no model loaded");
   if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);
   ValidateSampling(o.sampling, "decoder");
-  return std::make_unique<AutoregressiveDecoder>(target, o);
+  return std::make_unique<AutoregressiveDecoder>(target, o, rt);
 }
 
 }  // namespace specsweep

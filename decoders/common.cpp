@@ -35,13 +35,13 @@ void CheckLogits(std::span<const float> rows, int vocab, const std::string& mode
        model, rows[i], position + i / vocab, i % vocab, step);
 }
 
-std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
+std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv, std::span<const int> prompt,
                                      int n_max, int reps, bool all_logits, bool tree,
                                      const std::function<double(std::span<const float>)>& work) {
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
   KVCache cache(model.config, layers, len + n_max, kv);
-  Forward(model, prompt, 0, cache, false);
+  Forward(rt, model, prompt, 0, cache, false);
   std::vector<int> tokens(n_max);  // [n_max] any valid ids: the prompt's, cycled
   for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
   const std::vector<int> parents(tree ? n_max : 0, len - 1);  // [n_max] siblings
@@ -51,7 +51,7 @@ std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, 
     for (int j = 0; j < n_max; ++j) {
       const int n = 1 + (j + r) % n_max;  // rotate the order every repetition
       const auto t0 = Clock::now();
-      std::span<const float> l = Forward(model, std::span<const int>(tokens).first(n), len, cache,
+      std::span<const float> l = Forward(rt, model, std::span<const int>(tokens).first(n), len, cache,
                                          all_logits || tree, std::span<const int>(parents).first(tree ? n : 0));
       if (work) sink = sink + work(l);
       t[n - 1].push_back(Seconds(t0, Clock::now()));

@@ -40,7 +40,7 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 // calls run them. `work`, when given, runs on each call's logits inside the timing (the
 // drafter's own work on the rows a call returns; its result only keeps it from being
 // optimised away).
-std::vector<double> TimeForwardCalls(const Model& model, int layers, KvType kv, std::span<const int> prompt,
+std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv, std::span<const int> prompt,
                                      int n_max, int reps, bool all_logits, bool tree = false,
                                      const std::function<double(std::span<const float>)>& work = {});
 

@@ -26,15 +26,16 @@ namespace {
 class CrossTokenizerDrafter : public Drafter {
  public:
   CrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
-                        std::shared_ptr<const Tokenizer> target_tok, std::shared_ptr<const Tokenizer> draft_tok)
+                        std::shared_ptr<const Tokenizer> target_tok, std::shared_ptr<const Tokenizer> draft_tok,
+                        const Runtime& rt)
       : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
-        tb_(std::move(target_tok)), db_(std::move(draft_tok)) {}
+        tb_(std::move(target_tok)), db_(std::move(draft_tok)), rt_(rt) {}
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
     const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
-    return TimeForwardCalls(*model_, layers_, kv_type_, ids, 2, reps, false);
+    return TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false);
   }
 
   void Begin(std::span<const int> prompt) override {
@@ -51,7 +52,7 @@ class CrossTokenizerDrafter : public Drafter {
     // longer than the draft's context in its own tokens gets no drafts (Propose).
     if (dseq_.size() > 1 && static_cast<int>(dseq_.size()) <= model_->config.max_seq_len) {
       cached_.assign(dseq_.begin(), dseq_.end() - 1);
-      Forward(*model_, cached_, 0, *cache_, false);
+      Forward(rt_, *model_, cached_, 0, *cache_, false);
     }
   }
 
@@ -75,7 +76,7 @@ class CrossTokenizerDrafter : public Drafter {
     std::span<const int> feed = std::span<const int>(dseq_).subspan(keep);
     for (int i = 0; i < kd; ++i) {
       const int pos = cache_->length() + static_cast<int>(feed.size()) - 1;
-      std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      std::span<const float> logits = Forward(rt_, *model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
       CheckLogits(logits, model_->config.vocab_size, "draft " + name(), pos, st.target_calls);
       cached_.insert(cached_.end(), feed.begin(), feed.end());
       ++st.draft_calls;
@@ -152,6 +153,7 @@ class CrossTokenizerDrafter : public Drafter {
   std::string pending_;               // held-back trailing spaces of the synced text
   std::vector<int> cached_;           // draft ids in cache_ (a prefix of dseq_ + drafted)
   std::vector<int> drafted_;          // [<= K] this step's draft-vocabulary tokens
+  Runtime rt_;
 };
 
 }  // namespace
@@ -159,9 +161,9 @@ class CrossTokenizerDrafter : public Drafter {
 std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers,
                                                    std::string name, KvType kv_type,
                                                    std::shared_ptr<const Tokenizer> target_tok,
-                                                   std::shared_ptr<const Tokenizer> draft_tok) {
+                                                   std::shared_ptr<const Tokenizer> draft_tok, const Runtime& rt) {
   return std::make_unique<CrossTokenizerDrafter>(std::move(model), layers, std::move(name), kv_type,
-                                                 std::move(target_tok), std::move(draft_tok));
+                                                 std::move(target_tok), std::move(draft_tok), rt);
 }
 
 }  // namespace specsweep

@@ -15,6 +15,7 @@
 #include "models/kv_type.h"
 #include "models/loader.h"
 #include "quant/qtype.h"
+#include "quant/runtime.h"
 
 namespace specsweep {
 
@@ -129,13 +130,31 @@ class Decoder {
   virtual std::map<std::string, int> draft_types() const { return {}; }
 };
 
+// Where a decoder's draft models come from: the model a draft names
+// (DraftSpec::model) and the quantized copy of a model (DraftSpec::quant). The caller
+// decides what is loaded, kept and shared (the harness shares one draft among a group's
+// decoders: harness/measure/model_store.h).
+class DraftModels {
+ public:
+  virtual ~DraftModels() = default;
+  virtual LoadedModel Load(const std::string& name) const = 0;
+  virtual std::shared_ptr<const Model> Quantized(const std::shared_ptr<const Model>& m, QType t) const = 0;
+};
+
+// What a decoder runs on, given by the caller at construction.
+struct DecoderEnv {
+  Runtime runtime;  // the threads and kernels of every Forward call (quant/runtime.h)
+  // nullptr: a draft named by file is an Error, and each decoder quantizes its own copy.
+  const DraftModels* drafts = nullptr;
+};
+
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
-                                     const std::string& models_dir = "");
+                                     const DecoderEnv& env = {});
 // Speculative decoding with an already-loaded draft model (options.draft.model is
 // ignored; draft.layers/draft.quant still apply to it). Same validation as above; a draft with
 // another vocabulary needs both tokenizers.
 std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
-                                     const LoadedModel& draft);
+                                     const LoadedModel& draft, const DecoderEnv& env = {});
 
 // "ar" (or "autoregressive"), "speculative", or its aliases "assisted" and "self-spec"
 // (whose draft ApplyDecoderAlias settles).

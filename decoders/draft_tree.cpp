@@ -191,7 +191,7 @@ class RecordedTree {
 
 }  // namespace
 
-void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+void ProposeModelTree(const Runtime& rt, const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
                       int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
                       DraftBlock& out, GenerationStats& st, const TreeStep* replay) {
   KeepFollowedPath(cache, tree_tokens, seq);
@@ -216,7 +216,7 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
   const int grow_cap = rec || dynamic ? std::numeric_limits<int>::max() : k;
   // Catch up; the root's logits are the last row.
   CountCall(st.draft_calls_by_size, n_seq - cache.length());
-  std::span<const float> l = Forward(model, seq.subspan(cache.length()), cache.length(), cache, false);
+  std::span<const float> l = Forward(rt, model, seq.subspan(cache.length()), cache.length(), cache, false);
   ++st.draft_calls;
   const bool calibrate = dynamic && sampling.greedy();
   if (calibrate) {  // learn from the last step's root, keep this one's
@@ -270,7 +270,7 @@ void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree
       parents.push_back(nodes[a].parent < 0 ? n_seq - 1 : nodes[nodes[a].parent].slot);
       nodes[a].slot = cache.length() + static_cast<int>(toks.size()) - 1;
     }
-    l = Forward(model, toks, cache.length(), cache, true, parents);  // [added][vocab]
+    l = Forward(rt, model, toks, cache.length(), cache, true, parents);  // [added][vocab]
     tree_tokens.insert(tree_tokens.end(), toks.begin(), toks.end());
     ++st.draft_calls;
     CountCall(st.draft_tree_calls_by_size, static_cast<int>(toks.size()));

@@ -68,7 +68,7 @@ double TreeRowsWork(std::span<const float> rows, int vocab, bool root, const Tre
 // the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
 // caught up, then the new tree's nodes are added level by level (one Forward per depth
 // with the tree mask) and left in the cache for the next step.
-void ProposeModelTree(const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
+void ProposeModelTree(const Runtime& rt, const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
                       int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
                       DraftBlock& out, GenerationStats& st, const TreeStep* replay = nullptr);
 

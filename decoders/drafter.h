@@ -89,7 +89,8 @@ struct TreeShape;
 // Same-vocabulary draft model: its first `layers` blocks (0: all). `sampling` decides
 // greedy argmax or sampling from q. A tree shape makes it propose token trees.
 std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
-                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree);
+                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree,
+                                          const Runtime& rt = {});
 
 // Prompt lookup (Saxena 2023; HF prompt_lookup_num_tokens; llama.cpp lookup): for n =
 // max_ngram down to min_ngram, find the most recent earlier occurrence of seq's last n
@@ -125,6 +126,6 @@ std::vector<int> ReadRestCorpus(const std::string& path, const Tokenizer& tokeni
 std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers,
                                                    std::string name, KvType kv_type,
                                                    std::shared_ptr<const Tokenizer> target_tok,
-                                                   std::shared_ptr<const Tokenizer> draft_tok);
+                                                   std::shared_ptr<const Tokenizer> draft_tok, const Runtime& rt = {});
 
 }  // namespace specsweep

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "decoders/speculative.h"
 #include "base/error.h"
@@ -13,53 +12,29 @@
 namespace specsweep {
 namespace {
 
-// Drafts are shared by the decoders that ask for the same one while any of them holds it:
-// a run builds a group's decoders together and keeps them, and when each made its own
-// copy a 7B self-spec group with three Q4_0 points held 13.5 + 3 x 3.8 GB and was killed
-// at 23.5 GB (an assisted group with eight points would load its 2.2 GB draft eight times).
-// Models are const after loading, so sharing is safe.
-std::mutex g_drafts_mu;
-
-// The draft file `name`, loaded once while a decoder holds it.
-LoadedModel SharedDraftFile(const std::string& name, const std::string& models_dir) {
-  struct Held {
-    std::weak_ptr<const Model> model;
-    std::weak_ptr<const Tokenizer> tokenizer;
-    bool has_tokenizer = false;
-  };
-  static std::map<std::pair<std::string, std::string>, Held> memo;
-  std::lock_guard lock(g_drafts_mu);
-  Held& h = memo[{name, models_dir}];
-  LoadedModel d{name, h.model.lock(), h.tokenizer.lock()};
-  if (d.model && (d.tokenizer || !h.has_tokenizer)) return d;
-  d = LoadModel(name, models_dir);
-  d.name = name;
-  h = {d.model, d.tokenizer, d.tokenizer != nullptr};
-  return d;
+// The quantized copy a draft runs: the caller's (DecoderEnv::drafts, which may share one
+// among decoders), else this decoder's own.
+std::shared_ptr<const Model> QuantizedDraft(const std::shared_ptr<const Model>& m, QType t, const DecoderEnv& env) {
+  if (env.drafts) return env.drafts->Quantized(m, t);
+  return std::make_shared<const Model>(QuantizeModel(*m, t));
 }
 
-// `m` quantized to `t`, once while a decoder holds the copy. Keyed by the source's
-// address and kept only while the source lives, so a later model at the same address
-// is never taken for it.
-std::shared_ptr<const Model> SharedQuantized(const std::shared_ptr<const Model>& m, QType t) {
-  static std::map<std::pair<const Model*, QType>, std::pair<std::weak_ptr<const Model>, std::weak_ptr<const Model>>> memo;
-  std::lock_guard lock(g_drafts_mu);
-  auto& [source, copy] = memo[{m.get(), t}];
-  if (source.lock() == m)
-    if (auto c = copy.lock()) return c;
-  auto c = std::make_shared<const Model>(QuantizeModel(*m, t));
-  source = m, copy = c;
-  return c;
+// The draft model `name` from the caller (DecoderEnv::drafts).
+LoadedModel DraftFile(const std::string& name, const DecoderEnv& env) {
+  if (!env.drafts) Fail("decoder: draft: '{}': no draft models given to load it from", name);
+  LoadedModel d = env.drafts->Load(name);
+  d.name = name;
+  return d;
 }
 
 // Applies draft.quant / draft.layers to a draft model. Quantizing is done here, once,
 // at load time; the unquantized model is shared, not copied.
-ModelDraft ResolveDraft(const LoadedModel& d, const DecoderOptions& o, const std::string& name) {
+ModelDraft ResolveDraft(const LoadedModel& d, const DecoderOptions& o, const std::string& name, const DecoderEnv& env) {
   ModelDraft spec;
   spec.layers = o.draft.layers();
   spec.name = name;
   if (const std::optional<QType> q = o.draft.quant()) {
-    spec.model = SharedQuantized(d.model, *q);
+    spec.model = QuantizedDraft(d.model, *q, env);
     spec.name += fmt::format("@{}", QTypeName(*q));
   } else {
     spec.model = d.model;
@@ -77,29 +52,31 @@ void CheckLayers(const LoadedModel& d, const DecoderOptions& o, const std::strin
 
 // Lookup, recycling, lookahead and REST: no model, so the policies that read a draft's
 // probabilities do not apply (trees: ValidateSpeculativeOptions asks for constant).
-std::unique_ptr<Decoder> MakeModelFreeDecoder(const LoadedModel& target, const DecoderOptions& o) {
+std::unique_ptr<Decoder> MakeModelFreeDecoder(const LoadedModel& target, const DecoderOptions& o, const Runtime& rt) {
   const DraftSpec& d = o.draft;
   if (const auto* lookup = d.get<LookupDraft>()) {
     if (o.k_policy == KPolicy::Threshold || o.k_policy == KPolicy::Adaptive)
       Fail("decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
            "(use constant or heuristic)", KPolicyName(o.k_policy));
     return MakeSpeculativeDecoder(target, MakeLookupDrafter(lookup->max_ngram, lookup->min_ngram, d.tree_budget()),
-                                  o);
+                                  o, AcceptRule::Exact, rt);
   }
-  if (d.get<RecyclingDraft>()) return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(d.branching()), o);
+  if (d.get<RecyclingDraft>()) return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(d.branching()), o, AcceptRule::Exact, rt);
   if (const auto* la = d.get<LookaheadDraft>()) {
     const int window_nodes = LookaheadWindowNodes(la->window, la->ngram);
     if (o.k < window_nodes)
       Fail("decoder: k: {} verifies a window of {} nodes every step (plus its candidates); k must be at least {}, "
            "got {}", d.Label(), window_nodes, window_nodes, o.k);
-    return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(la->window, la->ngram, la->candidates), o);
+    return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(la->window, la->ngram, la->candidates), o,
+                                  AcceptRule::Exact, rt);
   }
   const RestDraft& rest = std::get<RestDraft>(d.kind());
   if (!target.tokenizer)
     Fail("decoder: draft: {}: the corpus is tokenized with the target's tokenizer, and '{}' has none", d.Label(),
          target.name);
   return MakeSpeculativeDecoder(
-      target, MakeRestDrafter(ReadRestCorpus(rest.corpus, *target.tokenizer), d.tree_budget(), rest.corpus), o);
+      target, MakeRestDrafter(ReadRestCorpus(rest.corpus, *target.tokenizer), d.tree_budget(), rest.corpus), o,
+      AcceptRule::Exact, rt);
 }
 
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
@@ -111,11 +88,11 @@ bool SharesVocabulary(const LoadedModel& a, const LoadedModel& b) {
 
 // A separate draft model, the options validated: same vocabulary, or bridged through text.
 std::unique_ptr<Decoder> MakeSeparateDraftDecoder(const LoadedModel& target, const DecoderOptions& o,
-                                                  const LoadedModel& draft) {
+                                                  const LoadedModel& draft, const DecoderEnv& env) {
   const std::string name = draft.name.empty() ? draft.model->source.path : draft.name;
   if (SharesVocabulary(target, draft)) {
     CheckLayers(draft, o, name);
-    return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name), o);
+    return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name, env), o, AcceptRule::Exact, env.runtime);
   }
   if (!target.tokenizer || !draft.tokenizer)
     Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
@@ -128,42 +105,42 @@ std::unique_ptr<Decoder> MakeSeparateDraftDecoder(const LoadedModel& target, con
     Fail("decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
          "support greedy decoding only (temperature 0)", name, target.name);
   CheckLayers(draft, o, name);
-  ModelDraft spec = ResolveDraft(draft, o, name);
+  ModelDraft spec = ResolveDraft(draft, o, name, env);
   return MakeSpeculativeDecoder(target,
                                 MakeCrossTokenizerDrafter(std::move(spec.model), spec.layers, spec.name,
-                                                          o.DraftKvType(), target.tokenizer, draft.tokenizer),
-                                o);
+                                                          o.DraftKvType(), target.tokenizer, draft.tokenizer, env.runtime),
+                                o, AcceptRule::Exact, env.runtime);
 }
 
 }  // namespace
 
-std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
-                                     const std::string& models_dir) {
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o, const DecoderEnv& env) {
+  const Runtime& rt = env.runtime;
   if (!target.model) Fail("decoder: target: no model loaded");
   switch (o.kind) {
     case DecoderKind::Autoregressive:
       if (o.acceptance_source.replayed())
         Fail("decoder: acceptance_source: {}: only a speculative decoder accepts draft tokens",
              o.acceptance_source.Label());
-      return MakeAutoregressiveDecoder(target, o);
+      return MakeAutoregressiveDecoder(target, o, rt);
     case DecoderKind::Speculative: {
       // One loop; the draft spec (checked when it was built) picks the drafter.
       ValidateSpeculativeOptions(target, o);
-      if (o.draft.ModelFree()) return MakeModelFreeDecoder(target, o);
+      if (o.draft.ModelFree()) return MakeModelFreeDecoder(target, o, rt);
       if (!o.draft.model().empty())
-        return MakeSeparateDraftDecoder(target, o, SharedDraftFile(o.draft.model(), models_dir));
+        return MakeSeparateDraftDecoder(target, o, DraftFile(o.draft.model(), env), env);
       if (o.draft.IsSelf())
         Fail("decoder: draft: speculative decoding needs a draft (--draft-model M, --draft-layers L, --draft-quant Q "
              "or --draft-lookup)");
       CheckLayers(target, o, target.name);
-      return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name), o);
+      return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name, env), o, AcceptRule::Exact, rt);
     }
   }
   Fail("decoder: kind: unknown value {}", static_cast<int>(o.kind));
 }
 
-std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o,
-                                     const LoadedModel& draft) {
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& o, const LoadedModel& draft,
+                                     const DecoderEnv& env) {
   if (!target.model) Fail("decoder: target: no model loaded");
   if (!draft.model) Fail("decoder: draft: no model loaded");
   if (o.kind != DecoderKind::Speculative)
@@ -171,7 +148,7 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
   if (o.draft.ModelFree())
     Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it", o.draft.ModelFreeName());
   ValidateSpeculativeOptions(target, o);
-  return MakeSeparateDraftDecoder(target, o, draft);
+  return MakeSeparateDraftDecoder(target, o, draft, env);
 }
 
 }  // namespace specsweep

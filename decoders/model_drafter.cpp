@@ -15,9 +15,9 @@ namespace {
 class ModelDrafter : public Drafter {
  public:
   ModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
-               const SamplingParams& sampling, TreeShape tree)
+               const SamplingParams& sampling, TreeShape tree, const Runtime& rt)
       : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
-        sampling_(sampling), tree_(std::move(tree)) {}
+        sampling_(sampling), tree_(std::move(tree)), rt_(rt) {}
   const std::string& name() const override { return name_; }
   int context() const override { return model_->config.max_seq_len; }
 
@@ -25,18 +25,18 @@ class ModelDrafter : public Drafter {
     cache_ = std::make_unique<KVCache>(model_->config, layers_, 0, kv_type_);
     calibration_.Reset();  // per generation: a prompt's drafts never depend on another's
     // Everything but the last prompt token: it is fed with the first draft position.
-    if (prompt.size() > 1) Forward(*model_, prompt.first(prompt.size() - 1), 0, *cache_, false);
+    if (prompt.size() > 1) Forward(rt_, *model_, prompt.first(prompt.size() - 1), 0, *cache_, false);
   }
 
   void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
                GenerationStats& st) override {
     if (tree_.is_tree())
-      return ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st);
+      return ProposeModelTree(rt_, *model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st);
     const bool greedy = sampling_.greedy();
     std::span<const int> feed = seq.subspan(cache_->length());  // catch-up + first position
     for (int i = 0; i < k; ++i) {
       const int pos = cache_->length() + static_cast<int>(feed.size()) - 1;
-      std::span<const float> logits = Forward(*model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      std::span<const float> logits = Forward(rt_, *model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
       CheckLogits(logits, model_->config.vocab_size, "draft " + name_, pos, st.target_calls);
       ++st.draft_calls;
       float top;
@@ -58,7 +58,7 @@ class ModelDrafter : public Drafter {
   void ProposeRecorded(std::span<const int> seq, int k, const TreeStep& step, Rng& rng, DraftBlock& out,
                        GenerationStats& st) override {
     if (!tree_.is_tree()) Drafter::ProposeRecorded(seq, k, step, rng, out, st);  // fails: a chain
-    ProposeModelTree(*model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st, &step);
+    ProposeModelTree(rt_, *model_, *cache_, tree_tokens_, seq, k, tree_, sampling_, calibration_, rng, out, st, &step);
   }
 
   // The draft keeps whatever prefix of the target's positions it holds (a tree: the
@@ -69,7 +69,7 @@ class ModelDrafter : public Drafter {
   // A draft call returns the last position's logits only.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
   std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
-    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, 2, reps, false);
+    return TimeForwardCalls(rt_, *model_, layers_, kv_type_, prompt, 2, reps, false);
   }
   // A tree's calls are priced with the drafter's work on the rows they return (candidate
   // children, softmax; for the catch-up the root's and the calibration's), at the tau of
@@ -77,7 +77,7 @@ class ModelDrafter : public Drafter {
   std::vector<double> MeasureTreeCallCosts(std::span<const int> prompt, int n_max, bool tree, int reps) override {
     const int vocab = model_->config.vocab_size;
     const double tau = calibration_.Tau();
-    return TimeForwardCalls(*model_, layers_, kv_type_, prompt, n_max, reps, false, tree,
+    return TimeForwardCalls(rt_, *model_, layers_, kv_type_, prompt, n_max, reps, false, tree,
                             [&](std::span<const float> rows) {
                               return TreeRowsWork(rows, vocab, !tree, tree_, sampling_, tau);
                             });
@@ -94,13 +94,15 @@ class ModelDrafter : public Drafter {
   std::vector<int> tree_tokens_;  // the token of each tree slot of cache_ (trees only)
   TreeCalibration calibration_;   // greedy dynamic trees
   std::vector<float> q_;  // [vocab]
+  Runtime rt_;
 };
 
 }  // namespace
 
 std::unique_ptr<Drafter> MakeModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
-                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree) {
-  return std::make_unique<ModelDrafter>(std::move(model), layers, std::move(name), kv_type, sampling, tree);
+                                          KvType kv_type, const SamplingParams& sampling, const TreeShape& tree,
+                                          const Runtime& rt) {
+  return std::make_unique<ModelDrafter>(std::move(model), layers, std::move(name), kv_type, sampling, tree, rt);
 }
 
 }  // namespace specsweep

@@ -29,8 +29,8 @@ namespace {
 class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
-                     AcceptRule rule)
-      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule) {
+                     AcceptRule rule, const Runtime& rt)
+      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule), rt_(rt) {
     if (o.acceptance_source.replayed()) replay_.emplace(o.acceptance_source, o.sampling.seed);
   }
   const DecoderOptions& options() const override { return opt_; }
@@ -38,7 +38,7 @@ class SpeculativeDecoder : public Decoder {
   CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
     CallCosts c;
     if (target_n_max > 0)
-      c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+      c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
     c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
     if (opt_.draft.IsTree()) {  // a call holds at most K tree nodes, a catch-up K + 1 tokens
       const int n_max = std::min(opt_.k + 1, drafter_->context() - static_cast<int>(prompt.size()));
@@ -56,6 +56,7 @@ class SpeculativeDecoder : public Decoder {
   std::unique_ptr<Drafter> drafter_;
   DecoderOptions opt_;
   AcceptRule rule_;
+  Runtime rt_;
   std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
   bool model_tree_ = opt_.draft.IsTree() && !opt_.draft.ModelFree();  // records tree_per_step
 
@@ -111,7 +112,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   // Prefill everything but the last prompt token: it is fed with the first draft block.
   auto t0 = Clock::now();
   const int n_prefill = static_cast<int>(prompt.size()) - 1;
-  if (n_prefill > 0) Forward(tm, prompt.first(n_prefill), 0, tcache, false);
+  if (n_prefill > 0) Forward(rt_, tm, prompt.first(n_prefill), 0, tcache, false);
   drafter_->Begin(prompt);
   st.prefill_s = Seconds(t0, Clock::now());
 
@@ -147,7 +148,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
       slots.push_back(n_seq - 2);
       for (int p : draft.parents) slots.push_back(n_seq + p);
     }
-    std::span<const float> tl = Forward(tm, verify_in, n_seq - 1, tcache, true, slots);  // [kd+1][vocab]
+    std::span<const float> tl = Forward(rt_, tm, verify_in, n_seq - 1, tcache, true, slots);  // [kd+1][vocab]
     CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
     ++st.target_calls;
     const DraftView dv{draft.tokens, draft.parents, draft.probs};
@@ -216,7 +217,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
 }  // namespace
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
-                                                const DecoderOptions& o, AcceptRule rule) {
+                                                const DecoderOptions& o, AcceptRule rule, const Runtime& rt) {
   ValidateSpeculativeOptions(target, o);
   if (!draft.model) Fail("decoder: draft: no model");
   const ModelConfig& tc = target.model->config;
@@ -229,15 +230,15 @@ std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, Model
          draft.layers);
   return MakeSpeculativeDecoder(
       target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.DraftKvType(), o.sampling,
-                               TreeShape{o.draft.branching(), o.draft.tree_budget()}),
-      o, rule);
+                               TreeShape{o.draft.branching(), o.draft.tree_budget()}, rt),
+      o, rule, rt);
 }
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,
-                                                const DecoderOptions& o, AcceptRule rule) {
+                                                const DecoderOptions& o, AcceptRule rule, const Runtime& rt) {
   ValidateSpeculativeOptions(target, o);
   if (!drafter) Fail("decoder: draft: no drafter");
-  return std::make_unique<SpeculativeDecoder>(target, std::move(drafter), o, rule);
+  return std::make_unique<SpeculativeDecoder>(target, std::move(drafter), o, rule, rt);
 }
 
 }  // namespace specsweep

@@ -18,16 +18,6 @@
 
 namespace specsweep {
 
-int MaxThreads() { return std::min(1024, std::max(64, 4 * omp_get_num_procs())); }
-void SetNumThreads(int n) {
-  // libgomp crashes creating 100000 threads and takes 48 s for 20000: bound it.
-  if (n < 0 || n > MaxThreads())
-    Fail("threads: {} is out of range 0..{} (0: all cores; the limit is 4 x {} cores, at least 64)", n,
-         MaxThreads(), omp_get_num_procs());
-  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
-}
-int NumThreads() { return omp_get_max_threads(); }
-
 namespace {
 
 // out[dim] = x[dim] / rms(x) * g[dim]
@@ -215,43 +205,13 @@ struct LayerProducts {
   MatMulTarget qkv[3], wo[1], gate_up[2], w2[1];
 };
 
-TeamPolicy g_team_policy = TeamPolicy::kAuto;
-
-}  // namespace
-
-void SetTeamPolicy(TeamPolicy p) { g_team_policy = p; }
-TeamPolicy GetTeamPolicy() { return g_team_policy; }
-
-// A team pays for itself only when each of a layer's 5 barrier intervals holds enough
-// work: the multiply-adds of one layer for n positions (its products, plus attention's
-// scores and weighted values over the context) against kTeamLayerMacs (docs/measurements.md, "Per-call
-// overhead and thread waiting", has the measurement). Tiny models decode several times
-// faster on one thread than through the team's barriers and wake-ups.
-int ForwardTeamSize(const Model& model, int n, int start_pos) {
-  const int max_threads = NumThreads();
-  if (max_threads <= 1 || g_team_policy == TeamPolicy::kSerial) return 1;
-  if (g_team_policy == TeamPolicy::kFull) return max_threads;
-  const LayerWeights& L = model.layers[0];
-  double elems = 0;  // multiply-adds per position of the layer's products
-  for (const QMatrix* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) elems += double(W->rows) * W->cols;
-  const double attention = 2.0 * n * (start_pos + n) * model.config.dim;
-  return double(n) * elems + attention >= kTeamLayerMacs ? max_threads : 1;
-}
-
-// One OpenMP region per call. Every thread walks all layers: the products split their
-// row chunks over the team (MatMulsTeam), attention splits by KV head, SwiGLU follows
-// each chunk of gate and up rows (MatMulsZippedTeam); each is followed by a barrier, which costs a third of the fork/join it
-// replaces (0.5 vs 1.4 us here; 5 per layer). The small per-position steps
-// between (norms, residual adds, activation quantization) every thread computes for
-// itself into its own buffers (Scratch::Own) with the same code on the same inputs, so
-// the copies are equal and nobody waits for a single thread to do them.
-std::span<const float> Forward(const Model& model, std::span<const int> tokens, int start_pos,
-                               KVCache& cache, bool all_logits, std::span<const int> parents) {
+// Fails unless `tokens` at start_pos continue `cache` (its length, the context, the
+// model's shape and vocabulary, the tree parents); then reserves their room and, in tree
+// mode, records them as tree nodes (which validates the parents).
+void PrepareCache(const Model& model, std::span<const int> tokens, int start_pos, KVCache& cache,
+                  std::span<const int> parents) {
   const ModelConfig& c = model.config;
   const int n = static_cast<int>(tokens.size());
-  const int dim = c.dim, hd = c.head_dim(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
-  const int n_heads = c.n_heads, n_kv = c.n_kv_heads, group = c.n_heads / c.n_kv_heads;
-  const int n_layers = cache.n_layers();
   if (n <= 0) Fail("forward: tokens: empty batch");
   if (start_pos != cache.length())
     Fail("forward: start_pos: {} but the cache holds {} positions", start_pos, cache.length());
@@ -262,7 +222,7 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
   if (start_pos + n > cache.capacity())
     Fail("forward: context: {} positions exceed the context length {}", start_pos + n,
          cache.capacity());
-  if (cache.n_kv_heads() != n_kv || cache.head_dim() != hd || n_layers > c.n_layers)
+  if (cache.n_kv_heads() != c.n_kv_heads || cache.head_dim() != c.head_dim() || cache.n_layers() > c.n_layers)
     Fail("forward: cache: built for another model shape");
   cache.Reserve(start_pos + n);
   for (int t : tokens)
@@ -275,30 +235,51 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       for (int i = 0; i < n; ++i) chain.push_back(start_pos + i - 1);
     cache.AddTreeNodes(start_pos, parents.empty() ? std::span<const int>(chain) : parents);
   }
+}
 
-  const int threads = ForwardTeamSize(model, n, start_pos);
-  auto& s = cache.scratch;
-  // Shared by the team.
-  float* q = Grow(s.q, size_t(n) * q_dim);            // [n][n_heads*hd]
-  float* k = Grow(s.k, size_t(n) * kv_dim);           // [n][kv_dim]
-  float* v = Grow(s.v, size_t(n) * kv_dim);           // [n][kv_dim]
-  float* att_out = Grow(s.att_out, size_t(n) * q_dim);  // [n][n_heads*hd]
-  float* ob = Grow(s.ob, size_t(n) * dim);            // [n][dim] output of wo, then of w2
-  float* hb = Grow(s.hb, size_t(n) * hidden);         // [n][hidden] gate, then SwiGLU
-  float* hb2 = Grow(s.hb2, size_t(n) * hidden);       // [n][hidden] up
-  const int ctx = start_pos + n;
-  float* scores = Grow(s.scores, size_t(n) * n_heads * ctx);  // [n][n_heads][ctx]
-  float* rope_cos = Grow(s.rope_cos, size_t(n) * hd / 2);     // [n][hd/2]
-  float* rope_sin = Grow(s.rope_sin, size_t(n) * hd / 2);     // [n][hd/2]
-  const int first = all_logits ? 0 : n - 1, m = n - first;    // positions that get logits
-  float* logits = Grow(s.logits, size_t(m) * c.vocab_size);   // [m][vocab]
+// The buffers of one call, in cache-owned scratch (shared by the team).
+struct ForwardBuffers {
+  float* q;         // [n][n_heads*hd]
+  float* k;         // [n][kv_dim]
+  float* v;         // [n][kv_dim]
+  float* att_out;   // [n][n_heads*hd]
+  float* ob;        // [n][dim] output of wo, then of w2
+  float* hb;        // [n][hidden] gate, then SwiGLU
+  float* hb2;       // [n][hidden] up
+  float* scores;    // [n][n_heads][ctx]
+  float* rope_cos;  // [n][hd/2]
+  float* rope_sin;  // [n][hd/2]
+  float* logits;    // [m][vocab]
+};
+
+// Grows the scratch for n positions at context ctx, m of them with logits, and
+// `threads` threads' own residual streams.
+ForwardBuffers GrowBuffers(KVCache::Scratch& s, const ModelConfig& c, int n, int ctx, int m, int threads) {
+  const int dim = c.dim, hd = c.head_dim(), q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+  ForwardBuffers b;
+  b.q = Grow(s.q, size_t(n) * q_dim);
+  b.k = Grow(s.k, size_t(n) * kv_dim);
+  b.v = Grow(s.v, size_t(n) * kv_dim);
+  b.att_out = Grow(s.att_out, size_t(n) * q_dim);
+  b.ob = Grow(s.ob, size_t(n) * dim);
+  b.hb = Grow(s.hb, size_t(n) * hidden);
+  b.hb2 = Grow(s.hb2, size_t(n) * hidden);
+  b.scores = Grow(s.scores, size_t(n) * c.n_heads * ctx);
+  b.rope_cos = Grow(s.rope_cos, size_t(n) * hd / 2);
+  b.rope_sin = Grow(s.rope_sin, size_t(n) * hd / 2);
+  b.logits = Grow(s.logits, size_t(m) * c.vocab_size);
   // Each thread's own.
   if (s.own.size() < size_t(threads)) s.own.resize(threads);
   for (int t = 0; t < threads; ++t) {
     Grow(s.own[t].x, size_t(n) * dim);   // [n][dim] residual stream
     Grow(s.own[t].xb, size_t(n) * dim);  // [n][dim] normed input of a product
   }
+  return b;
+}
 
+// RoPE's cos and sin of each position's angles, [n][hd/2] each.
+void RopeTables(const ModelConfig& c, const KVCache& cache, int start_pos, int n, float* rope_cos, float* rope_sin) {
+  const int hd = c.head_dim();
   const std::vector<float> freqs = c.RopeFrequencies();  // [hd/2]
   for (int i = 0; i < n; ++i) {
     const int pos = cache.position(start_pos + i);  // a tree node's: its depth below the tree
@@ -308,37 +289,131 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       rope_sin[size_t(i) * hd / 2 + j] = std::sin(angle);
     }
   }
+}
 
-  // Every product's chunk queue is set before the region: inside it, resetting one
-  // would need a barrier of its own.
-  auto products = [&](const LayerWeights& L) {
-    return LayerProducts{{{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, {{&L.wo, ob}}, {{&L.w1, hb}, {&L.w3, hb2}}, {{&L.w2, ob}}};
-  };
-  const MatMulTarget classifier[] = {{&model.output, logits}};
+LayerProducts Products(const LayerWeights& L, const ForwardBuffers& b) {
+  return LayerProducts{{{&L.wq, b.q}, {&L.wk, b.k}, {&L.wv, b.v}}, {{&L.wo, b.ob}}, {{&L.w1, b.hb}, {&L.w3, b.hb2}},
+                       {{&L.w2, b.ob}}};
+}
+
+// Sets every product's chunk queue before the region: inside it, resetting one would
+// need a barrier of its own. Four per layer, then the classifier's.
+void ResetQueues(const KernelChoice& kernels, const Model& model, int n_layers, const ForwardBuffers& b,
+                 KVCache::Scratch& s, int threads) {
+  const MatMulTarget classifier[] = {{&model.output, b.logits}};
   const size_t n_queues = 4 * size_t(n_layers) + 1;
   if (s.n_queues < n_queues) s.queues = std::make_unique<ChunkQueue[]>(s.n_queues = n_queues);
   for (int l = 0; l < n_layers; ++l) {
-    const LayerProducts P = products(model.layers[l]);
+    const LayerProducts P = Products(model.layers[l], b);
     ChunkQueue* lq = &s.queues[4 * size_t(l)];
-    lq[0].Reset(MatMulChunks(P.qkv), threads);
-    lq[1].Reset(MatMulChunks(P.wo), threads);
+    lq[0].Reset(MatMulChunks(kernels, P.qkv), threads);
+    lq[1].Reset(MatMulChunks(kernels, P.wo), threads);
     lq[2].Reset(MatMulZippedChunks(P.gate_up), threads);
-    lq[3].Reset(MatMulChunks(P.w2), threads);
+    lq[3].Reset(MatMulChunks(kernels, P.w2), threads);
   }
-  s.queues[4 * size_t(n_layers)].Reset(MatMulChunks(classifier), threads);
+  s.queues[4 * size_t(n_layers)].Reset(MatMulChunks(kernels, classifier), threads);
+}
 
-  const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int group_queries = hd == 16 ? kGroupQueries<16> : hd == 32 ? kGroupQueries<32>
-                          : hd == 64 ? kGroupQueries<64> : hd == 128 ? kGroupQueries<128> : 1;
-  const std::vector<QueryRun> runs = QueryRuns(cache, start_pos, n, group_queries, s.tree_rows);
+// One call's pass over the layers, run by each thread of the team (Team) on the
+// buffers and queues set up before the region.
+class ForwardPass {
+ public:
+  ForwardPass(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos, KVCache& cache,
+              int first, const ForwardBuffers& b, std::vector<QueryRun> runs)
+      : rt_(rt), model_(model), c_(model.config), tokens_(tokens), n_(int(tokens.size())), start_pos_(start_pos),
+        ctx_(start_pos + n_), first_(first), cache_(cache), b_(b), runs_(std::move(runs)) {}
+
+  // Thread t of nt (nt may fall short of the team asked for: the queues' stealing covers
+  // the products, and the other splits use nt).
+  void Team(int t, int nt) const {
+    float* x = cache_.scratch.own[t].x.data();    // [n][dim]
+    float* xb = cache_.scratch.own[t].xb.data();  // [n][dim]
+    for (int i = 0; i < n_; ++i) DequantizeRow(model_.tok_embeddings, tokens_[i], x + size_t(i) * c_.dim);
+    for (int l = 0; l < cache_.n_layers(); ++l) {
+      AttentionBlock(l, t, nt, x, xb);
+      FeedForwardBlock(l, t, x, xb);
+    }
+    Classifier(t, x, xb);
+  }
+
+ private:
+  ChunkQueue* Queues(int l) const { return &cache_.scratch.queues[4 * size_t(l)]; }
+
+  void AttentionBlock(int l, int t, int nt, float* x, float* xb) const {
+    const int dim = c_.dim, n_kv = c_.n_kv_heads;
+    const LayerWeights& L = model_.layers[l];
+    const LayerProducts P = Products(L, b_);
+    ChunkQueue* lq = Queues(l);
+    for (int i = 0; i < n_; ++i)
+      RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.attn_norm.data(), dim, c_.norm_eps);
+    MatMulsTeam(rt_.kernels, P.qkv, xb, n_, lq[0], t);
+#pragma omp barrier
+    // Causal attention, a contiguous range of KV heads per thread. The thread ropes
+    // and caches the keys/values of its KV heads and attends with their query heads,
+    // so nothing it writes here is read by another thread before the next barrier.
+    // Per head and position it walks that KV head's rows, contiguous in the head-major
+    // cache. Every score and output element is the same fixed-order reduction over t
+    // whatever the split, so the result is independent of the batch and the team.
+    const int att_parts = std::min(n_kv, nt);
+    if (t < att_parts) {
+      const int kv0 = n_kv * t / att_parts, kv1 = n_kv * (t + 1) / att_parts;
+      if (cache_.type() == KvType::F16) Attend<uint16_t>(l, kv0, kv1);
+      else Attend<float>(l, kv0, kv1);
+    }
+#pragma omp barrier
+    MatMulsTeam(rt_.kernels, P.wo, b_.att_out, n_, lq[1], t);
+#pragma omp barrier
+    for (size_t e = 0; e < size_t(n_) * dim; ++e) x[e] += b_.ob[e];
+  }
+
+  // SwiGLU feed-forward block.
+  void FeedForwardBlock(int l, int t, float* x, float* xb) const {
+    const int dim = c_.dim;
+    const LayerWeights& L = model_.layers[l];
+    const LayerProducts P = Products(L, b_);
+    ChunkQueue* lq = Queues(l);
+    for (int i = 0; i < n_; ++i)
+      RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c_.norm_eps);
+    // Gate and up of the same rows in one chunk, SwiGLU on them at once: no barrier
+    // between the products and the activation.
+    MatMulsZippedTeam(rt_.kernels, P.gate_up, xb, n_, lq[2], t, swiglu_);
+#pragma omp barrier
+    MatMulsTeam(rt_.kernels, P.w2, b_.hb, n_, lq[3], t);
+#pragma omp barrier
+    for (size_t e = 0; e < size_t(n_) * dim; ++e) x[e] += b_.ob[e];
+  }
+
+  // Classifier over the requested positions only (prefill needs just the last).
+  void Classifier(int t, const float* x, float* xb) const {
+    const int dim = c_.dim, n_layers = cache_.n_layers();
+    for (int i = first_; i < n_; ++i)
+      RmsNorm(xb + size_t(i - first_) * dim, x + size_t(i) * dim, model_.final_norm.data(), dim, c_.norm_eps);
+    const MatMulTarget classifier[] = {{&model_.output, b_.logits}};
+    MatMulsTeam(rt_.kernels, classifier, xb, n_ - first_, cache_.scratch.queues[4 * size_t(n_layers)], t);
+  }
+
+  // hb = SwiGLU(gate, up) over rows [r0, r1) of every position.
+  void Swiglu(int r0, int r1) const {
+    const int hidden = c_.hidden_dim;
+    for (int i = 0; i < n_; ++i) {
+      float* g = b_.hb + size_t(i) * hidden;
+      const float* u = b_.hb2 + size_t(i) * hidden;
+#pragma omp simd
+      for (int r = r0; r < r1; ++r) g[r] = SwiGlu(g[r], u[r]);
+    }
+  }
+
   // Attention of layer l for KV heads [kv0, kv1) over a cache of element type E: rope
   // their queries and keys, store the keys and values (rounded to E) at start_pos..,
   // attend with their query heads.
-  auto attend = [&]<class E>(int l, int kv0, int kv1) {
-    const LayerWeights& L = model.layers[l];
-    for (int i = 0; i < n; ++i) {
-      const float* cs = &rope_cos[size_t(i) * hd / 2];
-      const float* sn = &rope_sin[size_t(i) * hd / 2];
+  template <class E>
+  void Attend(int l, int kv0, int kv1) const {
+    const LayerWeights& L = model_.layers[l];
+    const int hd = c_.head_dim(), q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), group = c_.n_heads / c_.n_kv_heads;
+    float *q = b_.q, *k = b_.k, *v = b_.v;
+    for (int i = 0; i < n_; ++i) {
+      const float* cs = &b_.rope_cos[size_t(i) * hd / 2];
+      const float* sn = &b_.rope_sin[size_t(i) * hd / 2];
       // This thread's heads: q heads [h0, h1), kv heads [kv0, kv1).
       const int h0 = kv0 * group, h1 = kv1 * group;
       float* qi = q + size_t(i) * q_dim;   // [q_dim]
@@ -349,108 +424,109 @@ std::span<const float> Forward(const Model& model, std::span<const int> tokens, 
       if (!L.bk.empty())
         for (int e = kv0 * hd; e < kv1 * hd; ++e) ki[e] += L.bk[e], vi[e] += L.bv[e];
       if (!L.q_norm.empty()) {  // qwen3: each head normed before RoPE
-        for (int h = h0; h < h1; ++h) RmsNorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c.norm_eps);
-        for (int kh = kv0; kh < kv1; ++kh) RmsNorm(ki + kh * hd, ki + kh * hd, L.k_norm.data(), hd, c.norm_eps);
+        for (int h = h0; h < h1; ++h) RmsNorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c_.norm_eps);
+        for (int kh = kv0; kh < kv1; ++kh) RmsNorm(ki + kh * hd, ki + kh * hd, L.k_norm.data(), hd, c_.norm_eps);
       }
       Rope(q + size_t(i) * q_dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
       Rope(k + size_t(i) * kv_dim + kv0 * hd, kv1 - kv0, hd, cs, sn);
       for (int kh = kv0; kh < kv1; ++kh) {
-        StoreRow(k + size_t(i) * kv_dim + kh * hd, hd, cache.K<E>(l, kh, start_pos + i));
-        StoreRow(v + size_t(i) * kv_dim + kh * hd, hd, cache.V<E>(l, kh, start_pos + i));
+        StoreRow(k + size_t(i) * kv_dim + kh * hd, hd, cache_.K<E>(l, kh, start_pos_ + i));
+        StoreRow(v + size_t(i) * kv_dim + kh * hd, hd, cache_.V<E>(l, kh, start_pos_ + i));
       }
     }
-    for (int h = kv0 * group; h < kv1 * group; ++h) {
-      const E* kc = cache.K<E>(l, h / group, 0);  // [ctx][hd]
-      const E* vc = cache.V<E>(l, h / group, 0);  // [ctx][hd]
-      auto qh = [&](int i) { return q + size_t(i) * q_dim + h * hd; };                // [hd]
-      auto sh = [&](int i) { return scores + (size_t(i) * n_heads + h) * ctx; };     // [ctx]
-      auto oh = [&](int i) { return att_out + size_t(i) * q_dim + h * hd; };          // [hd]
-      // Query i sees positions [0, start_pos + i] (a tree node: the sequence before the
-      // tree and its ancestors); a run of consecutive queries shares every key and value
-      // row it reads.
-      auto groups = [&]<int HD>() {
-        constexpr int G = kGroupQueries<HD>;
-        for (const QueryRun& r : runs) {
-          const float* qs[G];
-          float *ss[G], *os[G];
-          for (int g = 0; g < r.c; ++g) qs[g] = qh(r.i0 + g), ss[g] = sh(r.i0 + g), os[g] = oh(r.i0 + g);
-          AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os);
-        }
-      };
-      if (hd == 16) groups.template operator()<16>();
-      else if (hd == 32) groups.template operator()<32>();
-      else if (hd == 64) groups.template operator()<64>();
-      else if (hd == 128) groups.template operator()<128>();
-      else
-        for (const QueryRun& r : runs)
-          AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
-    }
-  };
-  // t of nt threads (nt may fall short of `threads`: the queues' stealing covers
-  // the products, and the other splits below use nt).
-  // hb = SwiGLU(gate, up) over rows [r0, r1) of every position.
-  const std::function<void(int, int)> swiglu = [&](int r0, int r1) {
-    for (int i = 0; i < n; ++i) {
-      float* g = hb + size_t(i) * hidden;
-      const float* u = hb2 + size_t(i) * hidden;
-#pragma omp simd
-      for (int r = r0; r < r1; ++r) g[r] = SwiGlu(g[r], u[r]);
-    }
-  };
-  auto team = [&](int t, int nt) {
-    const int att_parts = std::min(n_kv, nt);
-    float* x = s.own[t].x.data();    // [n][dim]
-    float* xb = s.own[t].xb.data();  // [n][dim]
-    for (int i = 0; i < n; ++i) DequantizeRow(model.tok_embeddings, tokens[i], x + size_t(i) * dim);
-    for (int l = 0; l < n_layers; ++l) {
-      const LayerWeights& L = model.layers[l];
-      const LayerProducts P = products(L);
-      ChunkQueue* lq = &s.queues[4 * size_t(l)];
-      // Attention block.
-      for (int i = 0; i < n; ++i)
-        RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.attn_norm.data(), dim, c.norm_eps);
-      MatMulsTeam(P.qkv, xb, n, lq[0], t);
-#pragma omp barrier
-      // Causal attention, a contiguous range of KV heads per thread. The thread ropes
-      // and caches the keys/values of its KV heads and attends with their query heads,
-      // so nothing it writes here is read by another thread before the next barrier.
-      // Per head and position it walks that KV head's rows, contiguous in the head-major
-      // cache. Every score and output element is the same fixed-order reduction over t
-      // whatever the split, so the result is independent of the batch and the team.
-      if (t < att_parts) {
-        const int kv0 = n_kv * t / att_parts, kv1 = n_kv * (t + 1) / att_parts;
-        if (cache.type() == KvType::F16) attend.template operator()<uint16_t>(l, kv0, kv1);
-        else attend.template operator()<float>(l, kv0, kv1);
-      }
-#pragma omp barrier
-      MatMulsTeam(P.wo, att_out, n, lq[1], t);
-#pragma omp barrier
-      for (size_t e = 0; e < size_t(n) * dim; ++e) x[e] += ob[e];
+    for (int h = kv0 * group; h < kv1 * group; ++h) AttendQueryHead<E>(l, h);
+  }
 
-      // SwiGLU feed-forward block.
-      for (int i = 0; i < n; ++i)
-        RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c.norm_eps);
-      // Gate and up of the same rows in one chunk, SwiGLU on them at once: no barrier
-      // between the products and the activation.
-      MatMulsZippedTeam(P.gate_up, xb, n, lq[2], t, swiglu);
-#pragma omp barrier
-      MatMulsTeam(P.w2, hb, n, lq[3], t);
-#pragma omp barrier
-      for (size_t e = 0; e < size_t(n) * dim; ++e) x[e] += ob[e];
-    }
-    // Classifier over the requested positions only (prefill needs just the last).
-    for (int i = first; i < n; ++i)
-      RmsNorm(xb + size_t(i - first) * dim, x + size_t(i) * dim, model.final_norm.data(), dim, c.norm_eps);
-    MatMulsTeam(classifier, xb, m, s.queues[4 * size_t(n_layers)], t);
-  };
+  // Query head h of layer l at every position. Query i sees positions [0, start_pos + i]
+  // (a tree node: the sequence before the tree and its ancestors); a run of consecutive
+  // queries shares every key and value row it reads.
+  template <class E>
+  void AttendQueryHead(int l, int h) const {
+    const int hd = c_.head_dim(), q_dim = c_.q_dim(), n_heads = c_.n_heads, group = c_.n_heads / c_.n_kv_heads;
+    const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const E* kc = cache_.K<E>(l, h / group, 0);  // [ctx][hd]
+    const E* vc = cache_.V<E>(l, h / group, 0);  // [ctx][hd]
+    auto qh = [&](int i) { return b_.q + size_t(i) * q_dim + h * hd; };                  // [hd]
+    auto sh = [&](int i) { return b_.scores + (size_t(i) * n_heads + h) * ctx_; };      // [ctx]
+    auto oh = [&](int i) { return b_.att_out + size_t(i) * q_dim + h * hd; };            // [hd]
+    auto groups = [&]<int HD>() {
+      constexpr int G = kGroupQueries<HD>;
+      for (const QueryRun& r : runs_) {
+        const float* qs[G];
+        float *ss[G], *os[G];
+        for (int g = 0; g < r.c; ++g) qs[g] = qh(r.i0 + g), ss[g] = sh(r.i0 + g), os[g] = oh(r.i0 + g);
+        AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os);
+      }
+    };
+    if (hd == 16) groups.template operator()<16>();
+    else if (hd == 32) groups.template operator()<32>();
+    else if (hd == 64) groups.template operator()<64>();
+    else if (hd == 128) groups.template operator()<128>();
+    else
+      for (const QueryRun& r : runs_)
+        AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
+  }
+
+  const Runtime& rt_;
+  const Model& model_;
+  const ModelConfig& c_;
+  std::span<const int> tokens_;
+  const int n_, start_pos_, ctx_, first_;
+  KVCache& cache_;
+  const ForwardBuffers b_;
+  const std::vector<QueryRun> runs_;
+  const std::function<void(int, int)> swiglu_ = [this](int r0, int r1) { Swiglu(r0, r1); };
+};
+
+}  // namespace
+
+// A team pays for itself only when each of a layer's 5 barrier intervals holds enough
+// work: the multiply-adds of one layer for n positions (its products, plus attention's
+// scores and weighted values over the context) against kTeamLayerMacs
+// (docs/measurements.md, "Per-call overhead and thread waiting", has the measurement).
+// Tiny models decode several times faster on one thread than through the team's
+// barriers and wake-ups.
+int ForwardTeamSize(const Runtime& rt, const Model& model, int n, int start_pos) {
+  const int max_threads = rt.threads;
+  if (max_threads <= 1 || rt.team == TeamPolicy::kSerial) return 1;
+  if (rt.team == TeamPolicy::kFull) return max_threads;
+  const LayerWeights& L = model.layers[0];
+  double elems = 0;  // multiply-adds per position of the layer's products
+  for (const QMatrix* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) elems += double(W->rows) * W->cols;
+  const double attention = 2.0 * n * (start_pos + n) * model.config.dim;
+  return double(n) * elems + attention >= kTeamLayerMacs ? max_threads : 1;
+}
+
+// One OpenMP region per call. Every thread walks all layers: the products split their
+// row chunks over the team (MatMulsTeam), attention splits by KV head, SwiGLU follows
+// each chunk of gate and up rows (MatMulsZippedTeam); each is followed by a barrier,
+// which costs a third of the fork/join it replaces (5 per layer; docs/measurements.md,
+// "Per-call overhead and thread waiting"). The small per-position steps between (norms,
+// residual adds, activation quantization) every thread computes for itself into its own
+// buffers (Scratch::Own) with the same code on the same inputs, so the copies are equal
+// and nobody waits for a single thread to do them.
+std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos,
+                               KVCache& cache, bool all_logits, std::span<const int> parents) {
+  PrepareCache(model, tokens, start_pos, cache, parents);
+  const ModelConfig& c = model.config;
+  const int n = static_cast<int>(tokens.size()), hd = c.head_dim();
+  const int threads = ForwardTeamSize(rt, model, n, start_pos);
+  const int first = all_logits ? 0 : n - 1, m = n - first;  // positions that get logits
+  const ForwardBuffers b = GrowBuffers(cache.scratch, c, n, start_pos + n, m, threads);
+  RopeTables(c, cache, start_pos, n, b.rope_cos, b.rope_sin);
+  ResetQueues(rt.kernels, model, cache.n_layers(), b, cache.scratch, threads);
+  const int group_queries = hd == 16 ? kGroupQueries<16> : hd == 32 ? kGroupQueries<32>
+                          : hd == 64 ? kGroupQueries<64> : hd == 128 ? kGroupQueries<128> : 1;
+  const ForwardPass pass(rt, model, tokens, start_pos, cache, first, b,
+                         QueryRuns(cache, start_pos, n, group_queries, cache.scratch.tree_rows));
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
-    team(omp_get_thread_num(), omp_get_num_threads());
+    pass.Team(omp_get_thread_num(), omp_get_num_threads());
   } else {
-    team(0, 1);  // no OpenMP region at all; the barriers above are then no-ops
+    pass.Team(0, 1);  // no OpenMP region at all; the barriers above are then no-ops
   }
   cache.SetLength(start_pos + n);
-  return {logits, size_t(m) * c.vocab_size};
+  return {b.logits, size_t(m) * c.vocab_size};
 }
 
 }  // namespace specsweep

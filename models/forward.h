@@ -4,11 +4,13 @@
 
 #include "models/kv_cache.h"
 #include "models/model.h"
+#include "quant/runtime.h"
 
 namespace specsweep {
 
 // Runs tokens[n] at positions start_pos .. start_pos+n-1 through the first
-// cache.n_layers() blocks, appending their keys/values to the cache.
+// cache.n_layers() blocks, appending their keys/values to the cache, on rt's threads
+// (ForwardTeamSize) and kernels.
 // Requires cache.length() == start_pos (Truncate first to roll back).
 // Returns logits [n][vocab] (all_logits) or [1][vocab] for the last position only,
 // in cache-owned scratch valid until the next call on that cache.
@@ -20,26 +22,13 @@ namespace specsweep {
 // (KVCache::AddTreeNodes). Its logits are bit-identical to those of its path run as a
 // sequence. A cache holding a tree takes only tree calls (parents empty: a chain
 // continuing the last node) until KeepPath or Truncate makes it a sequence again.
-std::span<const float> Forward(const Model& model, std::span<const int> tokens, int start_pos,
+std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos,
                                KVCache& cache, bool all_logits = true, std::span<const int> parents = {});
 
-// Sets the OpenMP thread count used by Forward and MatMul (<= 0: all cores).
-// n = 0: all cores; n outside [0, MaxThreads()] is an Error.
-void SetNumThreads(int n);
-int MaxThreads();
-int NumThreads();
-
-// How Forward sizes its thread team. kAuto: NumThreads() when a layer's work for the
-// call is at least kTeamLayerMacs multiply-adds, else one thread (no OpenMP region);
-// kSerial / kFull: always one / NumThreads() (tests and bench-forward's comparisons).
-// The team size never changes a result, only the time.
-enum class TeamPolicy { kAuto, kSerial, kFull };
-void SetTeamPolicy(TeamPolicy p);
-TeamPolicy GetTeamPolicy();
 // Multiply-adds of one layer per call (n x the layer's product sizes + attention)
-// from which a team is used under kAuto.
+// from which a team is used under TeamPolicy::kAuto (quant/runtime.h).
 inline constexpr double kTeamLayerMacs = 4e6;
-// Threads Forward uses for n positions after start_pos under the current policy.
-int ForwardTeamSize(const Model& model, int n, int start_pos);
+// Threads Forward uses for n positions after start_pos under rt's policy, at most rt.threads.
+int ForwardTeamSize(const Runtime& rt, const Model& model, int n, int start_pos);
 
 }  // namespace specsweep

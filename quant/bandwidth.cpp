@@ -104,8 +104,8 @@ double MeasureReadBandwidthGBs() {
   return best;
 }
 
-double MeasureFmaPeakGmacs() {
-  const FmaProbeFn probe = ActiveKernels().fma_probe;
+double MeasureFmaPeakGmacs(const KernelFamily& k) {
+  const FmaProbeFn probe = k.fma_probe;
   constexpr long kSteps = 1 << 20;  // ~20 ms per pass at 16-lane widths
   return MedianPass(7, [&] {
     double macs = 0;

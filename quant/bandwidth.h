@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 
+#include "quant/kernels.h"
 #include "quant/qmatrix.h"
 
 namespace specsweep {
@@ -28,8 +29,9 @@ double MeasureReadBandwidthGBs();
 // 4 = none (the hardware prefetchers alone). Exposed for the microbenchmark.
 double ReadPassGBs(const void* buf, size_t bytes, int pattern);
 
-// Runs the active kernel family's FmaProbe on all OpenMP threads at once and returns the
-// median of several passes in GMAC/s (1e9 multiply-adds/s, all threads). Takes ~0.2 s.
-double MeasureFmaPeakGmacs();
+// Runs family k's FmaProbe (a runtime's kernels.base) on all OpenMP threads at once and
+// returns the median of several passes in GMAC/s (1e9 multiply-adds/s, all threads).
+// Takes ~0.2 s.
+double MeasureFmaPeakGmacs(const KernelFamily& k);
 
 }  // namespace specsweep

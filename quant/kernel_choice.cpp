@@ -1,33 +1,21 @@
 #include "quant/kernel_choice.h"
 
 #include <cpuid.h>
-#include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <random>
-#include <string_view>
 
 #include <fmt/format.h>
 
-#include "base/build_info.h"
-#include "base/error.h"
 #include "quant/qmatrix.h"
 
 namespace specsweep {
 namespace {
 
 using json = nlohmann::json;
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 // A `rows` x `cols` matrix of `type` whose rows repeat a 16-row sample of
 // random weights: quantizing 4 MB into K-quants would take longer than timing it.
@@ -56,12 +44,6 @@ double ThreadSeconds() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 }  // namespace
 
 KernelChoice UniformChoice(const KernelFamily& k, std::string source) {
@@ -70,6 +52,22 @@ KernelChoice UniformChoice(const KernelFamily& k, std::string source) {
   c.per_type.fill(&k);
   c.source = std::move(source);
   return c;
+}
+
+KernelChoice DefaultKernels() {
+  const std::vector<const KernelFamily*> candidates = CandidateFamilies();
+  KernelChoice c = UniformChoice(candidates.empty() ? ScalarKernels() : *candidates[0], "default");
+  c.prefetch_source = "default";
+  return c;
+}
+
+bool ForceKernelIsa(KernelChoice& c, const char* isa) {
+  const KernelFamily* k = FindKernelFamily(isa);
+  if (!k) return false;
+  KernelChoice f = UniformChoice(*k, "forced");
+  f.prefetch = c.prefetch, f.prefetch_source = c.prefetch_source;  // the family alone changes
+  c = std::move(f);
+  return true;
 }
 
 std::vector<const KernelFamily*> CandidateFamilies() {
@@ -89,15 +87,10 @@ std::vector<QType> CalibratedTypes() {
 
 namespace {
 
-// Decode (n = 1) streams the weights from memory: a matrix twice a 32 MB L3. Verify
-// (n = 8) is bound by the kernels' arithmetic: 4 MB (beyond L2) keeps its passes short.
-// The regimes disagree: on Zen 4 the avx512 Q4_K kernel was 1.2x faster than avx2's
-// from L3 and 1.15x slower from memory (its prefetch pacing, since fixed).
-// Decode runs on the whole team (omp_get_max_threads), as the forward pass does: on
-// Zen 4 two threads sharing the memory ranked Q4_K's families the other way round from
-// one thread alone (bench-forward Q4_K T(1), avx2 / avx512: 0.83 with two threads,
-// while one thread from memory gave 1.06). Its wall time is taken, the minimum over
-// rounds; verify's single thread counts its CPU time only.
+// Decode (n = 1) streams the weights from memory: a matrix twice a 32 MB L3, on the
+// whole team as the forward pass runs it, its wall time. Verify (n = 8) is bound by the
+// kernels' arithmetic: 4 MB (beyond L2) keeps its passes short, one thread, its CPU time.
+// Why both regimes and the team: docs/measurements.md, "Kernel choice".
 struct CalibrationRun {
   int n;
   size_t bytes;
@@ -136,8 +129,7 @@ int CalibrationRows(QType t, const CalibrationRun& run) {
 
 }  // namespace
 
-json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int rounds) {
-  const int team = omp_get_max_threads();
+json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int team, int rounds) {
   json out = json::object();
   for (QType t : CalibratedTypes()) {
     std::vector<double> log_sum(candidates.size(), 0.0);  // [candidate] sum over runs of log(best seconds)
@@ -201,106 +193,6 @@ std::string CpuIdentity() {
   const unsigned family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
   const unsigned model = base_family == 0x6 || base_family == 0xF ? base_model | (((a >> 16) & 0xF) << 4) : base_model;
   return fmt::format("{} (family {} model {} stepping {})", brand.empty() ? "unknown CPU" : brand, family, model, a & 0xF);
-}
-
-// The git revision is the one at configure time: a rebuild from an edited tree keeps it,
-// so the executable's size and modification time stand for the code itself.
-std::string BuildIdentity() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto size = ec ? 0 : std::filesystem::file_size(exe, ec);
-  const auto mtime = ec ? 0 : std::filesystem::last_write_time(exe, ec).time_since_epoch().count();
-  return fmt::format("{} {}, executable of {} bytes modified at {}", *GitRev() ? GitRev() : "unknown revision",
-                     CompilerId(), ec ? 0 : size, ec ? 0 : mtime);
-}
-
-std::filesystem::path KernelCachePath() {
-  std::filesystem::path dir;
-  if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) dir = xdg;
-  else if (const std::string home = Env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache";
-  else return {};
-  return dir / "specsweep" / fmt::format("kernels-{:016x}.json", Fnv1a(CpuIdentity() + "\n" + BuildIdentity()));
-}
-
-namespace {
-
-// The cache file's contents when it belongs to this CPU, build and thread count, else null.
-json ReadCache(const std::filesystem::path& path) {
-  if (path.empty()) return nullptr;
-  std::ifstream f(path);
-  json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
-  if (cached.is_object() && cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
-      cached.value("threads", 0) == omp_get_max_threads())
-    return cached;
-  return nullptr;
-}
-
-// Best effort (without a cache the next process measures again); true when written.
-bool WriteCache(const std::filesystem::path& path, const json& j) {
-  if (path.empty()) return false;
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const std::filesystem::path tmp = path.string() + fmt::format(".{}.part", ::getpid());
-  bool ok = false;
-  if (std::ofstream out(tmp); out << j.dump(2) << '\n') {
-    out.close();
-    std::filesystem::rename(tmp, path, ec);
-    ok = !ec;
-  }
-  std::filesystem::remove(tmp, ec);
-  return ok;
-}
-
-}  // namespace
-
-KernelChoice DefaultKernelChoice() {
-  const std::string isa = Env("SPECSWEEP_KERNEL_ISA"), prefetch = Env("SPECSWEEP_PREFETCH"),
-                    mode = Env("SPECSWEEP_KERNEL_CALIBRATION");
-  const KernelFamily* forced = nullptr;
-  if (!isa.empty() && !(forced = FindKernelFamily(isa.c_str())))
-    Fail("SPECSWEEP_KERNEL_ISA: '{}' is not a kernel family this CPU supports (scalar, avx2, avx2vnni, avx512)", isa);
-  if (!prefetch.empty() && prefetch != "window" && prefetch != "lead")
-    Fail("SPECSWEEP_PREFETCH: '{}' (expected window or lead)", prefetch);
-  if (!mode.empty() && mode != "off" && mode != "redo" && mode != "on")
-    Fail("SPECSWEEP_KERNEL_CALIBRATION: '{}' (expected on, off or redo)", mode);
-  const std::vector<const KernelFamily*> candidates = CandidateFamilies();
-  KernelChoice c = forced ? UniformChoice(*forced, "forced")
-                          : UniformChoice(candidates.empty() ? ScalarKernels() : *candidates[0], "default");
-  if (!prefetch.empty()) {
-    c.prefetch = prefetch == "lead" ? PrefetchPattern::kLead : PrefetchPattern::kWindow;
-    c.prefetch_source = "forced";
-  } else if (mode == "off" || candidates.empty()) {
-    c.prefetch_source = "default";
-  } else {
-    c.prefetch = PrefetchRule(CpuIdentity());
-    c.prefetch_source = "rule for this CPU's vendor";
-  }
-  const bool choose_families = !forced && candidates.size() > 1 && mode != "off";
-  if (!choose_families) return c;
-
-  const std::filesystem::path path = KernelCachePath();
-  json cache = mode == "redo" ? json(nullptr) : ReadCache(path);
-  if (!cache.is_object()) cache = {{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"threads", omp_get_max_threads()}};
-  // The families are timed under the pattern they will run with; timings cached under
-  // another pattern (SPECSWEEP_PREFETCH) are measured again.
-  const std::string pattern = PrefetchPatternName(c.prefetch);
-  const bool measure = !cache.contains("timings") || !cache.contains("prefetch") || cache["prefetch"] != pattern;
-  if (measure) {
-    const PrefetchPattern before = ActivePrefetchPattern();
-    SetPrefetchPattern(c.prefetch);
-    cache["timings"] = CalibrateKernels(candidates);
-    cache["prefetch"] = pattern;
-    SetPrefetchPattern(before);
-  }
-  const KernelChoice f = ChooseKernels(cache["timings"], candidates);
-  c.base = f.base, c.per_type = f.per_type;
-  if (!measure) {
-    c.source = "cached in " + path.string();
-    return c;
-  }
-  for (QType t : CalibratedTypes()) cache["chosen"][std::string(QTypeName(t))] = c.per_type[int(t)]->name;
-  c.source = WriteCache(path, cache) ? "calibrated now, cached in " + path.string() : "calibrated now";
-  return c;
 }
 
 std::string DescribeChoice(const KernelChoice& c) {

@@ -111,9 +111,6 @@ const KernelFamily& Avx2VnniKernels();  // avx2 with AVX-VNNI packed integer ker
 const KernelFamily& Avx512Kernels();
 // The family by name if compiled in and supported by this CPU, else nullptr.
 const KernelFamily* FindKernelFamily(const char* isa);
-// The family MatMul currently uses for activations (each weight format may run on
-// another family: quant/kernel_choice.h).
-const KernelFamily& ActiveKernels();
 // Family k's kernel for W in its current layout, and m in the layout k runs fastest.
 RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W);
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m);

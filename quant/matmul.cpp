@@ -58,13 +58,10 @@ bool CpuHas(const char* isa) {
   return false;
 }
 
-KernelChoice& Active() {
-  static KernelChoice active = [] {
-    KernelChoice c = DefaultKernelChoice();
-    SetPrefetchPattern(c.prefetch);
-    return c;
-  }();
-  return active;
+// The kernels loaders pack for (SetLoadLayoutKernels): a layout, never what runs.
+KernelChoice& LoadLayout() {
+  static KernelChoice layout = DefaultKernels();
+  return layout;
 }
 
 }  // namespace
@@ -122,12 +119,9 @@ const KernelFamily* FindKernelFamily(const char* isa) {
   return nullptr;
 }
 
-const KernelFamily& ActiveKernels() { return *Active().base; }
-const KernelChoice& ActiveKernelChoice() { return Active(); }
-
-void MatMul(const QMatrix& W, const float* X, int n, float* Y) {
+void MatMul(const Runtime& rt, const QMatrix& W, const float* X, int n, float* Y) {
   const MatMulTarget t[] = {{&W, Y}};
-  MatMuls(t, X, n);
+  MatMuls(rt, t, X, n);
 }
 
 namespace {
@@ -164,9 +158,9 @@ void Validate(std::span<const MatMulTarget> targets) {
 
 }  // namespace
 
-int MatMulChunks(std::span<const MatMulTarget> targets) {
+int MatMulChunks(const KernelChoice& kernels, std::span<const MatMulTarget> targets) {
   Validate(targets);
-  return Plan(targets, Active()).first[targets.size()];
+  return Plan(targets, kernels).first[targets.size()];
 }
 
 namespace {
@@ -217,8 +211,9 @@ void RunTargets(const KernelChoice& choice, std::span<const MatMulTarget> target
 
 }  // namespace
 
-void MatMulsTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread) {
-  RunTargets(Active(), targets, X, n, queue, thread);
+void MatMulsTeam(const KernelChoice& kernels, std::span<const MatMulTarget> targets, const float* X, int n,
+                 ChunkQueue& queue, int thread) {
+  RunTargets(kernels, targets, X, n, queue, thread);
 }
 
 int MatMulZippedChunks(std::span<const MatMulTarget> targets) {
@@ -229,9 +224,9 @@ int MatMulZippedChunks(std::span<const MatMulTarget> targets) {
   return (targets[0].W->rows + kRowChunk - 1) / kRowChunk;
 }
 
-void MatMulsZippedTeam(std::span<const MatMulTarget> targets, const float* X, int n, ChunkQueue& queue, int thread,
-                       const std::function<void(int, int)>& epilogue) {
-  RunTargets(Active(), targets, X, n, queue, thread, &epilogue);
+void MatMulsZippedTeam(const KernelChoice& kernels, std::span<const MatMulTarget> targets, const float* X, int n,
+                       ChunkQueue& queue, int thread, const std::function<void(int, int)>& epilogue) {
+  RunTargets(kernels, targets, X, n, queue, thread, &epilogue);
 }
 
 void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, float* Y, int threads) {
@@ -256,19 +251,23 @@ RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
 
 bool WorthSplitting(size_t weight_bytes) { return weight_bytes >= kParallelBytes; }
 
-void MatMuls(std::span<const MatMulTarget> targets, const float* X, int n) {
+void MatMuls(const Runtime& rt, std::span<const MatMulTarget> targets, const float* X, int n) {
   if (n <= 0 || targets.empty()) return;
   Validate(targets);
-  const Plan plan(targets, Active());
+  const Plan plan(targets, rt.kernels);
   const int chunks = plan.first[targets.size()];
-  const int threads = WorthSplitting(plan.bytes) ? std::min(omp_get_max_threads(), chunks) : 1;
+  const int threads = WorthSplitting(plan.bytes) ? std::min(rt.threads, chunks) : 1;
   ChunkQueue queue(chunks, threads);
-  if (threads <= 1) return MatMulsTeam(targets, X, n, queue, 0);  // no OpenMP region at all
+  if (threads <= 1) return MatMulsTeam(rt.kernels, targets, X, n, queue, 0);  // no OpenMP region at all
 #pragma omp parallel num_threads(threads)
-  MatMulsTeam(targets, X, n, queue, omp_get_thread_num());
+  MatMulsTeam(rt.kernels, targets, X, n, queue, omp_get_thread_num());
 }
 
-QMatrix PackForKernels(const QMatrix& m) { return PackFor(*Active().per_type[static_cast<int>(m.type)], m); }
+QMatrix PackForKernels(const KernelChoice& kernels, const QMatrix& m) {
+  return PackFor(*kernels.per_type[static_cast<int>(m.type)], m);
+}
+QMatrix PackForKernels(const QMatrix& m) { return PackForKernels(LoadLayout(), m); }
+void SetLoadLayoutKernels(const KernelChoice& kernels) { LoadLayout() = kernels; }
 
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
   // Every family runs the other 32-value types packed (the scalar reference included).
@@ -276,27 +275,11 @@ QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
   return has ? packed::Pack(m) : m;
 }
 
-const char* ActiveKernelIsa() { return ActiveKernels().name; }
-
 std::vector<std::string> RunnableKernelIsas() {
   std::vector<std::string> out;
   for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
     if (FindKernelFamily(isa)) out.push_back(isa);
   return out;
-}
-
-bool ForceKernelIsa(const char* isa) {
-  const KernelFamily* k = FindKernelFamily(isa);
-  if (!k) return false;
-  KernelChoice c = UniformChoice(*k, "forced");
-  c.prefetch = Active().prefetch, c.prefetch_source = Active().prefetch_source;  // the family alone changes
-  Active() = c;
-  return true;
-}
-
-void SetKernelChoice(const KernelChoice& c) {
-  Active() = c;
-  SetPrefetchPattern(c.prefetch);
 }
 
 }  // namespace specsweep

@@ -83,7 +83,7 @@ inline void ExpectGreedyIdsMatch(const std::string& gguf, const nlohmann::json& 
   int pos = 0, first_tie = -1;
   float max_gap = 0, spread = 0;
   for (size_t k = 0; k < want.size(); ++k) {
-    auto logits = Forward(*lm.model, step, pos, cache, false);
+    auto logits = Forward(testing::Serial(), *lm.model, step, pos, cache, false);
     pos += int(step.size());
     const int top = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const float gap = logits[top] - logits[want[k]];
@@ -98,7 +98,7 @@ inline void ExpectGreedyIdsMatch(const std::string& gguf, const nlohmann::json& 
   step = prompt;
   pos = 0;
   for (size_t k = 0; k < want.size(); ++k) {
-    auto logits = Forward(*lm.model, step, pos, free_cache, false);
+    auto logits = Forward(testing::Serial(), *lm.model, step, pos, free_cache, false);
     pos += int(step.size());
     got.push_back(int(std::max_element(logits.begin(), logits.end()) - logits.begin()));
     step = {got.back()};

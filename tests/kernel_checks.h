@@ -60,24 +60,22 @@ inline void ExpectNearFloatProduct(const QMatrix& W, const std::vector<float>& X
 }
 
 // MatMul under every kernel family this CPU has (forced), 1 and 2 threads, n = 1..max_n:
-// the first n rows of `want` ([max_n][W.rows]) bit for bit. Restores the family and threads.
+// the first n rows of `want` ([max_n][W.rows]) bit for bit.
 inline void ExpectEveryFamilyBitIdentical(const QMatrix& W, const std::vector<float>& X, int max_n,
                                           const std::vector<float>& want, const std::string& label) {
-  const char* before = ActiveKernelIsa();
   for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
-    if (!ForceKernelIsa(isa)) continue;
+    Runtime rt;
+    if (!ForceKernelIsa(rt.kernels, isa)) continue;
     for (int threads : {1, 2}) {
-      SetNumThreads(threads);
+      rt.threads = threads;
       for (int n = 1; n <= max_n; ++n) {
         std::vector<float> y(size_t(n) * W.rows);
-        MatMul(W, X.data(), n, y.data());
+        MatMul(rt, W, X.data(), n, y.data());
         EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
             << label << " " << isa << " threads " << threads << " n " << n;
       }
     }
   }
-  ForceKernelIsa(before);
-  SetNumThreads(0);
 }
 
 }  // namespace specsweep::testing_kernels

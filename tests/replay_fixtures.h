@@ -12,11 +12,6 @@
 
 namespace specsweep::testing {
 
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }
-};
-inline const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
 inline LoadedModel Tiny() {
   return LoadedModel{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 1)), nullptr};
 }

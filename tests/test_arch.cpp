@@ -36,10 +36,8 @@ using testing::ExpectError;
 const std::vector<int> kTokens = {1, 5, 9, 17, 33, 65, 7, 100, 3, 64, 12, 90};
 
 std::vector<float> Logits(const Model& m, int threads = 1) {
-  SetNumThreads(threads);
   KVCache cache(m.config);
-  auto l = Forward(m, kTokens, 0, cache);
-  SetNumThreads(1);
+  auto l = Forward(testing::Threads(threads), m, kTokens, 0, cache);
   return {l.begin(), l.end()};
 }
 
@@ -418,8 +416,8 @@ TEST_F(ArchErrors, SlidingWindowBeyondTheContextUsed) {
   EXPECT_EQ(m.config.sliding_window, 8);
   KVCache cache(m.config);
   std::vector<int> eight(kTokens.begin(), kTokens.begin() + 8);
-  EXPECT_NO_THROW(Forward(m, eight, 0, cache));  // within the window: exact
-  ExpectError([&] { Forward(m, std::vector<int>{3}, 8, cache); }, {"sliding_window", "8"});
+  EXPECT_NO_THROW(Forward(testing::Serial(), m, eight, 0, cache));  // within the window: exact
+  ExpectError([&] { Forward(testing::Serial(), m, std::vector<int>{3}, 8, cache); }, {"sliding_window", "8"});
   c["sliding_window"] = nullptr;  // later Mistral versions: no window
   EXPECT_EQ(LoadHfSafetensors(WithConfig(c)).config.sliding_window, 0);
 }

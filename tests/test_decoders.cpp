@@ -22,13 +22,6 @@ namespace {
 
 using testing::SharedModelsDir;
 
-// These models are tiny: one thread avoids OpenMP overhead on shared cores, and the
-// engine's logits do not depend on the thread count.
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
 std::vector<std::string> Prompts() { return testing::TinyStoriesPrompts(); }
 
 LoadedModel Synthetic(const ModelConfig& c, uint64_t seed, const std::string& name) {
@@ -435,6 +428,58 @@ TEST(GenerateCli, Errors) {
                        "--decoder", "assisted", "--draft-model", "tinystories-656k", "--temp", "1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("another tokenizer"), std::string::npos) << r.err;
+}
+
+// The caller gives a decoder its drafts (DecoderEnv::drafts): a draft named by file and
+// a quantized copy come from it, and without one a named draft is an Error.
+struct CountingDrafts : DraftModels {
+  LoadedModel draft;
+  mutable int loads = 0, quantized = 0;
+  LoadedModel Load(const std::string& name) const override {
+    ++loads;
+    LoadedModel d = draft;
+    d.name = name;
+    return d;
+  }
+  std::shared_ptr<const Model> Quantized(const std::shared_ptr<const Model>& m, QType t) const override {
+    ++quantized;
+    return std::make_shared<const Model>(QuantizeModel(*m, t));
+  }
+};
+
+TEST(MakeDecoder, DraftsComeFromTheCaller) {
+  const LoadedModel target = Synthetic(TinyTestConfig(), 1, "target");
+  DecoderOptions ar;
+  ar.max_new_tokens = 8;
+  const std::vector<int> prompt = {1, 4, 9};
+  const std::vector<int> expected = MakeDecoder(target, ar)->Generate(prompt).tokens;
+  DecoderOptions o = ar;
+  o.kind = DecoderKind::Speculative;
+  o.k = 2;
+  o.draft.model = "tiny-draft";
+  testing::ExpectError([&] { MakeDecoder(target, o); }, {"'tiny-draft'", "no draft models"});
+  CountingDrafts drafts;
+  drafts.draft = Synthetic(TinyTestConfig(), 2, "");
+  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{.drafts = &drafts})->Generate(prompt).tokens, expected);
+  EXPECT_EQ(drafts.loads, 1);
+  EXPECT_EQ(drafts.quantized, 0);
+  o.draft.quant = QType::Q8_0;
+  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{.drafts = &drafts})->Generate(prompt).tokens, expected);
+  EXPECT_EQ(drafts.quantized, 1);
+}
+
+// A decoder runs on the runtime it is given: any thread count gives the same tokens.
+TEST(MakeDecoder, RuntimeChangesNoToken) {
+  const LoadedModel target = Synthetic(TinyTestConfig(), 3, "target");
+  DecoderOptions o;
+  o.kind = DecoderKind::Speculative;
+  o.k = 3;
+  o.max_new_tokens = 12;
+  o.draft.quant = QType::Q4_0;
+  const std::vector<int> prompt = {1, 7, 2};
+  const std::vector<int> one = MakeDecoder(target, o)->Generate(prompt).tokens;
+  DecoderEnv full{testing::Threads(2, TeamPolicy::kFull)};
+  EXPECT_EQ(MakeDecoder(target, o, full)->Generate(prompt).tokens, one);
 }
 
 }  // namespace

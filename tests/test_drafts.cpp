@@ -27,11 +27,6 @@ namespace {
 
 using testing::SharedModelsDir;
 
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }  // tiny models: threads only add overhead
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
 using testing::ErrorOf;
 
 // Every prompt of every prompt set: one prompt per line, except passages.txt whose

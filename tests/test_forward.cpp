@@ -194,7 +194,7 @@ TEST(Forward, MatchesNaiveReference) {
   NaiveLlama ref(m);
   KVCache cache(m.config);
   auto toks = SomeTokens(20, m.config.vocab_size);
-  auto batch = Forward(m, toks, 0, cache);
+  auto batch = Forward(testing::Serial(), m, toks, 0, cache);
   const int V = m.config.vocab_size;
   float max_err = 0, max_ref = 0;
   for (int i = 0; i < 20; ++i) {
@@ -226,7 +226,7 @@ TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
   KVCache single(m.config, 0, 0, GetParam());
   std::vector<float> one_by_one;
   for (int i = 0; i < 33; ++i) {
-    auto l = Forward(m, std::span(toks).subspan(i, 1), i, single);
+    auto l = Forward(testing::Serial(), m, std::span(toks).subspan(i, 1), i, single);
     one_by_one.insert(one_by_one.end(), l.begin(), l.end());
   }
   // Mixed batch sizes: prefill 5, then 1, 8, 3, 16.
@@ -234,7 +234,7 @@ TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
   std::vector<float> batched;
   int pos = 0;
   for (int n : {5, 1, 8, 3, 16}) {
-    auto l = Forward(m, std::span(toks).subspan(pos, n), pos, mixed);
+    auto l = Forward(testing::Serial(), m, std::span(toks).subspan(pos, n), pos, mixed);
     batched.insert(batched.end(), l.begin(), l.end());
     pos += n;
   }
@@ -243,14 +243,7 @@ TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
  }
 }
 
-// Restores the team policy a test changes.
-struct TeamGuard {
-  TeamPolicy saved = GetTeamPolicy();
-  ~TeamGuard() { SetTeamPolicy(saved); }
-};
-
 TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
-  TeamGuard guard;
   ModelConfig c = TinyTestConfig();
   c.dim = 256;
   c.hidden_dim = 512;
@@ -263,21 +256,19 @@ TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
     // Teams of 1, 2 and 3 (forced: this model is below the automatic team threshold),
     // then the automatic choice.
     for (int threads : {1, 2, 3, 0}) {
-      SetTeamPolicy(threads ? TeamPolicy::kFull : TeamPolicy::kAuto);
-      SetNumThreads(threads ? threads : 2);
+      const Runtime rt = testing::Threads(threads ? threads : 2, threads ? TeamPolicy::kFull : TeamPolicy::kAuto);
       if (threads) {
-        ASSERT_EQ(ForwardTeamSize(m, 1, 12), threads);
+        ASSERT_EQ(ForwardTeamSize(rt, m, 1, 12), threads);
       }
       KVCache cache(c, 0, 0, GetParam());
-      auto l = Forward(m, std::span(toks).first(12), 0, cache);  // prefill, then decode steps
+      auto l = Forward(rt, m, std::span(toks).first(12), 0, cache);  // prefill, then decode steps
       std::vector<float> all(l.begin(), l.end());
       for (int pos = 12; pos < 16; ++pos) {
-        l = Forward(m, std::span(toks).subspan(pos, 1), pos, cache);
+        l = Forward(rt, m, std::span(toks).subspan(pos, 1), pos, cache);
         all.insert(all.end(), l.begin(), l.end());
       }
       runs.push_back(std::move(all));
     }
-    SetNumThreads(0);
     EXPECT_EQ(runs[0], runs[1]);
     EXPECT_EQ(runs[0], runs[2]);
     EXPECT_EQ(runs[0], runs[3]);
@@ -287,28 +278,34 @@ TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
 // The automatic team: one thread for work too small to gain from a team (a tiny model's
 // decode and verify calls), every thread for a large layer or a long prefill.
 TEST(Forward, TeamSizeFollowsTheWork) {
-  TeamGuard guard;
-  SetTeamPolicy(TeamPolicy::kAuto);
-  SetNumThreads(2);
+  const Runtime two = testing::Threads(2);
   const Model tiny = MakeSyntheticModel(TinyTestConfig(), 1);
-  EXPECT_EQ(ForwardTeamSize(tiny, 1, 100), 1);
-  EXPECT_EQ(ForwardTeamSize(tiny, 16, 100), 1);
+  EXPECT_EQ(ForwardTeamSize(two, tiny, 1, 100), 1);
+  EXPECT_EQ(ForwardTeamSize(two, tiny, 16, 100), 1);
   ModelConfig c = TinyTestConfig();
   c.dim = 512;
   c.hidden_dim = 1536;  // 3.4M multiply-adds per layer and position
   c.n_heads = 8;
   c.n_kv_heads = 4;
   const Model mid = MakeSyntheticModel(c, 1);
-  EXPECT_EQ(ForwardTeamSize(mid, 1, 10), 1);
-  EXPECT_EQ(ForwardTeamSize(mid, 2, 10), 2);
-  SetTeamPolicy(TeamPolicy::kFull);
-  EXPECT_EQ(ForwardTeamSize(tiny, 1, 100), 2);
-  SetTeamPolicy(TeamPolicy::kSerial);
-  EXPECT_EQ(ForwardTeamSize(mid, 8, 10), 1);
-  SetNumThreads(1);
-  SetTeamPolicy(TeamPolicy::kFull);
-  EXPECT_EQ(ForwardTeamSize(mid, 8, 10), 1);  // --threads stays an upper bound
-  SetNumThreads(0);
+  EXPECT_EQ(ForwardTeamSize(two, mid, 1, 10), 1);
+  EXPECT_EQ(ForwardTeamSize(two, mid, 2, 10), 2);
+  EXPECT_EQ(ForwardTeamSize(testing::Threads(2, TeamPolicy::kFull), tiny, 1, 100), 2);
+  EXPECT_EQ(ForwardTeamSize(testing::Threads(2, TeamPolicy::kSerial), mid, 8, 10), 1);
+  EXPECT_EQ(ForwardTeamSize(testing::Threads(1, TeamPolicy::kFull), mid, 8, 10), 1);  // --threads stays an upper bound
+}
+
+// --threads: 0 is every core, the range is checked.
+TEST(Runtime, ResolveThreads) {
+  EXPECT_EQ(ResolveThreads(3), 3);
+  EXPECT_GE(ResolveThreads(0), 1);
+  EXPECT_EQ(ResolveThreads(MaxThreads()), MaxThreads());
+  testing::ExpectError([] { ResolveThreads(-1); }, {"threads: -1 is out of range"});
+  testing::ExpectError([] { ResolveThreads(MaxThreads() + 1); }, {"out of range"});
+  const Runtime rt;
+  EXPECT_EQ(rt.threads, 1);
+  EXPECT_EQ(rt.team, TeamPolicy::kAuto);
+  EXPECT_STREQ(rt.kernel_isa(), DefaultKernels().base->name);
 }
 
 TEST_P(ForwardKv, TruncateThenRedecodeEqualsFresh) {
@@ -317,12 +314,12 @@ TEST_P(ForwardKv, TruncateThenRedecodeEqualsFresh) {
   auto b = a;
   for (int i = 12; i < 20; ++i) b[i] = (b[i] + 5) % m.config.vocab_size;
   KVCache cache(m.config, 0, 0, GetParam());
-  Forward(m, a, 0, cache);  // decode a, then roll back past position 12 and decode b's tail
+  Forward(testing::Serial(), m, a, 0, cache);  // decode a, then roll back past position 12 and decode b's tail
   cache.Truncate(12);
-  auto l1 = Forward(m, std::span(b).subspan(12), 12, cache);
+  auto l1 = Forward(testing::Serial(), m, std::span(b).subspan(12), 12, cache);
   std::vector<float> rolled(l1.begin(), l1.end());
   KVCache fresh(m.config, 0, 0, GetParam());
-  auto l2 = Forward(m, b, 0, fresh);
+  auto l2 = Forward(testing::Serial(), m, b, 0, fresh);
   std::vector<float> tail(l2.begin() + size_t(12) * m.config.vocab_size, l2.end());
   EXPECT_EQ(rolled, tail);
 }
@@ -335,9 +332,9 @@ TEST(Forward, HalfKvCacheStaysCloseToFloatCache) {
   KVCache f32(m.config), f16(m.config, 0, 0, KvType::F16);
   EXPECT_EQ(f16.type(), KvType::F16);
   EXPECT_EQ(2 * f16.bytes_per_position(), f32.bytes_per_position());
-  auto a = Forward(m, toks, 0, f32);
+  auto a = Forward(testing::Serial(), m, toks, 0, f32);
   std::vector<float> la(a.begin(), a.end());
-  auto b = Forward(m, toks, 0, f16);
+  auto b = Forward(testing::Serial(), m, toks, 0, f16);
   std::vector<float> lb(b.begin(), b.end());
   float max_err = 0, max_abs = 0;
   for (size_t i = 0; i < la.size(); ++i) {
@@ -353,9 +350,9 @@ TEST(Forward, LastLogitsOnlyEqualsAllLogitsRow) {
   Model m = MakeSyntheticModel(TinyTestConfig(), 2);
   auto toks = SomeTokens(9, m.config.vocab_size);
   KVCache c1(m.config), c2(m.config);
-  auto all = Forward(m, toks, 0, c1, true);
+  auto all = Forward(testing::Serial(), m, toks, 0, c1, true);
   std::vector<float> last_row(all.end() - m.config.vocab_size, all.end());
-  auto last = Forward(m, toks, 0, c2, false);
+  auto last = Forward(testing::Serial(), m, toks, 0, c2, false);
   EXPECT_EQ(std::vector<float>(last.begin(), last.end()), last_row);
 }
 
@@ -366,9 +363,9 @@ TEST(Forward, EarlyExitCacheRunsFirstLayersOnly) {
   cut.config.n_layers = 1;
   auto toks = SomeTokens(6, m.config.vocab_size);
   KVCache partial(m.config, 1), ref(cut.config);
-  auto a = Forward(m, toks, 0, partial);
+  auto a = Forward(testing::Serial(), m, toks, 0, partial);
   std::vector<float> va(a.begin(), a.end());
-  auto b = Forward(cut, toks, 0, ref);
+  auto b = Forward(testing::Serial(), cut, toks, 0, ref);
   EXPECT_EQ(va, std::vector<float>(b.begin(), b.end()));
 }
 
@@ -376,12 +373,12 @@ TEST(Forward, RejectsBadCalls) {
   Model m = MakeSyntheticModel(TinyTestConfig(), 1);
   KVCache cache(m.config);
   std::vector<int> bad = {1, 999};
-  EXPECT_THROW(Forward(m, bad, 0, cache), Error);
+  EXPECT_THROW(Forward(testing::Serial(), m, bad, 0, cache), Error);
   std::vector<int> ok = {1, 2};
-  EXPECT_THROW(Forward(m, ok, 3, cache), Error);  // start_pos != cache length
+  EXPECT_THROW(Forward(testing::Serial(), m, ok, 3, cache), Error);  // start_pos != cache length
   std::vector<int> too_long(m.config.max_seq_len + 1, 3);
   try {
-    Forward(m, too_long, 0, cache);
+    Forward(testing::Serial(), m, too_long, 0, cache);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
@@ -394,7 +391,7 @@ std::string GreedyContinuation(const LoadedModel& lm, const std::string& prompt,
   auto ids = lm.tokenizer->Encode(prompt, true);
   KVCache cache(lm.model->config);
   const int V = lm.model->config.vocab_size;
-  auto logits = Forward(*lm.model, ids, 0, cache, false);
+  auto logits = Forward(testing::Serial(), *lm.model, ids, 0, cache, false);
   std::vector<int> all = ids;
   for (int i = 0; i < n_new; ++i) {
     int best = 0;
@@ -403,7 +400,7 @@ std::string GreedyContinuation(const LoadedModel& lm, const std::string& prompt,
     if (best == lm.model->config.eos_id) break;
     all.push_back(best);
     int pos = static_cast<int>(all.size()) - 1;
-    logits = Forward(*lm.model, std::span(all).subspan(pos, 1), pos, cache);
+    logits = Forward(testing::Serial(), *lm.model, std::span(all).subspan(pos, 1), pos, cache);
   }
   return lm.tokenizer->Decode(all);
 }

@@ -13,6 +13,7 @@
 #include "harness/report/plot.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/results.h"
+#include "harness/measure/draft_store.h"
 #include "harness/pipeline.h"
 #include "harness/store/sha256.h"
 #include "harness/report/statistics.h"
@@ -585,6 +586,24 @@ TEST(Plot, SeriesFromRecords) {
   EXPECT_EQ(pos[0].xy.size(), 4u);  // the largest K of each draft
   std::string dat = DatText("t", s);
   EXPECT_NE(dat.find("\n\n\n"), std::string::npos);  // index blocks
+}
+
+// The run's drafts are shared while a decoder holds them, and never kept after: the same
+// quantized copy and the same loaded file for two decoders.
+TEST(DraftStore, SharesWhileHeld) {
+  const SharedDraftModels drafts("");
+  auto m = std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), 4));
+  auto a = drafts.Quantized(m, QType::Q8_0), b = drafts.Quantized(m, QType::Q8_0);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(drafts.Quantized(m, QType::Q4_0), a);
+  a.reset(), b.reset();
+  EXPECT_EQ(drafts.Quantized(m, QType::Q8_0)->layers[0].wq.type, QType::Q8_0);  // made again
+  const std::string dir = testing::SharedModelsDir();
+  if (dir.empty()) return;
+  const SharedDraftModels files(dir);
+  const LoadedModel x = files.Load("tinystories-260k"), y = files.Load("tinystories-260k");
+  EXPECT_EQ(x.model, y.model);
+  EXPECT_EQ(x.name, "tinystories-260k");
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ using testing::WriteFile;
 
 std::vector<float> Logits(const Model& m, const std::vector<int>& tokens) {
   KVCache cache(m.config);
-  auto out = Forward(m, tokens, 0, cache, true);
+  auto out = Forward(testing::Serial(), m, tokens, 0, cache, true);
   return std::vector<float>(out.begin(), out.end());
 }
 

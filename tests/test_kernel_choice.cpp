@@ -1,11 +1,13 @@
 // The per-format kernel family choice (quant/kernel_choice.h): the rule that turns
-// timings into a choice, its forcing and its cache.
+// timings into a choice; its forcing and its cache at the process edge
+// (harness/measure/process_runtime.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "harness/measure/process_runtime.h"
 #include "quant/kernel_choice.h"
 #include "quant/kernels.h"
 #include "tests/test_util.h"
@@ -69,17 +71,17 @@ TEST(KernelChoice, MalformedTimingsKeepTheDefault) {
 TEST(KernelChoice, ForcedFamilyAndBadSetting) {
   {
     ScopedEnv isa("SPECSWEEP_KERNEL_ISA", "scalar");
-    const KernelChoice c = DefaultKernelChoice();
+    const KernelChoice c = KernelChoiceFromEnvironment(1);
     EXPECT_EQ(c.source, "forced");
     for (const KernelFamily* k : c.per_type) EXPECT_STREQ(k->name, "scalar");
   }
   {
     ScopedEnv isa("SPECSWEEP_KERNEL_ISA", "neon");
-    testing::ExpectError([] { DefaultKernelChoice(); }, {"SPECSWEEP_KERNEL_ISA", "neon"});
+    testing::ExpectError([] { KernelChoiceFromEnvironment(1); }, {"SPECSWEEP_KERNEL_ISA", "neon"});
   }
   ScopedEnv isa("SPECSWEEP_KERNEL_ISA", nullptr);
   ScopedEnv cal("SPECSWEEP_KERNEL_CALIBRATION", "sometimes");
-  testing::ExpectError([] { DefaultKernelChoice(); }, {"SPECSWEEP_KERNEL_CALIBRATION", "sometimes"});
+  testing::ExpectError([] { KernelChoiceFromEnvironment(1); }, {"SPECSWEEP_KERNEL_CALIBRATION", "sometimes"});
 }
 
 TEST(KernelChoice, PrefetchRuleAndForcedPattern) {
@@ -89,18 +91,18 @@ TEST(KernelChoice, PrefetchRuleAndForcedPattern) {
   ScopedEnv isa("SPECSWEEP_KERNEL_ISA", "scalar");
   for (const char* p : {"lead", "window"}) {
     ScopedEnv pf("SPECSWEEP_PREFETCH", p);
-    const KernelChoice c = DefaultKernelChoice();
+    const KernelChoice c = KernelChoiceFromEnvironment(1);
     EXPECT_STREQ(PrefetchPatternName(c.prefetch), p);
     EXPECT_EQ(c.prefetch_source, "forced");
     EXPECT_NE(DescribeChoice(c).find(std::string("prefetch ") + p), std::string::npos) << DescribeChoice(c);
   }
   {
     ScopedEnv pf("SPECSWEEP_PREFETCH", "far");
-    testing::ExpectError([] { DefaultKernelChoice(); }, {"SPECSWEEP_PREFETCH", "far"});
+    testing::ExpectError([] { KernelChoiceFromEnvironment(1); }, {"SPECSWEEP_PREFETCH", "far"});
   }
   ScopedEnv pf("SPECSWEEP_PREFETCH", nullptr);
   ScopedEnv cal("SPECSWEEP_KERNEL_CALIBRATION", "on");
-  const KernelChoice c = DefaultKernelChoice();
+  const KernelChoice c = KernelChoiceFromEnvironment(1);
   if (CandidateFamilies().empty()) {
     EXPECT_EQ(c.prefetch_source, "default");
   } else {
@@ -119,7 +121,7 @@ TEST(KernelChoice, CalibratesOnceAndCaches) {
   ScopedEnv cal("SPECSWEEP_KERNEL_CALIBRATION", "on");
   const std::filesystem::path path = KernelCachePath();
   ASSERT_EQ(path.parent_path(), std::filesystem::path(dir) / "specsweep");
-  const KernelChoice first = DefaultKernelChoice();
+  const KernelChoice first = KernelChoiceFromEnvironment(1);
   EXPECT_EQ(first.source, "calibrated now, cached in " + path.string());
   const json cached = json::parse(testing::ReadFile(path.string()));
   EXPECT_EQ(cached.at("cpu"), CpuIdentity());
@@ -127,21 +129,22 @@ TEST(KernelChoice, CalibratesOnceAndCaches) {
   for (QType t : CalibratedTypes())
     for (const KernelFamily* k : CandidateFamilies())
       EXPECT_GT(cached.at("timings").at(std::string(QTypeName(t))).at(k->name).get<double>(), 0.0);
-  const KernelChoice again = DefaultKernelChoice();
+  const KernelChoice again = KernelChoiceFromEnvironment(1);
   EXPECT_EQ(again.source, "cached in " + path.string());
   EXPECT_EQ(again.per_type, first.per_type) << "the cached timings give the same choice";
 
   json other = cached;
   other["build"] = "another build";
   testing::WriteFile(path.string(), other.dump());
-  EXPECT_EQ(DefaultKernelChoice().source, "calibrated now, cached in " + path.string());
+  EXPECT_EQ(KernelChoiceFromEnvironment(1).source, "calibrated now, cached in " + path.string());
   testing::WriteFile(path.string(), "{ not json");
-  EXPECT_EQ(DefaultKernelChoice().source, "calibrated now, cached in " + path.string());
+  EXPECT_EQ(KernelChoiceFromEnvironment(1).source, "calibrated now, cached in " + path.string());
   {
     ScopedEnv off("SPECSWEEP_KERNEL_CALIBRATION", "off");
-    const KernelChoice c = DefaultKernelChoice();
+    const KernelChoice c = KernelChoiceFromEnvironment(1);
     EXPECT_EQ(c.source, "default");
     for (const KernelFamily* k : c.per_type) EXPECT_EQ(k, CandidateFamilies()[0]);
+    EXPECT_EQ(DescribeChoice(c), DescribeChoice(DefaultKernels())) << "off is the default choice";
   }
 }
 

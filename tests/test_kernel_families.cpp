@@ -24,15 +24,15 @@ namespace specsweep {
 namespace {
 
 // Prefill 12 tokens, decode 3 single steps, verify a batch of 5: every logit row.
-std::vector<float> RunLogits(const Model& m) {
+std::vector<float> RunLogits(const Runtime& rt, const Model& m) {
   std::vector<int> toks(20);
   for (int i = 0; i < 20; ++i) toks[i] = (i * 37 + 5) % m.config.vocab_size;
   KVCache cache(m.config, 0, 0);
   std::vector<float> all;
   auto add = [&](std::span<const float> l) { all.insert(all.end(), l.begin(), l.end()); };
-  add(Forward(m, std::span(toks).first(12), 0, cache));
-  for (int p = 12; p < 15; ++p) add(Forward(m, std::span(toks).subspan(p, 1), p, cache));
-  add(Forward(m, std::span(toks).subspan(15, 5), 15, cache));
+  add(Forward(rt, m, std::span(toks).first(12), 0, cache));
+  for (int p = 12; p < 15; ++p) add(Forward(rt, m, std::span(toks).subspan(p, 1), p, cache));
+  add(Forward(rt, m, std::span(toks).subspan(15, 5), 15, cache));
   return all;
 }
 
@@ -55,12 +55,13 @@ void ExpectFamiliesAgree(Load load) {
     SCOPED_TRACE(QTypeName(t));
     // A type that covers no matrix of the model is refused (it would run as F16 throughout).
     if (!testing::ErrorOf([&] { CheckQuantizable(*load(), t); }).empty()) continue;
-    ASSERT_TRUE(ForceKernelIsa("scalar"));
-    const std::vector<float> ref = RunLogits(QuantizeModel(*load(), t));
+    Runtime rt;
+    ASSERT_TRUE(testing::ForceIsa(rt, "scalar"));
+    const std::vector<float> ref = RunLogits(rt, QuantizeModel(*load(), t));
     for (const std::string& isa : AvailableFamilies()) {
       if (isa == "scalar") continue;
-      ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
-      const std::vector<float> got = RunLogits(QuantizeModel(*load(), t));
+      ASSERT_TRUE(testing::ForceIsa(rt, isa.c_str()));
+      const std::vector<float> got = RunLogits(rt, QuantizeModel(*load(), t));
       ASSERT_EQ(got.size(), ref.size());
       EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), 4 * ref.size())) << isa << " differs from scalar";
     }
@@ -90,10 +91,12 @@ TEST(KernelFamilies, MixedChoiceLogitsBitIdentical) {
     for (int t = 0; t < kQTypeCount; ++t) mixed.per_type[t] = simd[(t + shift) % simd.size()];
     for (QType t : kModelTypes) {
       SCOPED_TRACE(QTypeName(t));
-      ASSERT_TRUE(ForceKernelIsa("scalar"));
-      const std::vector<float> ref = RunLogits(QuantizeModel(base, t));
-      SetKernelChoice(mixed);
-      const std::vector<float> got = RunLogits(QuantizeModel(base, t));
+      Runtime rt;
+      ASSERT_TRUE(testing::ForceIsa(rt, "scalar"));
+      const std::vector<float> ref = RunLogits(rt, QuantizeModel(base, t));
+      rt.kernels = mixed;
+      SetLoadLayoutKernels(mixed);
+      const std::vector<float> got = RunLogits(rt, QuantizeModel(base, t));
       ASSERT_EQ(got.size(), ref.size());
       EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), 4 * ref.size())) << DescribeChoice(mixed);
     }
@@ -115,8 +118,9 @@ TEST(KernelFamilies, SharedModelsLogitsBitIdentical) {
 TEST(WaitPolicy, DumpLogitsHelper) {
   const char* out = std::getenv("SPECSWEEP_LOGITS_OUT");
   if (!out) GTEST_SKIP() << "helper of LogitsIndependentOfWaitPolicyAndTeam (runs in a child process)";
-  SetNumThreads(std::atoi(std::getenv("SPECSWEEP_TEST_THREADS")));
-  SetTeamPolicy(std::string(std::getenv("SPECSWEEP_TEST_TEAM")) == "full" ? TeamPolicy::kFull : TeamPolicy::kAuto);
+  const Runtime rt = testing::Threads(
+      ResolveThreads(std::atoi(std::getenv("SPECSWEEP_TEST_THREADS"))),
+      std::string(std::getenv("SPECSWEEP_TEST_TEAM")) == "full" ? TeamPolicy::kFull : TeamPolicy::kAuto);
   ModelConfig c = TinyTestConfig();
   c.dim = 256;
   c.hidden_dim = 512;
@@ -124,7 +128,7 @@ TEST(WaitPolicy, DumpLogitsHelper) {
   c.n_kv_heads = 4;
   std::ofstream f(out, std::ios::binary);
   for (QType t : {QType::F32, QType::Q4_0}) {
-    const std::vector<float> l = RunLogits(QuantizeModel(MakeSyntheticModel(c, 9), t));
+    const std::vector<float> l = RunLogits(rt, QuantizeModel(MakeSyntheticModel(c, 9), t));
     f.write(reinterpret_cast<const char*>(l.data()), std::streamsize(4 * l.size()));
   }
   ASSERT_TRUE(f.good());

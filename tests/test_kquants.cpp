@@ -293,12 +293,12 @@ TEST(KQuantModel, QuantizeWriteLoadGivesIdenticalLogits) {
     EXPECT_EQ(lm.model->layers[1].w2.type, t);
     const std::vector<int> tokens = {1, 17, 42, 99, 5};
     KVCache ca(c), cb(c), cc(c);
-    auto a = Forward(m, tokens, 0, ca, true);
+    auto a = Forward(testing::Serial(), m, tokens, 0, ca, true);
     const std::vector<float> la(a.begin(), a.end());
-    auto b = Forward(*lm.model, tokens, 0, cb, true);
+    auto b = Forward(testing::Serial(), *lm.model, tokens, 0, cb, true);
     EXPECT_EQ(std::memcmp(la.data(), b.data(), la.size() * sizeof(float)), 0) << QTypeName(t);
     for (size_t k = 0; k < tokens.size(); ++k) {  // one token at a time
-      auto one = Forward(m, std::span<const int>(&tokens[k], 1), int(k), cc, true);
+      auto one = Forward(testing::Serial(), m, std::span<const int>(&tokens[k], 1), int(k), cc, true);
       EXPECT_EQ(std::memcmp(one.data(), la.data() + k * c.vocab_size, c.vocab_size * sizeof(float)), 0)
           << QTypeName(t) << " position " << k;
     }

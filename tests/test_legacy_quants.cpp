@@ -311,7 +311,6 @@ INSTANTIATE_TEST_SUITE_P(Files, LegacyFixture,
 // ---- lossless speculative decoding with drafts in these types -----------------------
 
 TEST(LegacySpeculative, GreedyWithQ5AndIq4DraftsEqualsAutoregressive) {
-  SetNumThreads(1);
   ModelConfig c = TinyTestConfig();
   c.dim = 256, c.hidden_dim = 512, c.n_layers = 2;
   const LoadedModel target{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(c, 31)), nullptr};
@@ -341,7 +340,6 @@ TEST(LegacySpeculative, GreedyWithQ5AndIq4DraftsEqualsAutoregressive) {
     }
     EXPECT_GT(accepted, 0) << QTypeName(t);  // the draft is the target quantized: it agrees often
   }
-  SetNumThreads(0);
 }
 
 }  // namespace

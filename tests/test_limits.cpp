@@ -288,7 +288,7 @@ TEST(Limits, KvCacheGrowsWithUseNotWithTheContextLength) {
   EXPECT_EQ(cache.bytes(), 0u);
   std::vector<int> toks(40);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = int(i * 7 % c.vocab_size);
-  Forward(m, toks, 0, cache);
+  Forward(testing::Serial(), m, toks, 0, cache);
   EXPECT_LE(cache.reserved(), 256);
   EXPECT_EQ(cache.bytes(), size_t(cache.reserved()) * cache.bytes_per_position());
 }
@@ -302,16 +302,16 @@ TEST(Limits, KvCacheGrowthKeepsTheLogits) {
   // Reserved up front vs grown (256 -> 512 -> 1024) one token at a time past 256 and 512.
   KVCache whole(m.config), grown(m.config);
   whole.Reserve(1024);
-  auto a = Forward(m, std::span<const int>(toks).first(599), 0, whole);
+  auto a = Forward(testing::Serial(), m, std::span<const int>(toks).first(599), 0, whole);
   (void)a;
-  auto la = Forward(m, std::span<const int>(toks).subspan(599), 599, whole);
+  auto la = Forward(testing::Serial(), m, std::span<const int>(toks).subspan(599), 599, whole);
   std::vector<float> ref(la.begin(), la.end());
   for (int p = 0; p < 599; p += 50) {
     const int n = std::min(50, 599 - p);
-    Forward(m, std::span<const int>(toks).subspan(p, n), p, grown);
+    Forward(testing::Serial(), m, std::span<const int>(toks).subspan(p, n), p, grown);
   }
   EXPECT_EQ(grown.reserved(), 1024);
-  auto lb = Forward(m, std::span<const int>(toks).subspan(599), 599, grown);
+  auto lb = Forward(testing::Serial(), m, std::span<const int>(toks).subspan(599), 599, grown);
   EXPECT_EQ(ref, std::vector<float>(lb.begin(), lb.end()));
 }
 

@@ -110,17 +110,11 @@ TEST(Pack, WritesEveryByteOfTheLayout) {
     }
 }
 
-std::vector<float> Logits(const Model& m, const std::vector<int>& tokens) {
+std::vector<float> Logits(const Model& m, const std::vector<int>& tokens, const Runtime& rt = testing::Serial()) {
   KVCache cache(m.config);
-  auto out = Forward(m, tokens, 0, cache, true);
+  auto out = Forward(rt, m, tokens, 0, cache, true);
   return std::vector<float>(out.begin(), out.end());
 }
-
-// Restores the kernel family a test forced.
-struct KernelIsaGuard {
-  std::string isa = ActiveKernelIsa();
-  ~KernelIsaGuard() { ForceKernelIsa(isa.c_str()); }
-};
 
 // Every kernel family the CPU has, every layout the loader makes (dim 1024 > kColChunk:
 // float matrices are column-chunked where the family wants it; Q8_0/Q4_0 packed; Q4_K
@@ -128,7 +122,7 @@ struct KernelIsaGuard {
 // classifier and its embedding are one buffer, and a matrix already in the kernels'
 // layout points into the file.
 TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
-  KernelIsaGuard guard;
+  testing::KernelIsaGuard guard;
   const ModelConfig c = SyntheticShape("dim=1024,layers=1,heads=8,kv_heads=4,ffn=512,vocab=300,ctx=32");
   auto tok = MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size));
   const std::vector<int> tokens = {1, 17, 42, 299, 5};
@@ -145,7 +139,8 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
       }
       WriteGguf(written, *tok, path);
       for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
-        if (!ForceKernelIsa(isa)) continue;
+        Runtime rt;
+        if (!testing::ForceIsa(rt, isa)) continue;
         families += t == QType::F16 && !tied;
         SCOPED_TRACE(std::string(isa) + " " + std::string(QTypeName(t)) + (tied ? " tied" : " untied"));
         Model m = written;
@@ -155,7 +150,7 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
         EXPECT_EQ(l.tied_embeddings, tied);
         EXPECT_EQ(l.output.layout, m.output.layout);
         EXPECT_EQ(l.layers[0].w1.layout, m.layers[0].w1.layout);
-        const std::vector<float> a = Logits(m, tokens), b = Logits(l, tokens);
+        const std::vector<float> a = Logits(m, tokens, rt), b = Logits(l, tokens, rt);
         ASSERT_EQ(a.size(), b.size());
         EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
         if (tied) EXPECT_EQ(Bytes(l.tok_embeddings), Bytes(l.output));
@@ -166,7 +161,7 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
         if (t == QType::Q4_K) EXPECT_TRUE(l.layers[0].w2.data.immutable());
         const Model copy = l;  // shares the views, which keep the file mapped
         lm = LoadedModel();
-        const std::vector<float> again = Logits(copy, tokens);
+        const std::vector<float> again = Logits(copy, tokens, rt);
         EXPECT_EQ(0, std::memcmp(a.data(), again.data(), a.size() * sizeof(float)));
       }
     }

@@ -114,7 +114,7 @@ json HfConfig(const ModelConfig& c) {
 std::vector<float> Logits(const Model& m) {
   KVCache cache(m.config);
   std::vector<int> toks = {1, 5, 9, 17, 33, 65, 7};
-  auto l = Forward(m, toks, 0, cache);
+  auto l = Forward(testing::Serial(), m, toks, 0, cache);
   return {l.begin(), l.end()};
 }
 
@@ -307,8 +307,8 @@ TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
     EXPECT_EQ(lm.model->tied_embeddings, tied);
     const std::vector<int> toks = {1, 415, 31999, 29871};
     KVCache a(padded.config), b(lm.model->config);
-    auto full = Forward(padded, toks, 0, a);
-    auto cut = Forward(*lm.model, toks, 0, b);
+    auto full = Forward(testing::Serial(), padded, toks, 0, a);
+    auto cut = Forward(testing::Serial(), *lm.model, toks, 0, b);
     ASSERT_EQ(cut.size(), toks.size() * 32000);
     for (size_t i = 0; i < toks.size(); ++i)
       for (int v = 0; v < 32000; ++v) ASSERT_EQ(cut[i * 32000 + v], full[i * (32000 + 128) + v]) << i << " " << v;

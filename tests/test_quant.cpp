@@ -485,8 +485,6 @@ TEST(Kernels, PackedKernelsExactAtIntegerRangeEdges) {
 // Every family with packed kernels packs Q8_0/Q4_0 for itself (PackForKernels), and its
 // MatMul on them equals the scalar reference on rows bit for bit at 1 and 2 threads.
 TEST(MatMul, PackedFamiliesMatchRowReference) {
-  const std::string saved = ActiveKernelIsa();
-  const int saved_threads = omp_get_max_threads();
   for (const KernelFamily* k : SimdFamilies()) {
     if (!k->packed[int(QType::Q4_0)]) continue;
     for (QType t : kPackableTypes) {
@@ -495,19 +493,18 @@ TEST(MatMul, PackedFamiliesMatchRowReference) {
       const int n = 7;
       const std::vector<float> x = Values(size_t(n) * W.cols, Kind::kUniform, 6);
       const std::vector<float> y0 = RunRows(ScalarKernels(), W, x, n);
-      ASSERT_TRUE(ForceKernelIsa(k->name));
-      const QMatrix P = PackForKernels(W);
+      Runtime rt;
+      ASSERT_TRUE(ForceKernelIsa(rt.kernels, k->name));
+      const QMatrix P = PackForKernels(rt.kernels, W);
       EXPECT_EQ(P.layout, Layout::kPacked16) << k->name;
       for (int threads : {1, 2}) {
         std::vector<float> y(y0.size());
-        omp_set_num_threads(threads);
-        MatMul(P, x.data(), n, y.data());
+        rt.threads = threads;
+        MatMul(rt, P, x.data(), n, y.data());
         EXPECT_EQ(0, std::memcmp(y0.data(), y.data(), 4 * y.size())) << k->name << " threads " << threads;
       }
     }
   }
-  ForceKernelIsa(saved.c_str());
-  omp_set_num_threads(saved_threads);
 }
 
 // Float matrices wider than one column chunk (Layout::kColChunks): the layout holds the
@@ -575,15 +572,6 @@ TEST(Kernels, ScalarOracleMatchesDequantizedMath) {
 
 // ---- MatMul contract ----------------------------------------------------------------
 
-class IsaGuard {  // restores the active family after a test forces one
- public:
-  IsaGuard() : saved_(ActiveKernelIsa()) {}
-  ~IsaGuard() { ForceKernelIsa(saved_.c_str()); }
-
- private:
-  std::string saved_;
-};
-
 std::vector<std::string> AvailableIsas() {
   std::vector<std::string> v = {"scalar"};
   for (const KernelFamily* k : SimdFamilies()) v.push_back(k->name);
@@ -591,21 +579,21 @@ std::vector<std::string> AvailableIsas() {
 }
 
 TEST(MatMul, BatchEqualsSingleCallsBitwise) {
-  IsaGuard guard;
   for (const std::string& isa : AvailableIsas()) {
-    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    Runtime rt;
+    ASSERT_TRUE(ForceKernelIsa(rt.kernels, isa.c_str()));
     for (QType t : kAllTypes) {
       // 1100 columns: two scale segments of the AVX-512 integer kernels, odd block count.
       for (Shape s : {Shape{37, 172}, Shape{300, 96}, Shape{21, 1100}}) {
         std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kUniform, 21);
-        QMatrix W = PackForKernels(Quantize(wf.data(), s.rows, s.cols, t));
+        QMatrix W = PackForKernels(rt.kernels, Quantize(wf.data(), s.rows, s.cols, t));
         const int n = 13;  // one full 8-column tile plus a 5-column tail
         std::vector<float> x = Values(size_t(n) * s.cols, Kind::kMixedScales, 22);
         std::vector<float> yb(size_t(n) * s.rows);
-        MatMul(W, x.data(), n, yb.data());
+        MatMul(rt, W, x.data(), n, yb.data());
         for (int i = 0; i < n; ++i) {
           std::vector<float> y1(s.rows);
-          MatMul(W, x.data() + size_t(i) * s.cols, 1, y1.data());
+          MatMul(rt, W, x.data() + size_t(i) * s.cols, 1, y1.data());
           ASSERT_EQ(0, std::memcmp(y1.data(), yb.data() + size_t(i) * s.rows, sizeof(float) * s.rows))
               << isa << " " << QTypeName(t) << " column " << i;
         }
@@ -615,29 +603,27 @@ TEST(MatMul, BatchEqualsSingleCallsBitwise) {
 }
 
 TEST(MatMul, IndependentOfThreadCount) {
-  IsaGuard guard;
-  const int saved_threads = omp_get_max_threads();
   for (const std::string& isa : AvailableIsas()) {
-    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    Runtime rt;
+    ASSERT_TRUE(ForceKernelIsa(rt.kernels, isa.c_str()));
     for (QType t : kAllTypes) {
       // 1000 x 256 is above the serial threshold in every type (Q4_G128: 132 KB).
       std::vector<float> wf = Values(1000 * 256, Kind::kUniform, 31);
-      QMatrix W = PackForKernels(Quantize(wf.data(), 1000, 256, t));
+      QMatrix W = PackForKernels(rt.kernels, Quantize(wf.data(), 1000, 256, t));
       const int n = 4;
       std::vector<float> x = Values(size_t(n) * 256, Kind::kUniform, 32);
       std::vector<float> y1(size_t(n) * 1000), y2(size_t(n) * 1000);
-      omp_set_num_threads(1);
-      MatMul(W, x.data(), n, y1.data());
+      rt.threads = 1;
+      MatMul(rt, W, x.data(), n, y1.data());
       for (int threads : {2, 3, 5}) {  // 3 and 5 oversubscribe a 2-core machine: chunks get stolen
-        omp_set_num_threads(threads);
+        rt.threads = threads;
         std::fill(y2.begin(), y2.end(), -1.0f);
-        MatMul(W, x.data(), n, y2.data());
+        MatMul(rt, W, x.data(), n, y2.data());
         ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size()))
             << isa << " " << QTypeName(t) << " threads " << threads;
       }
     }
   }
-  omp_set_num_threads(saved_threads);
 }
 
 // Every chunk is handed out exactly once, each thread starts on its own static range in
@@ -747,7 +733,6 @@ TEST(Prefetch, ActiveFormulaMatchesEachPattern) {
 // A 172-column matrix gives exactly the results of its zero-padded 256-column twin
 // (256: a whole number of blocks for every quantized type).
 TEST(MatMul, PaddedRowsEqualUnpaddedMath) {
-  IsaGuard guard;
   const int rows = 20, cols = 172, padded = 256, n = 3;
   std::vector<float> w = Values(size_t(rows) * cols, Kind::kUniform, 41);
   std::vector<float> wp(size_t(rows) * padded, 0.0f);
@@ -756,30 +741,31 @@ TEST(MatMul, PaddedRowsEqualUnpaddedMath) {
   std::vector<float> xp(size_t(n) * padded, 0.0f);
   for (int i = 0; i < n; ++i) std::memcpy(&xp[size_t(i) * padded], &x[size_t(i) * cols], 4 * cols);
   for (const std::string& isa : AvailableIsas()) {
-    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    Runtime rt;
+    ASSERT_TRUE(ForceKernelIsa(rt.kernels, isa.c_str()));
     for (QType t : kQuantTypes) {
       QMatrix W = Quantize(w.data(), rows, cols, t), Wp = Quantize(wp.data(), rows, padded, t);
       for (int r = 0; r < rows; ++r)  // the stored blocks agree where both exist
         ASSERT_EQ(0, std::memcmp(W.Row(r), Wp.Row(r), W.row_bytes)) << QTypeName(t);
       std::vector<float> y(size_t(n) * rows), yp(size_t(n) * rows);
-      MatMul(W, x.data(), n, y.data());
-      MatMul(Wp, xp.data(), n, yp.data());
+      MatMul(rt, W, x.data(), n, y.data());
+      MatMul(rt, Wp, xp.data(), n, yp.data());
       ASSERT_EQ(0, std::memcmp(y.data(), yp.data(), sizeof(float) * y.size())) << isa << " " << QTypeName(t);
     }
   }
 }
 
 TEST(MatMul, SharedInputCallEqualsSeparateCalls) {
-  IsaGuard guard;
   const int cols = 200, n = 5;
   const std::vector<float> x = Values(size_t(n) * cols, Kind::kUniform, 61);
   for (const std::string& isa : AvailableIsas()) {
-    ASSERT_TRUE(ForceKernelIsa(isa.c_str()));
+    Runtime rt;
+    ASSERT_TRUE(ForceKernelIsa(rt.kernels, isa.c_str()));
     std::vector<QMatrix> ws;
     int rows = 7;
     for (QType t : {QType::F32, QType::Q4_0, QType::Q8_0, QType::F16}) {
       const std::vector<float> wf = Values(size_t(rows) * cols, Kind::kMixedScales, rows);
-      ws.push_back(PackForKernels(Quantize(wf.data(), rows, cols, t)));
+      ws.push_back(PackForKernels(rt.kernels, Quantize(wf.data(), rows, cols, t)));
       rows = rows * 3 + 50;  // 7, 71, 263, 839: chunk counts off the 16-row grid
     }
     std::vector<std::vector<float>> ys, want;
@@ -787,17 +773,17 @@ TEST(MatMul, SharedInputCallEqualsSeparateCalls) {
     for (const QMatrix& w : ws) {
       ys.emplace_back(size_t(n) * w.rows, NAN);
       want.emplace_back(size_t(n) * w.rows);
-      MatMul(w, x.data(), n, want.back().data());
+      MatMul(rt, w, x.data(), n, want.back().data());
     }
     for (size_t j = 0; j < ws.size(); ++j) targets.push_back({&ws[j], ys[j].data()});
-    MatMuls(targets, x.data(), n);
+    MatMuls(rt, targets, x.data(), n);
     for (size_t j = 0; j < ws.size(); ++j)
       ASSERT_EQ(0, std::memcmp(ys[j].data(), want[j].data(), 4 * ys[j].size())) << isa << " target " << j;
   }
   const QMatrix a = MakeQMatrix(QType::F32, 4, 32), b = MakeQMatrix(QType::F32, 4, 64);
   std::vector<float> y(8), xx(64);
   const MatMulTarget mixed[] = {{&a, y.data()}, {&b, y.data()}};
-  EXPECT_THROW(MatMuls(mixed, xx.data(), 1), Error);
+  EXPECT_THROW(MatMuls(Runtime{}, mixed, xx.data(), 1), Error);
 }
 
 // The compute ceiling counts what it runs: 12 chains x the family's lanes per step, and
@@ -821,15 +807,19 @@ TEST(Kernels, FmaProbeCountsTheMultiplyAddsItRuns) {
     }
     EXPECT_GT(t_large, 8 * t_small) << k->name;
   }
-  EXPECT_GT(MeasureFmaPeakGmacs(), 0.0);
+  EXPECT_GT(MeasureFmaPeakGmacs(*DefaultKernels().base), 0.0);
 }
 
 TEST(MatMul, ForceKernelIsa) {
-  IsaGuard guard;
-  EXPECT_TRUE(ForceKernelIsa("scalar"));
-  EXPECT_STREQ(ActiveKernelIsa(), "scalar");
-  EXPECT_FALSE(ForceKernelIsa("neon"));
-  EXPECT_STREQ(ActiveKernelIsa(), "scalar");
+  Runtime rt;
+  rt.kernels.prefetch = PrefetchPattern::kLead;
+  EXPECT_TRUE(ForceKernelIsa(rt.kernels, "scalar"));
+  EXPECT_STREQ(rt.kernel_isa(), "scalar");
+  EXPECT_EQ(rt.kernels.source, "forced");
+  EXPECT_EQ(rt.kernels.prefetch, PrefetchPattern::kLead) << "the family alone changes";
+  for (const KernelFamily* k : rt.kernels.per_type) EXPECT_STREQ(k->name, "scalar");
+  EXPECT_FALSE(ForceKernelIsa(rt.kernels, "neon"));
+  EXPECT_STREQ(rt.kernel_isa(), "scalar");
 }
 
 // ---- model level ------------------------------------------------------------------

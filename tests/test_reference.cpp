@@ -43,11 +43,11 @@ std::vector<int> Tokens(int vocab) {
 
 // Engine logits [24][vocab] the way decoders call it: a 16-token prefill, three single
 // steps (KV cache reads), and a verification batch of 5.
-std::vector<float> EngineLogits(const Model& m, const std::vector<int>& toks) {
+std::vector<float> EngineLogits(const Runtime& rt, const Model& m, const std::vector<int>& toks) {
   KVCache cache(m.config);
   std::vector<float> all;
   auto run = [&](int pos, int n) {
-    auto l = Forward(m, std::span(toks).subspan(pos, n), pos, cache);
+    auto l = Forward(rt, m, std::span(toks).subspan(pos, n), pos, cache);
     all.insert(all.end(), l.begin(), l.end());
   };
   run(0, 16);
@@ -96,9 +96,10 @@ void ExpectMatchesReference(const std::string& what, const Model& model, const r
       std::printf("[reference] %-24s %-8s not on this CPU\n", what.c_str(), isa);
       continue;
     }
-    ASSERT_TRUE(ForceKernelIsa(isa));
+    Runtime rt;
+    ASSERT_TRUE(testing::ForceIsa(rt, isa));
     const Model m = QuantizeModel(model, QType::F32);  // packed for this family
-    const Agreement a = Compare(want, EngineLogits(m, toks), m.config.vocab_size);
+    const Agreement a = Compare(want, EngineLogits(rt, m, toks), m.config.vocab_size);
     std::printf("[reference] %-24s %-8s max rel error %.2e, near-ties %d\n", what.c_str(), isa, a.max_rel_error,
                 a.near_ties);
     EXPECT_LE(a.max_rel_error, kMaxRelError) << what << " under " << isa;

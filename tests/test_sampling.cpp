@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "decoders/draft_tree.h"
+#include "tests/test_util.h"
 #include "decoders/drafter.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
@@ -19,11 +20,6 @@
 
 namespace specsweep {
 namespace {
-
-struct OneThread : ::testing::Environment {
-  void SetUp() override { SetNumThreads(1); }  // tiny model: threads only add overhead
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 // Pearson chi-square of observed counts against probabilities p. Bins with expected
 // count < 5 are pooled into one bin (the usual validity rule). Returns {stat, df}.
@@ -170,7 +166,7 @@ class EndToEnd : public ::testing::Test {
   void SetUp() override {
     target_ = {"target", std::make_shared<const Model>(Sharpened(1)), nullptr};
     KVCache cache(target_.model->config);
-    auto logits = Forward(*target_.model, prompt_, 0, cache, false);
+    auto logits = Forward(testing::Serial(), *target_.model, prompt_, 0, cache, false);
     SamplingParams sp;
     sp.temperature = 1.0f;
     std::vector<float> p;
@@ -317,13 +313,13 @@ class LookupEndToEnd : public EndToEnd {
     sp.temperature = 1.0f;
     std::vector<float> p1, p2;
     KVCache c1(m.config);
-    ComputeProbs(Forward(m, prompt, 0, c1, false), sp, p1);
+    ComputeProbs(Forward(testing::Serial(), m, prompt, 0, c1, false), sp, p1);
     std::vector<double> joint(static_cast<size_t>(vocab) * vocab, 0.0);
     for (int t1 = 0; t1 < vocab; ++t1) {
       std::vector<int> ext = prompt;
       ext.push_back(t1);
       KVCache c2(m.config);
-      ComputeProbs(Forward(m, ext, 0, c2, false), sp, p2);
+      ComputeProbs(Forward(testing::Serial(), m, ext, 0, c2, false), sp, p2);
       for (int t2 = 0; t2 < vocab; ++t2) joint[static_cast<size_t>(t1) * vocab + t2] = double(p1[t1]) * p2[t2];
     }
     return joint;
@@ -380,7 +376,7 @@ class LookupEndToEnd : public EndToEnd {
     for (int x = 3; x < m.config.vocab_size; ++x) {
       const std::vector<int> prompt{1, a, b, x, c, a, b};
       KVCache cache(m.config);
-      ComputeProbs(Forward(m, prompt, 0, cache, false), sp, p);
+      ComputeProbs(Forward(testing::Serial(), m, prompt, 0, cache, false), sp, p);
       if (p[x] > best_p) best_p = p[x], best = x;
     }
     return {1, a, b, best, c, a, b};
@@ -441,7 +437,7 @@ TEST_F(LookupEndToEnd, RecyclingTreeSamplingMatchesTargetDistribution) {
   for (int l = 3; l < m.config.vocab_size; ++l) {
     const std::vector<int> cand{1, 17, 42, l};
     KVCache cache(m.config);
-    ComputeProbs(Forward(m, cand, 0, cache, false), sp, p);
+    ComputeProbs(Forward(testing::Serial(), m, cand, 0, cache, false), sp, p);
     if (p[l] > best) best = p[l], prompt = cand;
   }
   EXPECT_GT(best, 0.2);  // the tree is verified in a good share of the runs

@@ -123,7 +123,6 @@ struct Case {
 
 void ExpectLossless(const LoadedModel& target, const std::vector<std::vector<int>>& prompts,
                     const std::vector<Case>& cases, int max_new_tokens) {
-  SetNumThreads(1);
   DecoderOptions ar;
   ar.max_new_tokens = max_new_tokens;
   auto ar_dec = MakeDecoder(target, ar);

@@ -47,7 +47,7 @@ std::vector<float> Copy(std::span<const float> x) { return {x.begin(), x.end()};
 
 // Prefill `prefix`, run the tree (in two calls when split > 0), then compare every node's
 // logits with its path run as a chain; then keep one leaf's path and continue.
-void ExpectTreeEqualsChains(const Model& m, KvType kv, int n, unsigned seed, int split) {
+void ExpectTreeEqualsChains(const Runtime& rt, const Model& m, KvType kv, int n, unsigned seed, int split) {
   const int vocab = m.config.vocab_size;
   std::mt19937 rng(seed);
   std::vector<int> prefix(7), tokens(n);
@@ -57,15 +57,15 @@ void ExpectTreeEqualsChains(const Model& m, KvType kv, int n, unsigned seed, int
   const std::vector<int> parents = RandomParents(n, start, seed);
 
   KVCache tree(m.config, 0, 0, kv);
-  Forward(m, prefix, 0, tree, false);
+  Forward(rt, m, prefix, 0, tree, false);
   std::vector<float> tl;
   if (split > 0) {
-    tl = Copy(Forward(m, std::span(tokens).first(split), start, tree, true, std::span(parents).first(split)));
+    tl = Copy(Forward(rt, m, std::span(tokens).first(split), start, tree, true, std::span(parents).first(split)));
     const std::vector<float> rest =
-        Copy(Forward(m, std::span(tokens).subspan(split), start + split, tree, true, std::span(parents).subspan(split)));
+        Copy(Forward(rt, m, std::span(tokens).subspan(split), start + split, tree, true, std::span(parents).subspan(split)));
     tl.insert(tl.end(), rest.begin(), rest.end());
   } else {
-    tl = Copy(Forward(m, tokens, start, tree, true, parents));
+    tl = Copy(Forward(rt, m, tokens, start, tree, true, parents));
   }
   ASSERT_EQ(tl.size(), size_t(n) * vocab);
   for (int i = 0; i < n; ++i) {
@@ -73,8 +73,8 @@ void ExpectTreeEqualsChains(const Model& m, KvType kv, int n, unsigned seed, int
     std::vector<int> chain_tokens;
     for (int s : path) chain_tokens.push_back(tokens[s - start]);
     KVCache chain(m.config, 0, 0, kv);
-    Forward(m, prefix, 0, chain, false);
-    std::span<const float> cl = Forward(m, chain_tokens, start, chain, false);  // [1][vocab] the node's row
+    Forward(rt, m, prefix, 0, chain, false);
+    std::span<const float> cl = Forward(rt, m, chain_tokens, start, chain, false);  // [1][vocab] the node's row
     ASSERT_EQ(0, std::memcmp(cl.data(), &tl[size_t(i) * vocab], 4 * size_t(vocab)))
         << "node " << i << " (depth " << path.size() - 1 << ") differs from its path run as a chain";
   }
@@ -85,31 +85,24 @@ void ExpectTreeEqualsChains(const Model& m, KvType kv, int n, unsigned seed, int
   ASSERT_FALSE(tree.has_tree());
   ASSERT_EQ(tree.length(), start + static_cast<int>(path.size()));
   const int next[2] = {1, 2};
-  const std::vector<float> after = Copy(Forward(m, next, tree.length(), tree, true));
+  const std::vector<float> after = Copy(Forward(rt, m, next, tree.length(), tree, true));
   std::vector<int> chain_tokens = prefix;
   for (int s : path) chain_tokens.push_back(tokens[s - start]);
   KVCache chain(m.config, 0, 0, kv);
-  Forward(m, chain_tokens, 0, chain, false);
-  std::span<const float> cl = Forward(m, next, chain.length(), chain, true);
+  Forward(rt, m, chain_tokens, 0, chain, false);
+  std::span<const float> cl = Forward(rt, m, next, chain.length(), chain, true);
   ASSERT_EQ(0, std::memcmp(cl.data(), after.data(), 4 * after.size())) << "after KeepPath";
 }
-
-class IsaGuard {
- public:
-  ~IsaGuard() { ForceKernelIsa(saved_.c_str()); }
-
- private:
-  std::string saved_ = ActiveKernelIsa();
-};
 
 // Head sizes 16/32/64 (query runs of 16/8/4) and 24 (one query at a time), grouped-query
 // attention, both cache types, a float and a block-quantized model, one tree call and
 // two; on every kernel family and with a full thread team.
 TEST(TreeForward, NodeLogitsEqualTheirPathAsAChainOnEveryFamily) {
-  IsaGuard guard;
+  testing::KernelIsaGuard guard;
   for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
     if (!FindKernelFamily(isa)) continue;
-    ASSERT_TRUE(ForceKernelIsa(isa));
+    Runtime rt;
+    ASSERT_TRUE(testing::ForceIsa(rt, isa));
     for (int hd : {16, 32, 64, 24}) {
       ModelConfig c = TinyTestConfig();
       c.n_heads = 4;
@@ -122,31 +115,30 @@ TEST(TreeForward, NodeLogitsEqualTheirPathAsAChainOnEveryFamily) {
         for (KvType kv : {KvType::F32, KvType::F16}) {
           SCOPED_TRACE(std::string(isa) + " hd " + std::to_string(hd) + " " + std::string(QTypeName(t)) + " " +
                        std::string(KvTypeName(kv)));
-          ExpectTreeEqualsChains(m, kv, 23, 11 + hd, 0);
-          ExpectTreeEqualsChains(m, kv, 23, 17 + hd, 9);
+          ExpectTreeEqualsChains(rt, m, kv, 23, 11 + hd, 0);
+          ExpectTreeEqualsChains(rt, m, kv, 23, 17 + hd, 9);
         }
       }
     }
   }
-  SetTeamPolicy(TeamPolicy::kFull);
-  ExpectTreeEqualsChains(MakeSyntheticModel(TinyTestConfig(), 5), KvType::F32, 30, 4, 0);
-  SetTeamPolicy(TeamPolicy::kAuto);
+  ExpectTreeEqualsChains(testing::Threads(2, TeamPolicy::kFull), MakeSyntheticModel(TinyTestConfig(), 5), KvType::F32,
+                         30, 4, 0);
 }
 
 TEST(TreeForward, RejectsBadParentsAndKeepsTheCacheUsable) {
   const Model m = MakeSyntheticModel(TinyTestConfig(), 2);
   KVCache cache(m.config, 0, 0);
   const int prefix[3] = {1, 2, 3};
-  Forward(m, prefix, 0, cache, false);
+  Forward(testing::Serial(), m, prefix, 0, cache, false);
   const int toks[2] = {4, 5};
   const int self_parent[2] = {2, 4};  // node 4 as its own parent
-  testing::ExpectError([&] { Forward(m, toks, 3, cache, true, self_parent); }, {"tree node 4", "parent 4"});
+  testing::ExpectError([&] { Forward(testing::Serial(), m, toks, 3, cache, true, self_parent); }, {"tree node 4", "parent 4"});
   const int before_tree[2] = {2, 1};  // slot 1 is inside the sequence, not the slot before the tree
-  testing::ExpectError([&] { Forward(m, toks, 3, cache, true, before_tree); }, {"parent 1"});
+  testing::ExpectError([&] { Forward(testing::Serial(), m, toks, 3, cache, true, before_tree); }, {"parent 1"});
   EXPECT_EQ(cache.length(), 3);
   EXPECT_FALSE(cache.has_tree());
   const int ok[2] = {2, 2};
-  Forward(m, toks, 3, cache, true, ok);
+  Forward(testing::Serial(), m, toks, 3, cache, true, ok);
   EXPECT_TRUE(cache.has_tree());
   EXPECT_EQ(cache.position(4), 3);
   testing::ExpectError([&] { cache.KeepPath(std::vector<int>{3, 4}); }, {"slot 4 is not a child of 3"});
@@ -177,7 +169,6 @@ const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1", "q4_0+branching=2,2
 
 // Greedy decoding with every tree draft gives the autoregressive tokens on every prompt.
 void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_tokens = 24) {
-  SetNumThreads(1);
   std::vector<std::string> prompts = Prompts();
   ASSERT_GE(prompts.size(), 20u);
   if (n_prompts < static_cast<int>(prompts.size())) prompts.resize(n_prompts);

@@ -177,7 +177,24 @@ std::vector<ArchVariant> ArchVariants(const ModelConfig& base) {
   return v;
 }
 
-KernelIsaGuard::KernelIsaGuard() : saved_(ActiveKernelIsa()) {}
-KernelIsaGuard::~KernelIsaGuard() { ForceKernelIsa(saved_.c_str()); }
+const Runtime& Serial() {
+  static const Runtime rt;
+  return rt;
+}
+
+Runtime Threads(int threads, TeamPolicy team) {
+  Runtime rt;
+  rt.threads = threads;
+  rt.team = team;
+  return rt;
+}
+
+bool ForceIsa(Runtime& rt, const char* isa) {
+  if (!ForceKernelIsa(rt.kernels, isa)) return false;
+  SetLoadLayoutKernels(rt.kernels);
+  return true;
+}
+
+KernelIsaGuard::~KernelIsaGuard() { SetLoadLayoutKernels(DefaultKernels()); }
 
 }  // namespace specsweep::testing

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/config.h"
+#include "quant/runtime.h"
 
 namespace specsweep::testing {
 
@@ -51,14 +52,21 @@ struct ArchVariant {
 std::vector<ArchVariant> ArchVariants(const ModelConfig& base);
 inline void PrintTo(const ArchVariant& v, std::ostream* os) { *os << v.name; }
 
-// Restores, when it goes out of scope, the kernel family active when it was made.
+// The runtime of the tests that do not vary it: one thread, the default kernels.
+const Runtime& Serial();
+// `threads` threads under `team` on the default kernels.
+Runtime Threads(int threads, TeamPolicy team = TeamPolicy::kAuto);
+
+// `rt` with every format on family `isa`, also set as the layout the loaders pack weights
+// for (restore it with KernelIsaGuard); false when this CPU lacks the family.
+bool ForceIsa(Runtime& rt, const char* isa);
+
+// Restores, when it goes out of scope, the default layout the loaders pack weights for
+// (quant/matmul.h SetLoadLayoutKernels), which a test may set to a family it forces.
 class KernelIsaGuard {
  public:
-  KernelIsaGuard();
+  KernelIsaGuard() = default;
   ~KernelIsaGuard();
-
- private:
-  std::string saved_;
 };
 
 }  // namespace specsweep::testing

@@ -36,7 +36,7 @@ std::string RatioText(const std::vector<double>& v, const std::vector<double>& b
 
 }  // namespace
 
-void RunDecodeLoopBench(const LoadedModel& target, const std::vector<int>& prompt, const std::vector<int>& ks,
+void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std::vector<int>& prompt, const std::vector<int>& ks,
                         int tokens, int reps, nlohmann::json& records) {
   if (tokens < 2) Fail("--decode-tokens: {} must be at least 2", tokens);
   struct Loop {
@@ -51,13 +51,13 @@ void RunDecodeLoopBench(const LoadedModel& target, const std::vector<int>& promp
   DecoderOptions o;
   o.max_new_tokens = tokens;
   o.stop_at_eos = false;
-  loops.push_back({"ar", 0, MakeDecoder(target, o), {}, {}, 0});
+  loops.push_back({"ar", 0, MakeDecoder(target, o, DecoderEnv{rt}), {}, {}, 0});
   for (int k : ks) {
     if (k < 1) Fail("--decode-k: {} must be at least 1", k);
     DecoderOptions so = o;
     so.kind = DecoderKind::Speculative;  // draft = the target's own Model, its own cache
     so.k = k;
-    loops.push_back({fmt::format("spec_same_weights/k:{}", k), k, MakeDecoder(target, so, target), {}, {}, 0});
+    loops.push_back({fmt::format("spec_same_weights/k:{}", k), k, MakeDecoder(target, so, target, DecoderEnv{rt}), {}, {}, 0});
   }
   const size_t nl = loops.size();
   for (int r = -1; r < reps; ++r) {  // r = -1: warm-up

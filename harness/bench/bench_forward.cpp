@@ -20,6 +20,7 @@
 #include "harness/bench/bench_compare.h"
 #include "harness/bench/bench_decode.h"
 #include "harness/measure/context.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/error.h"
@@ -113,6 +114,7 @@ struct Variant {
   std::shared_ptr<const Model> model;
   std::unique_ptr<KVCache> cache;
   TeamPolicy team = TeamPolicy::kAuto;
+  Runtime rt;                             // the process's, with `team`
   std::vector<int> team_size;             // [ns] threads Forward uses under `team`
   std::vector<std::vector<double>> secs;  // [ns][reps] seconds per Forward call
   double StreamedBytes() const {
@@ -209,7 +211,7 @@ void CheckContext(const BenchForwardArgs& a, const ModelConfig& c, int max_n) {
 }
 
 // One variant per format x KV type x team policy, each cache filled with the context.
-std::vector<Variant> MakeVariants(const BenchForwardArgs& a, const LoadedModel& lm, const Plan& p,
+std::vector<Variant> MakeVariants(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, const Plan& p,
                                   const std::vector<int>& toks, int max_n) {
   const ModelConfig& c = lm.model->config;
   std::vector<Variant> vs;
@@ -225,15 +227,15 @@ std::vector<Variant> MakeVariants(const BenchForwardArgs& a, const LoadedModel& 
       v.model = model;
       v.format = format;
       v.team = team;
+      v.rt = rt;
+      v.rt.team = team;
       v.label = p.kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
       if (p.teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
       v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
       v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
-      if (a.ctx > 0) Forward(*v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+      if (a.ctx > 0) Forward(v.rt, *v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
       v.secs.assign(p.ns.size(), {});
-      SetTeamPolicy(team);
-      for (int n : p.ns) v.team_size.push_back(ForwardTeamSize(*model, n, a.ctx));
-      SetTeamPolicy(TeamPolicy::kAuto);
+      for (int n : p.ns) v.team_size.push_back(ForwardTeamSize(v.rt, *model, n, a.ctx));
       vs.push_back(std::move(v));
     }
   }
@@ -255,14 +257,13 @@ void TimeRepetition(const BenchForwardArgs& a, int r, std::vector<Variant>& vs, 
   for (Variant& v : vs) {
     for (size_t j = 0; j < ns.size(); ++j) {
       std::span<const int> batch(toks.data() + a.ctx, ns[j]);
-      SetTeamPolicy(v.team);
       if (a.loop) {  // the step before, as in a decoding loop: caches warm, then the sampler's serial work
         v.cache->Truncate(a.ctx);
-        SamplerWork(Forward(*v.model, batch, a.ctx, *v.cache, true), vocab);
+        SamplerWork(Forward(v.rt, *v.model, batch, a.ctx, *v.cache, true), vocab);
       }
       v.cache->Truncate(a.ctx);
       const auto t0 = Clock::now();
-      std::span<const float> logits = Forward(*v.model, batch, a.ctx, *v.cache, true);
+      std::span<const float> logits = Forward(v.rt, *v.model, batch, a.ctx, *v.cache, true);
       const double t = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r >= 0) v.secs[j].push_back(t);
       if (a.loop) SamplerWork(logits, vocab);
@@ -276,23 +277,22 @@ void TimeRepetition(const BenchForwardArgs& a, int r, std::vector<Variant>& vs, 
 // repetition also reads the probe buffer once per prefetch pattern (the fastest
 // counts), the bandwidth of the same minutes as the timings: readings taken only
 // before and after can miss a neighbour's busy spell in between.
-MachineReadings TimeVariants(const BenchForwardArgs& a, std::vector<Variant>& vs, const std::vector<int>& ns,
+MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::vector<Variant>& vs, const std::vector<int>& ns,
                              const std::vector<int>& toks, int vocab) {
   MachineReadings m;
-  m.bw_before = MeasureReadBandwidthGBs(), m.fma_before = MeasureFmaPeakGmacs();
+  m.bw_before = MeasureReadBandwidthGBs(), m.fma_before = MeasureFmaPeakGmacs(*rt.kernels.base);
   AlignedBuffer probe = MakeReadProbeBuffer();
   std::vector<double> bw_during;  // [reps] GB/s
   const long timings = long(a.reps + 1) * long(vs.size() * ns.size());  // the warm-up round too
   long timed = 0;
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
     TimeRepetition(a, r, vs, ns, toks, vocab, timed, timings);
-    SetTeamPolicy(TeamPolicy::kAuto);
     double best = 0;
     for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
       best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
     if (r >= 0) bw_during.push_back(best);
   }
-  m.bw_after = MeasureReadBandwidthGBs(), m.fma_after = MeasureFmaPeakGmacs();
+  m.bw_after = MeasureReadBandwidthGBs(), m.fma_after = MeasureFmaPeakGmacs(*rt.kernels.base);
   m.bw = Summarize(bw_during);
   // The roofline divides by the fastest credible reading (the median during, or a full
   // probe before or after), so a slow reading never flatters it (docs/measurements.md,
@@ -302,14 +302,14 @@ MachineReadings TimeVariants(const BenchForwardArgs& a, std::vector<Variant>& vs
 }
 
 // The run's setting and the machine's readings, above the table.
-void PrintPreamble(const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const std::vector<int>& ns,
+void PrintPreamble(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const std::vector<int>& ns,
                    const MachineReadings& m) {
   fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
              "kernels {} ({}; prefetch {}), {}\n",
-             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, NumThreads(),
-             DescribeChoice(ActiveKernelChoice()), ActiveKernelChoice().source, ActiveKernelChoice().prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, rt.threads,
+             DescribeChoice(rt.kernels), rt.kernels.source, rt.kernels.prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
   fmt::print("team size under --team auto per n:");
-  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(*lm.model, n, a.ctx));
+  for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(rt, *lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
   fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
              "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
@@ -318,7 +318,7 @@ void PrintPreamble(const BenchForwardArgs& a, const LoadedModel& lm, double load
     fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
                "the rooflines below understate it\n");
   fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
-             m.fma_before, m.fma_after, NumThreads(), ActiveKernelIsa(), m.fma_gmacs);
+             m.fma_before, m.fma_after, rt.threads, rt.kernel_isa(), m.fma_gmacs);
 }
 
 // The record of variant v at batch size ns[j].
@@ -396,7 +396,7 @@ void PrintCostRatios(const std::vector<Variant>& vs, size_t j1, int lw, nlohmann
   }
 }
 
-void WriteJson(const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const MachineReadings& m,
+void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const MachineReadings& m,
                const nlohmann::json& recs) {
   nlohmann::json ctx = {
       {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
@@ -404,9 +404,9 @@ void WriteJson(const BenchForwardArgs& a, const LoadedModel& lm, double load_s, 
       {"executable", "specsweep bench-forward"},
       {"cpu", CpuName()},
       {"num_cpus", std::thread::hardware_concurrency()},
-      {"threads", NumThreads()},
-      {"kernel_isa", ActiveKernelIsa()},
-      {"kernels", DescribeChoice(ActiveKernelChoice())},
+      {"threads", rt.threads},
+      {"kernel_isa", rt.kernel_isa()},
+      {"kernels", DescribeChoice(rt.kernels)},
       {"git_rev", GitRev()},
       {"compiler", CompilerId()},
       {"model", lm.name},
@@ -440,6 +440,7 @@ void RunBenchForward(const BenchForwardArgs& a) {
   const Plan p = CheckOptions(a);
   const std::vector<int>& ns = p.ns;
   using Clock = std::chrono::steady_clock;
+  const Runtime rt = ProcessRuntime(a.threads);  // before loading: weights are packed for its kernels
   const auto t_load0 = Clock::now();
   LoadedModel lm = LoadModel(a.model, a.models_dir);
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load0).count();
@@ -451,22 +452,22 @@ void RunBenchForward(const BenchForwardArgs& a) {
   std::vector<int> toks(a.ctx + max_n);  // [ctx + max_n]
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % c.vocab_size);
 
-  std::vector<Variant> vs = MakeVariants(a, lm, p, toks, max_n);
-  const MachineReadings m = TimeVariants(a, vs, ns, toks, c.vocab_size);
+  std::vector<Variant> vs = MakeVariants(rt, a, lm, p, toks, max_n);
+  const MachineReadings m = TimeVariants(rt, a, vs, ns, toks, c.vocab_size);
 
   const size_t j1 = std::find(ns.begin(), ns.end(), 1) - ns.begin();
   int lw = 8;  // label column width
   for (const Variant& v : vs) lw = std::max(lw, static_cast<int>(v.label.size()));
-  PrintPreamble(a, lm, load_s, ns, m);
+  PrintPreamble(rt, a, lm, load_s, ns, m);
   nlohmann::json recs = nlohmann::json::array();
   PrintTimings(a, vs, ns, j1, lw, m, recs);
   if (vs.size() > 1) PrintCostRatios(vs, j1, lw, recs);
 
   if (!a.decode_ks.empty()) {
-    RunDecodeLoopBench(lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
+    RunDecodeLoopBench(rt, lm, std::vector<int>(toks.begin(), toks.begin() + a.ctx), a.decode_ks, a.decode_tokens,
                        a.reps, recs);
   }
-  if (!a.json.empty()) WriteJson(a, lm, load_s, m, recs);
+  if (!a.json.empty()) WriteJson(rt, a, lm, load_s, m, recs);
 }
 
 }  // namespace specsweep

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "harness/store/results.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/report/statistics.h"
 #include "models/forward.h"
 #include "models/gguf.h"
@@ -60,6 +61,13 @@ struct Shape {
 constexpr Shape kShapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
 constexpr double kMinTime = 0.1;  // seconds per benchmark: keeps the full run short
 
+// The process's runtime (the environment's kernels, OpenMP's default team), and the
+// one the ISA benchmarks force a family on.
+Runtime& Rt() {
+  static Runtime rt = ProcessRuntime(omp_get_max_threads());
+  return rt;
+}
+
 // Cache-line aligned like the forward pass's activations, so 512-bit loads never split.
 AlignedFloats RandomValues(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -73,11 +81,11 @@ AlignedFloats RandomValues(size_t n, uint64_t seed) {
 // for avx512, avx2, avx2vnni), built on first use.
 const QMatrix& Weights(QType t, int shape) {
   static std::map<std::tuple<int, int, std::string>, std::unique_ptr<QMatrix>> cache;
-  auto& slot = cache[{static_cast<int>(t), shape, ActiveKernelIsa()}];
+  auto& slot = cache[{static_cast<int>(t), shape, Rt().kernel_isa()}];
   if (!slot) {
     const Shape s = kShapes[shape];
     AlignedFloats w = RandomValues(size_t(s.rows) * s.cols, 1 + shape);  // [rows][cols]
-    slot = std::make_unique<QMatrix>(PackForKernels(Quantize(w.data(), s.rows, s.cols, t)));
+    slot = std::make_unique<QMatrix>(PackForKernels(Rt().kernels, Quantize(w.data(), s.rows, s.cols, t)));
   }
   return *slot;
 }
@@ -94,11 +102,11 @@ void BM_MatMul(benchmark::State& st) {
   AlignedFloats x = RandomValues(size_t(n) * W.cols, 99);  // [n][cols]
   AlignedFloats y(size_t(n) * W.rows);                      // [n][rows]
   for (auto _ : st) {
-    MatMul(W, x.data(), n, y.data());
+    MatMul(Rt(), W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   SetCounters(st, double(W.bytes()), double(n) * W.rows * W.cols);
-  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+  st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {
@@ -125,7 +133,7 @@ const DecodeModel& Model134M(QType t) {
     uint64_t seed = 7;
     auto add = [&](int rows, int cols) {
       AlignedFloats w = RandomValues(size_t(rows) * cols, seed++);  // [rows][cols]
-      m->mats.push_back(PackForKernels(Quantize(w.data(), rows, cols, t)));
+      m->mats.push_back(PackForKernels(Rt().kernels, Quantize(w.data(), rows, cols, t)));
       m->bytes += m->mats.back().bytes();
       m->macs += double(rows) * cols;
     };
@@ -147,11 +155,11 @@ void BM_Decode134M(benchmark::State& st) {
   AlignedFloats x = RandomValues(size_t(n) * 2048, 5);  // [n][<= 2048]
   AlignedFloats y(size_t(n) * 32000);                    // [n][<= 32000]
   for (auto _ : st) {
-    for (const QMatrix& W : m.mats) MatMul(W, x.data(), n, y.data());
+    for (const QMatrix& W : m.mats) MatMul(Rt(), W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   SetCounters(st, double(m.bytes), n * m.macs);
-  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+  st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
 BENCHMARK(BM_Decode134M)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 8}})
@@ -162,8 +170,8 @@ const char* kIsas[] = {"scalar", "avx2", "avx512", "avx2vnni"};
 
 void BM_MatMulIsa(benchmark::State& st) {
   const char* isa = kIsas[st.range(0)];
-  const std::string saved = ActiveKernelIsa();
-  if (!ForceKernelIsa(isa)) {
+  const KernelChoice saved = Rt().kernels;
+  if (!ForceKernelIsa(Rt().kernels, isa)) {
     st.SkipWithError("kernel family not supported by this CPU");
     return;
   }
@@ -172,10 +180,10 @@ void BM_MatMulIsa(benchmark::State& st) {
   const QMatrix& W = Weights(t, 1);
   AlignedFloats x = RandomValues(size_t(n) * W.cols, 3), y(size_t(n) * W.rows);  // [n][cols], [n][rows]
   for (auto _ : st) {
-    MatMul(W, x.data(), n, y.data());
+    MatMul(Rt(), W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  ForceKernelIsa(saved.c_str());
+  Rt().kernels = saved;
   SetCounters(st, double(W.bytes()), double(n) * W.rows * W.cols);
   st.SetLabel(std::string(isa) + " " + std::string(QTypeName(t)));
 }
@@ -258,16 +266,16 @@ void BM_ReadBandwidth(benchmark::State& st) {
   const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts",
                          "prefetch 4 KB ahead to L2 in bursts", "no software prefetch"};
   static_assert(std::size(names) == kReadProbePatterns);
-  st.SetLabel(std::to_string(omp_get_max_threads()) + " threads, " + names[pattern]);
+  st.SetLabel(std::to_string(Rt().threads) + " threads, " + names[pattern]);
 }
 BENCHMARK(BM_ReadBandwidth)->DenseRange(0, kReadProbePatterns - 1)->UseRealTime()->Iterations(9);
 
 // The compute ceiling of the float kernels: the active family's FMA probe on all threads.
 void BM_FmaPeak(benchmark::State& st) {
   std::vector<double> gmacs;
-  for (auto _ : st) gmacs.push_back(MeasureFmaPeakGmacs());
+  for (auto _ : st) gmacs.push_back(MeasureFmaPeakGmacs(*Rt().kernels.base));
   st.counters["GMACps_median"] = Median(gmacs);
-  st.SetLabel(std::to_string(omp_get_max_threads()) + " threads " + ActiveKernelIsa());
+  st.SetLabel(std::to_string(Rt().threads) + " threads " + Rt().kernel_isa());
 }
 BENCHMARK(BM_FmaPeak)->UseRealTime()->Iterations(3);
 
@@ -290,6 +298,7 @@ const char* Skip1B() {
 std::shared_ptr<const Model> Model1B(QType t) {
   static std::shared_ptr<const Model> f16;
   static std::pair<QType, std::shared_ptr<const Model>> quantized;  // one alive at a time
+  Rt();  // applied before loading: the loader packs for its kernels
   if (!f16) {
     const char* env = std::getenv("SPECSWEEP_MICROBENCH_1B");
     const std::string path = env && *env ? env : "/tmp/specsweep-microbench-1b-f16.gguf";
@@ -323,14 +332,14 @@ void BM_Forward1B(benchmark::State& st) {
   KVCache cache(m->config, 0, ctx + n);
   std::vector<int> toks(ctx + n);  // [ctx + n] fixed pseudo-random ids, as bench-forward
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int>((i * 7919 + 3) % m->config.vocab_size);
-  Forward(*m, std::span<const int>(toks.data(), ctx), 0, cache, false);
+  Forward(Rt(), *m, std::span<const int>(toks.data(), ctx), 0, cache, false);
   for (auto _ : st) {
     cache.Truncate(ctx);
-    benchmark::DoNotOptimize(Forward(*m, std::span<const int>(toks.data() + ctx, n), ctx, cache, true).data());
+    benchmark::DoNotOptimize(Forward(Rt(), *m, std::span<const int>(toks.data() + ctx, n), ctx, cache, true).data());
   }
   const double streamed = double(m->WeightBytes() - m->tok_embeddings.bytes());
   st.SetBytesProcessed(static_cast<int64_t>(streamed * st.iterations()));
-  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+  st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
 BENCHMARK(BM_Forward1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
 
@@ -360,11 +369,11 @@ void BM_MatMuls1B(benchmark::State& st) {
   AlignedFloats x = RandomValues(size_t(n) * widest, 5);  // [n][<= widest]
   AlignedFloats y(size_t(n) * tallest);                    // [n][<= tallest]
   for (auto _ : st) {
-    for (const QMatrix* w : mats) MatMul(*w, x.data(), n, y.data());
+    for (const QMatrix* w : mats) MatMul(Rt(), *w, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   SetCounters(st, bytes, n * macs);
-  st.SetLabel(std::string(QTypeName(t)) + " " + ActiveKernelIsa());
+  st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
 BENCHMARK(BM_MatMuls1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
 

@@ -28,6 +28,8 @@
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
+#include "harness/measure/draft_store.h"
+#include "harness/measure/process_runtime.h"
 #include "base/error.h"
 #include "base/status_line.h"
 #include "models/chat_template.h"
@@ -252,12 +254,14 @@ struct Run {
 
 Run PrepareRun(const GenerateArgs& a) {
   Run r;
+  const Runtime rt = ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
   r.target = LoadModel(a.model, Globals().models_dir);
   // "none" (the experiment files' name) keeps the weights as loaded.
   const bool quantize = !a.quant.empty() && a.quant != "none";
   if (quantize) r.target = WithQuant(r.target, ParseQuantizeTarget(a.quant, "--quant"));
   r.o = OptionsFromArgs(a);
-  r.dec = MakeDecoder(r.target, r.o, Globals().models_dir);
+  const SharedDraftModels drafts(Globals().models_dir);
+  r.dec = MakeDecoder(r.target, r.o, DecoderEnv{rt, &drafts});
   r.tpl = ParseChatTemplate(a.chat_template, "--template");
   const Tokenizer& tok = *r.target.tokenizer;
   r.prompt = r.tpl.name == "none" ? tok.Encode(a.prompt, tok.add_bos_default())

@@ -4,6 +4,7 @@
 
 #include "base/status_line.h"
 #include "harness/cli/commands.h"
+#include "harness/measure/process_runtime.h"
 #include "models/loader.h"
 #include "models/quant_error.h"
 #include "quant/qtype.h"
@@ -31,6 +32,7 @@ void PrintQuantError(const Model& m, QType type) {
 }
 
 void RunInspect(const InspectArgs& a) {
+  ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
   LoadedModel lm = LoadModel(a.model, Globals().models_dir);
   if (!a.quant.empty() && a.quant != "none") lm = WithQuant(lm, ParseQuantizeTarget(a.quant, "--quant"));
   const Model& m = *lm.model;

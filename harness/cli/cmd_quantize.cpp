@@ -6,6 +6,7 @@
 #include "harness/cli/commands.h"
 #include "base/error.h"
 #include "base/status_line.h"
+#include "harness/measure/process_runtime.h"
 #include "models/gguf.h"
 #include "models/loader.h"
 
@@ -21,6 +22,7 @@ void RunQuantize(const QuantizeArgs& a) {
   ToGgmlType(type, "--type");  // fail before loading when GGUF cannot hold the type
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
+  ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
   LoadedModel lm = LoadModel(a.in, Globals().models_dir);
   auto t1 = Clock::now();
   Model q = QuantizeModel(*lm.model, type);

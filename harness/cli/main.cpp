@@ -14,7 +14,7 @@
 #include "harness/cli/commands.h"
 #include "base/build_info.h"
 #include "base/error.h"
-#include "models/forward.h"
+#include "harness/measure/process_runtime.h"
 
 namespace specsweep {
 
@@ -91,7 +91,7 @@ void AddCommands(CLI::App& app) {
   app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
   app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")
       ->check(IntAtLeast(0));
-  app.parse_complete_callback([&] { SetNumThreads(g.threads); });
+  app.parse_complete_callback([&] { ApplyThreads(g.threads); });
   auto& reg = Registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [order, factory] : reg) factory(app);

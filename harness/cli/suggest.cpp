@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/suggest.h"
 #include "harness/cli/commands.h"
+#include "harness/measure/process_runtime.h"
 #include "quant/matmul.h"
 
 namespace specsweep {
@@ -78,7 +79,7 @@ void SuggestForUnknownArguments(CLI::App& app, const std::vector<std::string>& a
 std::string VersionText() {
   std::string families;
   try {
-    families = fmt::format("{} (active: {})", fmt::join(RunnableKernelIsas(), ", "), ActiveKernelIsa());
+    families = fmt::format("{} (active: {})", fmt::join(RunnableKernelIsas(), ", "), ProcessRuntime(Globals().threads).kernel_isa());
   } catch (const Error& err) {  // SPECSWEEP_KERNEL_ISA names a family this CPU lacks
     families = fmt::format("{} ({})", fmt::join(RunnableKernelIsas(), ", "), err.what());
   }

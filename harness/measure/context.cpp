@@ -41,7 +41,7 @@ std::string CpuInfoField(const std::string& field) {
 }
 }  // namespace
 
-json MachineContext() {
+json MachineContext(const Runtime& rt) {
   json c;
   c["schema_version"] = kResultsSchemaVersion;
   std::time_t now = std::time(nullptr);
@@ -63,9 +63,9 @@ json MachineContext() {
   c["cpu_model"] = CpuInfoField("model name");
   c["cpu_flags"] = CpuInfoField("flags");
   c["num_cpus"] = int(std::thread::hardware_concurrency());
-  c["threads"] = NumThreads();
-  c["kernel_isa"] = ActiveKernelIsa();
-  c["kernels"] = DescribeChoice(ActiveKernelChoice());  // the family per format where it differs
+  c["threads"] = rt.threads;
+  c["kernel_isa"] = rt.kernel_isa();
+  c["kernels"] = DescribeChoice(rt.kernels);  // the family per format where it differs
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) == 3) c["load_avg"] = {load[0], load[1], load[2]};
   AddRuntimeSettings(c);

@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/store/results.h"
+#include "quant/runtime.h"
 
 namespace specsweep {
 
 // Schema version, date, host, OS, git revision, compiler, CPU model and flags, cores,
-// threads, active kernel family, load average and the runtime settings below.
-nlohmann::json MachineContext();
+// the threads and kernels of `rt` (the runtime the run used), load average and the
+// runtime settings below.
+nlohmann::json MachineContext(const Runtime& rt);
 
 // Process settings that change timings: libgomp's wait settings and glibc's malloc
 // tunables (main() sets GOMP_SPINCOUNT and the huge-page tunable unless given), and the

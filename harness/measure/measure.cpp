@@ -9,6 +9,7 @@
 #include "decoders/draft_policy.h"
 #include "harness/measure/context.h"
 #include "harness/measure/conversation.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
@@ -21,26 +22,9 @@ using nlohmann::json;
 namespace specsweep {
 
 // ---------------------------------------------------------------------------------
-// Models and prompts
+// Decoder options
 
-const LoadedModel& ModelCache::Target(const std::string& name, const std::optional<QType>& quant) {
-  const std::string key = name + "@" + (quant ? std::string(QTypeName(*quant)) : "none");
-  auto it = targets_.find(key);
-  if (it != targets_.end()) return it->second;
-  LoadedModel m = Base(name);
-  if (quant) m.model = std::make_shared<const Model>(QuantizeModel(*m.model, *quant));
-  return targets_[key] = m;
-}
-
-const LoadedModel& ModelCache::Base(const std::string& name) {
-  auto it = base_.find(name);
-  if (it != base_.end()) return it->second;
-  LoadedModel m = LoadModel(name, e_.models_dir);
-  m.name = name;
-  return base_[name] = m;
-}
-
-DecoderOptions ModelCache::Options(const Point& p) {
+DecoderOptions SweepInputs::Options(const Point& p) {
   DecoderOptions o = p.Options();
   AcceptanceSource& a = o.acceptance_source;
   if (a.kind == AcceptanceSource::Kind::Trace) {
@@ -51,88 +35,6 @@ DecoderOptions ModelCache::Options(const Point& p) {
     a.traces = t;
   }
   return o;
-}
-
-const std::map<std::string, std::string>& ModelCache::FileHashes(const std::string& name) {
-  auto it = hashes_.find(name);
-  if (it != hashes_.end()) return it->second;
-  std::map<std::string, std::string> h;
-  for (auto& f : Base(name).model->source.files) h[f] = Sha256File(f);
-  return hashes_[name] = h;
-}
-
-ModelFiles ModelCache::ModelFilesOf(const Point& p) {
-  ModelFiles out;
-  auto add = [&](const std::string& model, const char* role) {
-    for (auto& [f, h] : FileHashes(model)) out.push_back({role, std::filesystem::path(f).filename().string(), h});
-  };
-  add(p.model, "target");
-  if (!p.options.draft.model().empty()) add(p.options.draft.model(), "draft");
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-const std::vector<std::vector<int>>& ModelCache::Prompts(const std::string& model, int input_length) {
-  auto key = std::make_pair(model, input_length);
-  auto it = prompts_.find(key);
-  if (it != prompts_.end()) return it->second;
-  const LoadedModel& m = Base(model);
-  std::vector<std::vector<int>> ids;
-  if (input_length == 0 && e_.prompts.questions) {
-    for (auto& q : Questions()) ids.push_back(Chat(model).EncodeTurns({q.turns[0]}, {}));
-  } else if (input_length == 0) {
-    for (auto& line : ReadPromptLines(e_.prompts.file, e_.prompts.count))
-      ids.push_back(e_.chat_template.name == "none" ? m.tokenizer->Encode(line, m.tokenizer->add_bos_default())
-                                                    : Chat(model).EncodeTurns({line}, {}));
-  } else {
-    if (passages_.empty()) {
-      std::ifstream f(e_.prompts.passages);
-      if (!f) Fail("{}: cannot open passages file", e_.prompts.passages);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      passages_ = SplitPassages(ss.str());
-    }
-    ids = CutPassages(passages_, *m.tokenizer, input_length, e_.prompts.count, e_.prompts.passages);
-  }
-  return prompts_[key] = ids;
-}
-
-const std::vector<Question>& ModelCache::Questions() {
-  if (!questions_)
-    questions_ = e_.prompts.questions ? SelectQuestions(ReadQuestions(e_.prompts.file), e_.prompts.selection, e_.file)
-                                      : std::vector<Question>{};
-  return *questions_;
-}
-
-const ChatEncoder& ModelCache::Chat(const std::string& model) {
-  auto& c = chat_[model];
-  if (!c) c = std::make_unique<ChatEncoder>(*Base(model).tokenizer, e_.chat_template, e_.file + ": template");
-  return *c;
-}
-
-std::vector<std::string> ModelCache::PromptCategories(int input_length) {
-  std::vector<std::string> out;
-  if (input_length == 0)
-    for (auto& q : Questions()) out.push_back(q.group);
-  return out;
-}
-
-json ModelCache::PromptSetJson(int input_length) {
-  if (input_length > 0 || (!e_.prompts.questions && e_.chat_template.name == "none")) return json::object();
-  json j{{"file", e_.prompts.file},
-         {"sha256", Sha256File(e_.prompts.file)},
-         {"template", ChatTemplateLabel(e_.chat_template)}};
-  if (!e_.prompts.questions) return j;
-  const QuestionSelection& s = e_.prompts.selection;
-  json ids = json::array(), raw = json::array();
-  for (auto& q : Questions()) ids.push_back(q.id), raw.push_back(q.category);
-  j["turns"] = e_.prompts.all_turns ? "all" : "first";
-  j["select"] = s.select;
-  j["per_category"] = s.per_category;
-  j["max_chars"] = s.max_chars;
-  j["question_ids"] = ids;
-  j["categories"] = raw;
-  return j;
 }
 
 // ---------------------------------------------------------------------------------
@@ -179,7 +81,7 @@ std::string ExperimentSha256(const Experiment& e) {
 }
 
 std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& experiment_sha, const Group& g,
-                                     ModelCache& cache) {
+                                     SweepInputs& in) {
   std::vector<std::string> keys;
   for (auto* p : g.points) keys.push_back(p->Key());
   std::vector<RawRecord> out;
@@ -191,13 +93,13 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
     r.params = p->ParamsJson();
     r.repetitions = e.repetitions;
     r.warmup = e.warmup;
-    const auto& prompts = cache.Prompts(p->model, p->input_length);
+    const auto& prompts = in.prompts.Prompts(p->model, p->input_length);
     for (auto& ids : prompts) r.prompt_tokens.push_back(int(ids.size()));
-    r.prompt_categories = cache.PromptCategories(p->input_length);
-    r.prompt_set = cache.PromptSetJson(p->input_length);
+    r.prompt_categories = in.prompts.PromptCategories(p->input_length);
+    r.prompt_set = in.prompts.PromptSetJson(p->input_length);
     r.identity.experiment_sha256 = experiment_sha;
     r.identity.prompt_sha256 = PromptSha(prompts);
-    r.identity.model_files = cache.ModelFilesOf(*p);
+    r.identity.model_files = in.models.ModelFilesOf(*p);
     r.identity.group = keys;
     out.push_back(std::move(r));
   }
@@ -207,10 +109,10 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
 // ---------------------------------------------------------------------------------
 // Measuring
 
-void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
+void Preflight(const Experiment& e, const Group& g, SweepInputs& in) {
   for (auto* p : g.points) {
-    const LoadedModel& t = cache.Base(p->model);
-    const auto& prompts = cache.Prompts(p->model, p->input_length);
+    const LoadedModel& t = in.models.Base(p->model);
+    const auto& prompts = in.prompts.Prompts(p->model, p->input_length);
     const int ctx = t.model->config.max_seq_len;
     for (size_t i = 0; i < prompts.size(); ++i) {
       const int need = int(prompts[i].size()) + p->options.max_new_tokens + p->options.k + 1;
@@ -220,9 +122,9 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
     }
     // A conversation's last turn holds every turn and up to max_new_tokens per answer.
     if (e.prompts.questions && e.prompts.all_turns && p->input_length == 0)
-      for (auto& q : cache.Questions()) {
+      for (auto& q : in.prompts.Questions()) {
         if (q.turns.size() < 2) continue;
-        const std::vector<int> all = cache.Chat(p->model).EncodeTurns(
+        const std::vector<int> all = in.prompts.Chat(p->model).EncodeTurns(
             q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
         const int need = int(all.size()) + int(q.turns.size()) * p->options.max_new_tokens + p->options.k + 1;
         if (need > ctx)
@@ -230,11 +132,11 @@ void Preflight(const Experiment& e, const Group& g, ModelCache& cache) {
                "exceed the context of {} tokens", e.file, p->Name(), q.id, q.turns.size(), all.size(),
                p->options.max_new_tokens, p->options.k, ctx);
       }
-    DecoderOptions opt = cache.Options(*p);
+    DecoderOptions opt = in.Options(*p);
     opt.max_new_tokens = 1;
     opt.sampling = {};
     try {
-      MakeDecoder(cache.Target(p->model, p->target_quant), opt, e.models_dir);
+      MakeDecoder(in.models.Target(p->model, p->target_quant), opt, DecoderEnv{.drafts = &in.models.Drafts()});
     } catch (const Error& err) {
       Fail("{}: point {}: {}", e.file, p->Name(), err.what());
     }
@@ -277,10 +179,10 @@ constexpr int kCostReps = 5;  // calls per batch size and prompt
 
 }  // namespace
 
-void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
+void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,
                   std::vector<RawRecord>& records, Progress* progress, const std::atomic<bool>* stop,
                   ProgressState where) {
-  const int rounds = e.repetitions * int(cache.Prompts(g.baseline().model, g.baseline().input_length).size());
+  const int rounds = e.repetitions * int(in.prompts.Prompts(g.baseline().model, g.baseline().input_length).size());
   int rounds_done = 0;
   auto at = [&](const char* stage, int round, const Point& p) {
     if (stop && stop->load()) throw Interrupted(rounds_done, rounds);
@@ -292,11 +194,13 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
     progress->Set(where);
   };
   const Point& base = g.baseline();
-  SetNumThreads(base.threads > 0 ? base.threads : default_threads);
-  const auto& prompts = cache.Prompts(base.model, base.input_length);
+  const Runtime rt = ProcessRuntime(base.threads > 0 ? base.threads : default_threads);
+  const auto& prompts = in.prompts.Prompts(base.model, base.input_length);
   const int n = int(g.points.size());
   std::vector<std::unique_ptr<Decoder>> decoders;
-  for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), cache.Options(*p), e.models_dir));
+  for (auto* p : g.points)
+    decoders.push_back(
+        MakeDecoder(in.models.Target(p->model, p->target_quant), in.Options(*p), DecoderEnv{rt, &in.models.Drafts()}));
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
@@ -310,7 +214,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   // times and the generations they predict share the host's minutes. (Timed once before
   // all rounds, T(1) came out 9% and 20% above the baseline's own calls in the rounds
   // at 7B and 1.1B: issue #31, docs/reproducing.md.)
-  const int ctx = cache.Base(base.model).model->config.max_seq_len;
+  const int ctx = in.models.Base(base.model).model->config.max_seq_len;
   std::vector<std::vector<double>> target;
   std::vector<std::vector<std::vector<double>>> draft(n), draft_tree(n);
   auto measure_costs = [&](const std::vector<int>& ids) {
@@ -328,7 +232,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   // later turns (turns: all) follow each decoder's own answers.
   const int n_prompts = int(prompts.size());
   const bool conversation = e.prompts.questions && e.prompts.all_turns && base.input_length == 0;
-  const std::vector<Question>& questions = cache.Questions();
+  const std::vector<Question>& questions = in.prompts.Questions();
   std::vector<int> reserve;
   for (auto* p : g.points) reserve.push_back(p->options.max_new_tokens + p->options.k + 1);
   auto what = [&](int j, int i) { return fmt::format("{}: point {}: question {}", e.file, g.points[j]->Name(),
@@ -342,7 +246,7 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
         const int j = order[slot];
         at("round", round + 1, *g.points[j]);
         GenerationResult res = conversation ? GenerateConversation(*decoders[j], prompts[i], questions[i].turns,
-                                                                    cache.Chat(base.model), ctx, reserve[j], what(j, i))
+                                                                    in.prompts.Chat(base.model), ctx, reserve[j], what(j, i))
                                             : decoders[j]->Generate(prompts[i]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
         if (progress) progress->GenerationDone();
@@ -353,12 +257,12 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   const std::vector<double> target_s = MedianOver(target);
   for (int j = 0; j < n; ++j) {
     const Point& p = *g.points[j];
-    records[j].target_types = MatrixTypeCounts(*cache.Target(p.model, p.target_quant).model);
+    records[j].target_types = MatrixTypeCounts(*in.models.Target(p.model, p.target_quant).model);
     records[j].draft_types = decoders[j]->draft_types();
     for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.options.draft.quant()}})
       if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
-    records[j].threads_used = NumThreads();
-    records[j].kernel_isa = ActiveKernelIsa();
+    records[j].threads_used = rt.threads;
+    records[j].kernel_isa = rt.kernel_isa();
     records[j].costs.target_s = target_s;
     records[j].costs.draft_s = MedianOver(draft[j]);
     records[j].costs.draft_tree_s = MedianOver(draft_tree[j]);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "harness/measure/model_store.h"
+#include "harness/measure/prompt_store.h"
 #include "harness/measure/progress.h"
 #include "harness/sweep/experiment.h"
 #include "harness/store/results.h"
@@ -20,39 +22,20 @@
 
 namespace specsweep {
 
-// Loaded targets, prompt sets and model file hashes, shared by the points of a sweep.
-class ModelCache {
+// What the points of a sweep share: its models, its prompts, and the acceptance traces
+// its points replay.
+class SweepInputs {
  public:
-  explicit ModelCache(const Experiment& e) : e_(e) {}
-  const LoadedModel& Target(const std::string& name, const std::optional<QType>& quant);
-  const LoadedModel& Base(const std::string& name);
-  const std::vector<std::vector<int>>& Prompts(const std::string& model, int input_length);
-  // The selected questions of a question set (empty for a prompt file), in prompt order.
-  const std::vector<Question>& Questions();
-  // The experiment's chat template over the model's tokenizer.
-  const ChatEncoder& Chat(const std::string& model);
-  // What the records say about the prompts of an input_length: each prompt's report group
-  // ({} for a prompt file or passages) and the set's provenance (file, sha256, template,
-  // turns, selection, question ids; {} for a plain prompt file without a template).
-  std::vector<std::string> PromptCategories(int input_length);
-  nlohmann::json PromptSetJson(int input_length);
+  explicit SweepInputs(const Experiment& e) : models(e.models_dir), prompts(e, models), e_(e) {}
+  ModelStore models;
+  PromptStore prompts;
   // The decoder options of `p`, a replayed trace read from its results file (relative
   // to the experiment file; read once per reference).
   DecoderOptions Options(const Point& p);
-  // sha256 of each file the model was read from (hashed once).
-  const std::map<std::string, std::string>& FileHashes(const std::string& name);
-  // The point's identity of its models: (role, file name, sha256) of target and draft.
-  ModelFiles ModelFilesOf(const Point& p);
 
  private:
   const Experiment& e_;
-  std::map<std::string, LoadedModel> base_, targets_;
-  std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> prompts_;
-  std::map<std::string, std::map<std::string, std::string>> hashes_;
   std::map<std::string, std::shared_ptr<const std::vector<AcceptanceTrace>>> traces_;
-  std::vector<std::string> passages_;
-  std::optional<std::vector<Question>> questions_;
-  std::map<std::string, std::unique_ptr<ChatEncoder>> chat_;
 };
 
 // sha256 of the canonical parsed experiment: every point's key, repetitions, warmup
@@ -62,11 +45,11 @@ std::string ExperimentSha256(const Experiment& e);
 // The records the experiment asks for in `g` (key, parameters, identity, prompt
 // lengths), without measurements: what a resumed record must equal.
 std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& experiment_sha, const Group& g,
-                                     ModelCache& cache);
+                                     SweepInputs& in);
 
 // Everything that can be wrong with a group short of running it: context length,
 // decoder options, draft model. Error names the experiment file and the point.
-void Preflight(const Experiment& e, const Group& g, ModelCache& cache);
+void Preflight(const Experiment& e, const Group& g, SweepInputs& in);
 
 // Measures a group: builds its decoders, runs the warm-up, then repetitions x prompts
 // rounds, each running every point once in rotated order (a round of the first
@@ -80,7 +63,7 @@ struct Interrupted : Error {
       : Error("interrupted"), rounds_done(rounds_done), rounds(rounds) {}
   int rounds_done, rounds;
 };
-void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int default_threads,
+void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,
                   std::vector<RawRecord>& records, Progress* progress = nullptr,
                   const std::atomic<bool>* stop = nullptr, ProgressState where = {});
 

@@ -14,6 +14,7 @@
 
 #include "harness/measure/context.h"
 #include "harness/measure/measure.h"
+#include "harness/measure/process_runtime.h"
 #include "harness/measure/progress.h"
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
@@ -176,28 +177,11 @@ std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
   return t;
 }
 
-}  // namespace
-
-MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
-  MeasuredRun run;
-  RunSummary& s = run.summary;
-  s.total = int(e.points.size());
-  ResultsDir dir(o.out_dir, o.out_stem.empty() ? e.name : o.out_stem);
-  s.jsonl_path = dir.jsonl_path();
-  s.json_path = dir.json_path();
-
-  // experiment -> schedule
-  ModelCache cache(e);
-  const std::vector<Group> groups = MakeGroups(e.points);
-  const json prompts_json = PromptsJson(e);
-  auto note = [&](const std::string& line) {
-    if (o.progress) fmt::print(o.progress, "{}\n", line), std::fflush(o.progress);
-  };
-  note(PlanText(e, groups.size(), prompts_json));
-  const std::string experiment_sha = o.experiment_sha256.empty() ? ExperimentSha256(e) : o.experiment_sha256;
-  std::vector<std::vector<RawRecord>> expected;
-  for (auto& g : groups) expected.push_back(DescribeGroup(e, experiment_sha, g, cache));
-
+// Records already in the .jsonl: none (a new run), none kept (--overwrite), or those of
+// the groups that still match (--resume; the others' set aside). Notes what it did.
+ResumePlan ResumeFromStore(ResultsDir& dir, const Experiment& e, const std::vector<Group>& groups,
+                           const std::vector<std::vector<RawRecord>>& expected, const RunOptions& o,
+                           const std::function<void(const std::string&)>& note, RunSummary& s) {
   ResumePlan plan;
   if (fs::exists(s.jsonl_path)) {
     if (o.overwrite) {
@@ -220,28 +204,41 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   if (s.resumed > 0)
     note(fmt::format("resume: {} of {} points ({} of {} groups) reused from {}", s.resumed, s.total,
                      plan.reused_groups.size(), groups.size(), s.jsonl_path));
+  return plan;
+}
+
+// Preflights every group to measure (Error before anything is timed); the generations
+// they will run.
+long PreflightGroups(const Experiment& e, const std::vector<Group>& groups, const ResumePlan& plan,
+                     SweepInputs& in) {
   long generations = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi)
     if (!plan.reused_groups.count(gi)) {
-      Preflight(e, groups[gi], cache);
+      Preflight(e, groups[gi], in);
       generations += long(groups[gi].points.size()) * e.repetitions *
-                     long(cache.Prompts(groups[gi].baseline().model, groups[gi].baseline().input_length).size());
+                     long(in.prompts.Prompts(groups[gi].baseline().model, groups[gi].baseline().input_length).size());
     }
+  return generations;
+}
 
-  // measure: one group at a time, its records on disk before the next starts
-  Progress progress(o.progress, s.total, s.resumed, generations);
-  InterruptScope interrupt_scope;
-  const int to_measure = int(groups.size() - plan.reused_groups.size());
-  int measuring = 0;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    if (plan.reused_groups.count(gi)) continue;
-    const Group& g = groups[gi];
+// Where the group loop stands: `measuring` of `to_measure` groups.
+struct GroupLoop {
+  const Experiment& e;
+  const RunOptions& o;
+  SweepInputs& in;
+  ResultsDir& dir;
+  RunSummary& s;
+  Progress& progress;
+  int measuring = 0, to_measure = 0;
+
+  // Measures group g (Ctrl-C: an Error naming what is stored and lost) and appends its
+  // records to the .jsonl.
+  void MeasureAndStore(const Group& g, std::vector<RawRecord> records) {
     ++measuring;
     progress.Note(fmt::format("group {}/{}: {} and {} point(s) compared with it", measuring, to_measure,
                               g.baseline().Name(), g.points.size() - 1));
-    std::vector<RawRecord> records = expected[gi];
     try {
-      MeasureGroup(e, g, cache, o.default_threads, records, &progress, &g_interrupted,
+      MeasureGroup(e, g, in, o.default_threads, records, &progress, &g_interrupted,
                    ProgressState{.group = measuring, .groups = to_measure, .round = 0, .rounds = 0, .stage = "",
                                  .point = ""});
     } catch (const Interrupted& i) {
@@ -264,27 +261,35 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
     for (auto& r : records)
       progress.Done(r.name, o.summarize ? o.summarize(r, r.baseline_key.empty() ? nullptr : &records[0]) : "");
   }
-  progress.Finish();
+};
 
-  // the grid's records in grid order, as stored, for the report
+// The grid's records in grid order, as stored, for the report.
+std::vector<RawRecord> StoredRecordsInGridOrder(const Experiment& e, const std::string& jsonl_path) {
   std::map<std::string, RawRecord> by_key;
-  for (auto& r : ReadJsonl(s.jsonl_path).records) by_key[r.key] = std::move(r);
+  for (auto& r : ReadJsonl(jsonl_path).records) by_key[r.key] = std::move(r);
+  std::vector<RawRecord> out;
   for (auto& p : e.points) {
     auto it = by_key.find(p.Key());
-    if (it == by_key.end()) Fail("{}: point {} is missing after the sweep", s.jsonl_path, p.Name());
-    run.records.push_back(it->second);
+    if (it == by_key.end()) Fail("{}: point {} is missing after the sweep", jsonl_path, p.Name());
+    out.push_back(it->second);
   }
-  SetNumThreads(o.default_threads);
-  json context = MachineContext();
+  return out;
+}
+
+// The context block: the machine and the runtime of --threads, the experiment, its
+// prompts and model files, and the caller's fields.
+json RunContext(const Experiment& e, const RunOptions& o, const std::string& experiment_sha,
+                const json& prompts_json, ModelStore& models) {
+  json context = MachineContext(ProcessRuntime(o.default_threads));
   context["experiment"] = e.name;
   context["experiment_file"] = e.file;
   context["experiment_sha256"] = experiment_sha;
   context["prompts"] = prompts_json;
   std::map<std::string, std::string> files;
   for (auto& p : e.points) {
-    for (auto& [f, h] : cache.FileHashes(p.model)) files[f] = h;
+    for (auto& [f, h] : models.FileHashes(p.model)) files[f] = h;
     if (!p.options.draft.model().empty())
-      for (auto& [f, h] : cache.FileHashes(p.options.draft.model())) files[f] = h;
+      for (auto& [f, h] : models.FileHashes(p.options.draft.model())) files[f] = h;
   }
   json model_files = json::array();
   for (auto& [f, h] : files) {
@@ -294,7 +299,45 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   }
   context["model_files"] = model_files;
   context.update(o.context);
-  run.context = std::move(context);
+  return context;
+}
+
+}  // namespace
+
+MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
+  MeasuredRun run;
+  RunSummary& s = run.summary;
+  s.total = int(e.points.size());
+  ResultsDir dir(o.out_dir, o.out_stem.empty() ? e.name : o.out_stem);
+  s.jsonl_path = dir.jsonl_path();
+  s.json_path = dir.json_path();
+
+  // experiment -> schedule
+  SweepInputs in(e);
+  const std::vector<Group> groups = MakeGroups(e.points);
+  const json prompts_json = PromptsJson(e);
+  auto note = [&](const std::string& line) {
+    if (o.progress) fmt::print(o.progress, "{}\n", line), std::fflush(o.progress);
+  };
+  note(PlanText(e, groups.size(), prompts_json));
+  ProcessRuntime(o.default_threads);  // before any model is loaded: loaders pack weights for its kernels
+  const std::string experiment_sha = o.experiment_sha256.empty() ? ExperimentSha256(e) : o.experiment_sha256;
+  std::vector<std::vector<RawRecord>> expected;
+  for (auto& g : groups) expected.push_back(DescribeGroup(e, experiment_sha, g, in));
+  const ResumePlan plan = ResumeFromStore(dir, e, groups, expected, o, note, s);
+  const long generations = PreflightGroups(e, groups, plan, in);
+
+  // measure: one group at a time, its records on disk before the next starts
+  Progress progress(o.progress, s.total, s.resumed, generations);
+  InterruptScope interrupt_scope;
+  GroupLoop loop{e, o, in, dir, s, progress};
+  loop.to_measure = int(groups.size() - plan.reused_groups.size());
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    if (!plan.reused_groups.count(gi)) loop.MeasureAndStore(groups[gi], expected[gi]);
+  progress.Finish();
+
+  run.records = StoredRecordsInGridOrder(e, s.jsonl_path);
+  run.context = RunContext(e, o, experiment_sha, prompts_json, in.models);
   return run;
 }
 

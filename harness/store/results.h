@@ -71,7 +71,7 @@ struct RawRecord {
   std::string name;          // Point::Name()
   nlohmann::json params;     // Point::ParamsJson()
   int repetitions = 0, warmup = 0;
-  int threads_used = 0;      // NumThreads() while measuring
+  int threads_used = 0;      // the Runtime::threads it was measured with
   std::string kernel_isa;    // kernel family of the matrix products
   Identity identity;
   CallCosts costs;           // verify-cost model inputs, measured with the runs
