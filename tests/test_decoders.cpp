@@ -460,11 +460,11 @@ TEST(MakeDecoder, DraftsComeFromTheCaller) {
   testing::ExpectError([&] { MakeDecoder(target, o); }, {"'tiny-draft'", "no draft models"});
   CountingDrafts drafts;
   drafts.draft = Synthetic(TinyTestConfig(), 2, "");
-  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{.drafts = &drafts})->Generate(prompt).tokens, expected);
+  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{Runtime{}, &drafts})->Generate(prompt).tokens, expected);
   EXPECT_EQ(drafts.loads, 1);
   EXPECT_EQ(drafts.quantized, 0);
   o.draft.quant = QType::Q8_0;
-  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{.drafts = &drafts})->Generate(prompt).tokens, expected);
+  EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{Runtime{}, &drafts})->Generate(prompt).tokens, expected);
   EXPECT_EQ(drafts.quantized, 1);
 }
 

@@ -229,7 +229,7 @@ TEST_P(RealDrafts, GreedyEqualsAutoregressiveOnEveryPrompt) {
     // Both verification outcomes happened, or the comparison proves little.
     EXPECT_GT(accepted, 0) << (c.lookup ? "lookup" : "cross") << " K " << c.k;
     EXPECT_LT(accepted, drafted) << (c.lookup ? "lookup" : "cross") << " K " << c.k;
-    if (c.lookup) EXPECT_EQ(retok, 0.0);
+    if (c.lookup) { EXPECT_EQ(retok, 0.0); }
     else EXPECT_GT(retok, 0.0);
   }
 }

@@ -90,7 +90,7 @@ decoders:
     if (pt.speculative()) {
       EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
     }
-    if (pt.speculative()) EXPECT_EQ(pt.options.kind, DecoderKind::Speculative);
+    if (pt.speculative()) { EXPECT_EQ(pt.options.kind, DecoderKind::Speculative); }
     if (pt.speculative() && pt.options.draft.Label() == "q4_0") ++self_spec;  // the self-spec default, made explicit
   }
   EXPECT_EQ(self_spec, 2);

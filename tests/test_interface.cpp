@@ -198,7 +198,7 @@ TEST(DecoderAlias, ExperimentFiles) {
   EXPECT_EQ(assisted.size(), 2u);  // baseline and one point
   EXPECT_EQ(assisted, keys("f.yaml", "[{decoder: speculative, draft: [\"model=" + draft + "+layers=1\"]}]"));
   for (const std::string& k : keys("g.yaml", "[self-spec]"))
-    if (k.find(";dec=ar;") == std::string::npos) EXPECT_NE(k.find(";dec=speculative;"), std::string::npos) << k;
+    if (k.find(";dec=ar;") == std::string::npos) { EXPECT_NE(k.find(";dec=speculative;"), std::string::npos) << k; }
 
   auto bad = [&](const std::string& name, const std::string& decoders, const std::string& key,
                  const std::string& what) {

@@ -267,7 +267,7 @@ TEST(LegacyKernels, PackedLayoutRoundTripsAndEveryFamilyBitIdentical) {
       EXPECT_EQ(std::memcmp(U.data.data(), W.data.data(), W.bytes()), 0) << label;
       EXPECT_TRUE(SameBits(Dequantize(P), Dequantize(W))) << label;
       for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
-        if (const KernelFamily* k = FindKernelFamily(isa)) EXPECT_EQ(PackFor(*k, W).layout, Layout::kPacked16) << isa;
+        if (const KernelFamily* k = FindKernelFamily(isa)) { EXPECT_EQ(PackFor(*k, W).layout, Layout::kPacked16) << isa; }
       const auto X = Gaussian(size_t(9) * cols, 43, 1.0f);
       const std::vector<float> want = Reference(W, X, 9);
       testing_kernels::ExpectEveryFamilyBitIdentical(P, X, 9, want, label);

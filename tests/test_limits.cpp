@@ -321,8 +321,8 @@ TEST(Limits, YamlAliasBombIsAnError) {
   const std::string path = TempDir() + "/laughs.yaml";
   std::string y = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
   for (int i = 1; i < 10; ++i) {
-    y += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
-    for (int k = 0; k < 10; ++k) y += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    y += fmt::format("a{}: &a{} [", i, i);
+    for (int k = 0; k < 10; ++k) y += fmt::format("{}*a{}", k ? ", " : "", i - 1);
     y += "]\n";
   }
   y += "name: *a9\n";

@@ -209,7 +209,7 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   PlotOptions o;
   o.out_dir = testing::TempDir();
   for (auto& p : MakePlots(RecordsFromJson(recs), o)) {
-    if (p.name == "speedup_vs_k") EXPECT_EQ(p.images.size(), 2u);
+    if (p.name == "speedup_vs_k") { EXPECT_EQ(p.images.size(), 2u); }
   }
 }
 
@@ -220,7 +220,7 @@ TEST(Plot, NoInputLengthPlotWithoutThatAxis) {
   PlotOptions o;
   o.out_dir = testing::TempDir();
   for (auto& p : MakePlots(RecordsFromJson(recs), o))
-    if (p.name == "latency_vs_input_length") EXPECT_EQ(p.skipped, "the experiment has no input_length axis");
+    if (p.name == "latency_vs_input_length") { EXPECT_EQ(p.skipped, "the experiment has no input_length axis"); }
 }
 
 TEST(Plot, SubtitleWrapsAtPartsAndPointKeysInKOrder) {

@@ -146,7 +146,7 @@ TEST(SpeculativeSampling, VerifyReproducesTargetDistribution) {
       ++counts[v.n_accepted == 1 ? d : v.next];
     }
     auto [stat, df] = ChiSquare(counts, ToDouble(p));
-    if (rule == AcceptRule::Exact) EXPECT_LT(stat, Critical(df));
+    if (rule == AcceptRule::Exact) { EXPECT_LT(stat, Critical(df)); }
     else EXPECT_GT(stat, Critical(df));  // always-accept yields q, not p
   }
 }
@@ -188,7 +188,7 @@ class EndToEnd : public ::testing::Test {
       o.sampling.seed = 1000 + s;
       auto dec = MakeSpeculativeDecoder(target_, draft, o, rule);
       GenerationResult r = dec->Generate(prompt_);
-      if (!tree.is_tree()) EXPECT_EQ(r.stats.k_per_step.at(0), 4);
+      if (!tree.is_tree()) { EXPECT_EQ(r.stats.k_per_step.at(0), 4); }
       ++counts[r.tokens.at(0)];
     }
     auto res = ChiSquare(counts, p_);
@@ -259,7 +259,7 @@ TEST(TreeSampling, SiblingRuleReproducesTargetDistribution) {
         ++counts[v.n_accepted ? draft[v.path[0]] : v.next];
       }
       auto [stat, df] = ChiSquare(counts, ToDouble(p));
-      if (rule == AcceptRule::Exact) EXPECT_LT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid");
+      if (rule == AcceptRule::Exact) { EXPECT_LT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid"); }
       else EXPECT_GT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid");
     }
 }
@@ -353,7 +353,7 @@ class LookupEndToEnd : public EndToEnd {
       o.sampling.seed = 5000 + s;
       auto dec = MakeSpeculativeDecoder(target_, make(), o, rule);
       GenerationResult r = dec->Generate(prompt);
-      if (first_k >= 0) EXPECT_EQ(r.stats.k_per_step.at(0), first_k);
+      if (first_k >= 0) { EXPECT_EQ(r.stats.k_per_step.at(0), first_k); }
       accepted.resize(std::max(accepted.size(), r.stats.accepted_at_pos.size()));
       for (size_t i = 0; i < r.stats.accepted_at_pos.size(); ++i) accepted[i] += r.stats.accepted_at_pos[i];
       ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];

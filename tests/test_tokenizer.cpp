@@ -79,7 +79,7 @@ std::string SynthTokenizerBin() {
   int32_t max_len = 0;
   for (size_t i = 0; i < v.pieces.size(); ++i) {
     std::string p = v.pieces[i];
-    for (size_t k; (k = p.find(kMeta)) != std::string::npos;) p.replace(k, kMeta.size(), " ");
+    for (size_t k; (k = p.find(kMeta)) != std::string::npos;) p = p.substr(0, k) + ' ' + p.substr(k + kMeta.size());
     if (i == 1) p = "\n<s>\n";
     if (i == 2) p = "\n</s>\n";
     int32_t len = static_cast<int32_t>(p.size());

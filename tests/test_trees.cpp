@@ -193,7 +193,7 @@ void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_t
       for (size_t i = 0; i < ids.size(); ++i) {
         const GenerationResult r = dec->Generate(ids[i]);
         ASSERT_EQ(r.tokens, expected[i]) << target.name << " " << draft << " K=" << k << " prompt: " << prompts[i];
-        if (!r.stats.stopped_at_eos) EXPECT_EQ(r.stats.generated_tokens, r.stats.target_calls + r.stats.accepted);
+        if (!r.stats.stopped_at_eos) { EXPECT_EQ(r.stats.generated_tokens, r.stats.target_calls + r.stats.accepted); }
         for (int n : r.stats.k_per_step) EXPECT_LE(n, k);
         drafted += r.stats.drafted, accepted += r.stats.accepted, steps += r.stats.target_calls;
       }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "decoders/sampler.h"
@@ -44,11 +45,7 @@ void RunBenchForwardCompare(const BenchForwardArgs& a) {
   c.rounds = a.rounds;
   c.model = a.model;
   c.json = a.json;
-  auto join = [](const auto& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ",") + fmt::format("{}", x);
-    return s;
-  };
+  auto join = [](const auto& v) { return fmt::format("{}", fmt::join(v, ",")); };
   if (a.threads > 0) c.bench_args = {"--threads", std::to_string(a.threads)};
   if (!a.models_dir.empty()) c.bench_args.insert(c.bench_args.end(), {"--models", a.models_dir});
   c.bench_args.insert(c.bench_args.end(), {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps),

@@ -136,7 +136,7 @@ void Preflight(const Experiment& e, const Group& g, SweepInputs& in) {
     opt.max_new_tokens = 1;
     opt.sampling = {};
     try {
-      MakeDecoder(in.models.Target(p->model, p->target_quant), opt, DecoderEnv{.drafts = &in.models.Drafts()});
+      MakeDecoder(in.models.Target(p->model, p->target_quant), opt, DecoderEnv{Runtime{}, &in.models.Drafts()});
     } catch (const Error& err) {
       Fail("{}: point {}: {}", e.file, p->Name(), err.what());
     }

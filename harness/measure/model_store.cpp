@@ -38,7 +38,7 @@ ModelFiles ModelStore::ModelFilesOf(const Point& p) {
     for (auto& [f, h] : FileHashes(model)) out.push_back({role, std::filesystem::path(f).filename().string(), h});
   };
   add(p.model, "target");
-  if (!p.draft.model.empty()) add(p.draft.model, "draft");
+  if (!p.options.draft.model().empty()) add(p.options.draft.model(), "draft");
   std::sort(out.begin(), out.end());
   return out;
 }
