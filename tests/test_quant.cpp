@@ -177,8 +177,12 @@ TEST(Formats, EveryFamilyHasAKernelForEveryFormat) {
     if (!k) continue;
     for (const QTypeTraits& f : kQTypes) {
       EXPECT_NE(k->rows[int(f.type)], nullptr) << isa << " " << f.name;
-      if (f.group == QGroup::kLegacy) EXPECT_NE(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
-      if (f.group == QGroup::kKQuant) EXPECT_EQ(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
+      if (f.group == QGroup::kLegacy) {
+        EXPECT_NE(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
+      }
+      if (f.group == QGroup::kKQuant) {
+        EXPECT_EQ(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
+      }
     }
   }
 }
