@@ -18,6 +18,7 @@
 #include "models/limits.h"
 #include "models/loader.h"
 #include "models/mapped_file.h"
+#include "quant/huge_pages.h"
 #include "quant/matmul.h"
 
 namespace specsweep {

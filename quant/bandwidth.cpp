@@ -18,10 +18,9 @@ namespace {
 
 // Read patterns of the probe: a fixed 4 KB lead into L1 (one prefetch per line), the
 // page-interleaved window (quant/prefetch.h) into L1 (per line), the kernels' two patterns
-// into L2 in bursts of 8 (window, and the lead of quant/prefetch.h), and no software prefetch. On Zen 4
-// (2 vCPUs, 256 MiB on huge pages, two threads) the window into L2 read 37.8 GB/s, the
-// 4 KB lead into L2 57.1 and no prefetch 54.1: a probe without them understated the
-// ceiling and flattered the rooflines.
+// into L2 in bursts of 8 (window, and the lead of quant/prefetch.h), and no software prefetch:
+// a probe without the faster ones understated the ceiling and flattered the rooflines
+// (docs/kernels.md, "Software prefetch patterns").
 enum Pattern { kLead4K, kWindowL1, kWindowL2, kLeadL2, kNone, kPatterns };
 
 // Sum of 64-byte lines of [p, p + lines*64): eight independent integer adds per line

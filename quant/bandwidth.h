@@ -12,8 +12,8 @@ constexpr size_t kReadProbeBytes = size_t{256} << 20;  // far beyond any last-le
 constexpr int kReadProbePatterns = 5;                   // ReadPassGBs patterns
 
 // The probe's 256 MiB, written (its pages faulted in) and on transparent huge pages where
-// the kernel gives them, as the weights quantized or packed in memory are: on Zen 4 a read
-// of huge pages streamed 1.2-1.4x the 4 KB pages' rate, and the probe is the ceiling.
+// the kernel gives them, as the weights quantized or packed in memory are: huge pages
+// stream faster (docs/kernels.md), and the probe is the ceiling.
 AlignedBuffer MakeReadProbeBuffer();
 
 // Reads a 256 MiB buffer with all OpenMP threads (NumThreads) several times with each

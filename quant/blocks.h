@@ -11,7 +11,23 @@ using Half = uint16_t;  // ggml_half: IEEE binary16 bits
 
 constexpr int kQ8Block = 32;  // activation and Q8_0/Q4_0 block width
 
+// Every block struct names its element count (kValues), so that a format's entry in
+// quant/qtype.h takes its shape from the struct. The float types are blocks of one.
+struct BlockF32 {
+  static constexpr int kValues = 1;
+  float v;
+};
+struct BlockF16 {
+  static constexpr int kValues = 1;
+  Half v;
+};
+struct BlockBF16 {
+  static constexpr int kValues = 1;
+  uint16_t v;  // bfloat16 bits
+};
+
 struct BlockQ8_0 {
+  static constexpr int kValues = 32;
   Half d;             // scale = amax / 127
   int8_t qs[32];      // value = qs[j] * d
 };
@@ -19,6 +35,7 @@ static_assert(sizeof(BlockQ8_0) == 34, "block_q8_0 must match ggml");
 
 template <int G>
 struct BlockQ4 {
+  static constexpr int kValues = G;
   Half d;             // scale = max / -8 (max: signed value of largest magnitude)
   uint8_t qs[G / 2];  // [G/2] two 4-bit values per byte, see above
 };

@@ -22,6 +22,7 @@ namespace specsweep {
 constexpr int kQK = 256;  // K-quant super-block width
 
 struct BlockQ2_K {
+  static constexpr int kValues = kQK;
   uint8_t scales[16];  // low nibble scale, high nibble min, per 16 values
   uint8_t qs[64];      // 2-bit quants
   Half d;              // super-block scale of the scales
@@ -30,6 +31,7 @@ struct BlockQ2_K {
 static_assert(sizeof(BlockQ2_K) == 84, "block_q2_K must match ggml");
 
 struct BlockQ3_K {
+  static constexpr int kValues = kQK;
   uint8_t hmask[32];   // high bit of the 3-bit quants
   uint8_t qs[64];      // low 2 bits
   uint8_t scales[12];  // 16 scales of 6 bits (offset 32)
@@ -38,6 +40,7 @@ struct BlockQ3_K {
 static_assert(sizeof(BlockQ3_K) == 110, "block_q3_K must match ggml");
 
 struct BlockQ4_K {
+  static constexpr int kValues = kQK;
   Half d;
   Half dmin;
   uint8_t scales[12];  // 8 scales and 8 mins of 6 bits
@@ -46,6 +49,7 @@ struct BlockQ4_K {
 static_assert(sizeof(BlockQ4_K) == 144, "block_q4_K must match ggml");
 
 struct BlockQ5_K {
+  static constexpr int kValues = kQK;
   Half d;
   Half dmin;
   uint8_t scales[12];
@@ -55,6 +59,7 @@ struct BlockQ5_K {
 static_assert(sizeof(BlockQ5_K) == 176, "block_q5_K must match ggml");
 
 struct BlockQ6_K {
+  static constexpr int kValues = kQK;
   uint8_t ql[128];     // low 4 bits
   uint8_t qh[64];      // high 2 bits
   int8_t scales[16];   // one per 16 values

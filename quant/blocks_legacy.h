@@ -20,12 +20,14 @@ inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
 struct BlockQ4_1 {
+  static constexpr int kValues = 32;
   Half d, m;          // scale, minimum
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockQ4_1) == 20, "block_q4_1 must match ggml");
 
 struct BlockQ5_0 {
+  static constexpr int kValues = 32;
   Half d;
   uint8_t qh[4];      // bit 4 of the 32 values
   uint8_t qs[16];
@@ -33,6 +35,7 @@ struct BlockQ5_0 {
 static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 must match ggml");
 
 struct BlockQ5_1 {
+  static constexpr int kValues = 32;
   Half d, m;
   uint8_t qh[4];
   uint8_t qs[16];
@@ -40,12 +43,14 @@ struct BlockQ5_1 {
 static_assert(sizeof(BlockQ5_1) == 24, "block_q5_1 must match ggml");
 
 struct BlockIQ4_NL {
+  static constexpr int kValues = 32;
   Half d;
   uint8_t qs[16];     // indices into kIq4nlValues
 };
 static_assert(sizeof(BlockIQ4_NL) == 18, "block_iq4_nl must match ggml");
 
 struct BlockIQ4_XS {
+  static constexpr int kValues = 256;  // 8 sub-blocks of 32
   Half d;
   uint16_t scales_h;  // high 2 bits of the 8 sub-block scales
   uint8_t scales_l[4];  // low 4 bits, two per byte

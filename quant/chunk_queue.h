@@ -5,9 +5,7 @@
 // ahead into its own next chunk, as with schedule(static). A thread whose range is empty
 // steals the back half of the largest remaining range and walks it front to back too.
 // Static splits leave one vCPU idle at every join when the two run at different speeds
-// or one starts late: 134M Q4_0 decode on this 2-vCPU VM measured 5-48 us of start delay
-// and 22-87 us of end-time difference per matmul against 100-230 us of work; with
-// stealing the two threads end 1-5 us apart.
+// or one starts late (measured: docs/kernels.md, "Work stealing between threads").
 //
 // Each range is one 64-bit word (next | end << 32) changed only by compare-exchange, so
 // a chunk is handed out exactly once; which thread computes it never changes a result

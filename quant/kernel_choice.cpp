@@ -77,12 +77,12 @@ std::vector<const KernelFamily*> CandidateFamilies() {
   return v;
 }
 
-// Q4_G64/Q4_G128 are left out: their row-layout kernels are not in the scalar order
-// (quant/kernels.h), so a family change there would change logits; Q2_K/Q3_K have only
-// the scalar kernel.
+// The formats whose entry says so (quant/qtype.h, with why the others are left out).
 std::vector<QType> CalibratedTypes() {
-  return {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0, QType::Q4_0,   QType::Q4_K,  QType::Q5_K,
-          QType::Q6_K, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
+  std::vector<QType> v;
+  for (const QTypeTraits& f : kQTypes)
+    if (f.calibrated) v.push_back(f.type);
+  return v;
 }
 
 namespace {

@@ -92,8 +92,8 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
   const int r4 = r0 + (r1 - r0) / 4 * 4;
   // Activation rows per pass over the row blocks: 512 KB of them stay in L2 while every
   // block uses them, so a prefill reads its activations from L2 per block instead of
-  // streaming all n rows from L3 or memory per 16 weight rows (1.1B F16 prefill, n = 512,
-  // Zen 4: 0.96 (0.95-1.03) of the one-pass time, 3 rounds). Up to that n is one pass.
+  // streaming all n rows from L3 or memory per 16 weight rows (docs/kernels.md, "Column
+  // chunks of float matrices"). Up to that n is one pass.
   const int pass = std::max(CW, 512 * 1024 / (4 * W.cols) / CW * CW);
   for (int p0 = 0; p0 < n; p0 += pass) {
     const int p1 = std::min(n, p0 + pass);

@@ -17,7 +17,7 @@
 //    block sum isum_b, so the SIMD kernels compute y exactly as the scalar reference does
 //    (same products, same order, no fused multiply-add): bit-identical.
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS: quant/legacy_quants.h (16 float lanes, bit-identical
-//    in either layout; MatMul takes their kernels from LegacyRows, not from these tables).
+//    in either layout); K-quants: quant/kquants.h.
 //  Every family is deterministic: an output element never depends on n, on the other
 //  rows of X or on the thread count.
 #pragma once
@@ -98,12 +98,29 @@ struct KernelFamily {
   const char* name;  // "scalar", "avx2", "avx2vnni", "avx512"
   QuantizeActsFn quantize_acts;
   BlockDotsFn block_dots;
-  // Indexed by QType. K-quants are not in these tables: MatMul takes their kernels from
-  // KQuantRows (quant/kquants.h).
-  RowsKernelFn rows[kQTypeCount];    // Layout::kRows
-  RowsKernelFn packed[kQTypeCount];  // Layout::kPacked16 (Q8_0, Q4_0); nullptr: not implemented
+  // The family's kernel of every format (indexed by QType) in each layout; nullptr: none
+  // for that layout (KernelFor then takes the scalar reference's). A family sets its
+  // float and Q8 group kernels itself and the others' through SetGroupKernels.
+  RowsKernelFn rows[kQTypeCount] = {};    // Layout::kRows
+  RowsKernelFn packed[kQTypeCount] = {};  // Layout::kPacked16, floats Layout::kColChunks
   FmaProbeFn fma_probe;
+
+  void Set(QType t, RowsKernelFn row_layout, RowsKernelFn packed_layout) {
+    rows[static_cast<int>(t)] = row_layout;
+    packed[static_cast<int>(t)] = packed_layout;
+  }
 };
+
+// A family's kernels of the K-quant and legacy groups, by format (quant/kquants.h,
+// quant/legacy_quants.h); a provider or its result nullptr: the scalar reference.
+struct GroupKernels {
+  RowsKernelFn (*kquant_rows)(QType) = nullptr;
+  RowsKernelFn (*legacy_rows)(QType) = nullptr;
+  RowsKernelFn (*legacy_packed)(QType) = nullptr;
+};
+// Sets k's entries of every K-quant and legacy format from g: K-quants on row layout,
+// the legacy formats on both (the scalar reference takes either).
+void SetGroupKernels(KernelFamily& k, const GroupKernels& g);
 
 const KernelFamily& ScalarKernels();
 const KernelFamily& Avx2Kernels();
@@ -111,7 +128,8 @@ const KernelFamily& Avx2VnniKernels();  // avx2 with AVX-VNNI packed integer ker
 const KernelFamily& Avx512Kernels();
 // The family by name if compiled in and supported by this CPU, else nullptr.
 const KernelFamily* FindKernelFamily(const char* isa);
-// Family k's kernel for W in its current layout, and m in the layout k runs fastest.
+// Family k's kernel for W in its current layout (the one dispatch of every format), and m
+// in the layout k runs fastest.
 RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W);
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m);
 // Y[n][W.rows] = X * W^T on family k alone, on `threads` threads (1: the calling thread;

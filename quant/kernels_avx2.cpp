@@ -10,6 +10,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/kquants.h"
 #include "quant/packed.h"
 #include "quant/prefetch.h"
 #include "quant/target_region.h"
@@ -65,8 +66,7 @@ struct FloatBlk {
   static constexpr int kMaxAcc = 4;  // output elements: 8 ymm accumulators + weights + activations
   // 2 x 2 tiles for n >= 2, each activation vector loaded once (the asm keeps GCC from
   // folding one load into every FMA that uses it): per 8 FMAs 4 weight and 4 activation
-  // loads, against 2 + 8 in 1 x 4 tiles. One thread, F16 2048 x 2048, on Zen 4 with this
-  // family forced: 29-30 -> 36-42 GMAC per CPU second at n = 8, 28 -> 36-37 at n = 512.
+  // loads, against 2 + 8 in 1 x 4 tiles (docs/kernels.md, "Float tiles").
   static constexpr int kMaxCols = 2;
   template <int R, int C>
   static void Run(const QMatrix& W, int r, const float* X, const QuantActs*, int i0, float* Y) {
@@ -283,16 +283,20 @@ double FmaProbeAvx2(long steps) {
 }  // namespace
 
 const KernelFamily& Avx2Kernels() {
-  static const KernelFamily k = {
-      "avx2",
-      QuantizeActsAvx2,
-      BlockDotsAvx2,
-      {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
-       Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
-      {nullptr, nullptr, nullptr, PackedRows<QType::Q8_0, false>, PackedRows<QType::Q4_0, false>, nullptr,
-       nullptr},  // floats keep the row layout on this family
-      FmaProbeAvx2,
-  };
+  static const KernelFamily k = [] {
+    KernelFamily f{.name = "avx2", .quantize_acts = QuantizeActsAvx2, .block_dots = BlockDotsAvx2,
+                   .fma_probe = FmaProbeAvx2};
+    // Floats keep the row layout on this family.
+    f.Set(QType::F32, Rows<FloatBlk<F32W>>, nullptr);
+    f.Set(QType::F16, Rows<FloatBlk<F16W>>, nullptr);
+    f.Set(QType::BF16, Rows<FloatBlk<BF16W>>, nullptr);
+    f.Set(QType::Q8_0, Rows<QuantBlk<QType::Q8_0>>, PackedRows<QType::Q8_0, false>);
+    f.Set(QType::Q4_0, Rows<QuantBlk<QType::Q4_0>>, PackedRows<QType::Q4_0, false>);
+    f.Set(QType::Q4_G64, Rows<QuantBlk<QType::Q4_G64>>, nullptr);
+    f.Set(QType::Q4_G128, Rows<QuantBlk<QType::Q4_G128>>, nullptr);
+    SetGroupKernels(f, {KQuantRowsAvx2, LegacyRowsAvx2, LegacyPackedAvx2});
+    return f;
+  }();
   return k;
 }
 

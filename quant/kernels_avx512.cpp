@@ -9,6 +9,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/kquants.h"
 #include "quant/packed.h"
 #include "quant/prefetch.h"
 #include "quant/target_region.h"
@@ -98,9 +99,8 @@ template <class WL>
 struct FloatBlk {
   static constexpr int kMaxAcc = 16;  // 32 zmm: 16 accumulators + 4 weights + activations
   // 4 x 4 tiles for n >= 4: per 16 FMAs 4 widened weight vectors and 4 activation loads,
-  // against 2 + 8 (with the loads folded into the FMAs: 2 + 16) in 2 x 8 tiles. On Zen 4
-  // one thread ran F16 2048 x 2048 at n = 8 at 48.8-51.2 GMAC per CPU second against
-  // 24.4-26.2 (n = 64: 49.0-49.5 against 25.8-25.9; the FMA peak is ~56).
+  // against 2 + 8 (with the loads folded into the FMAs: 2 + 16) in 2 x 8 tiles: twice the
+  // speed at n = 8 (docs/kernels.md, "Float tiles").
   static constexpr int kMaxCols = 4;
   static constexpr int kBlockRows = 16;
   // Column chunk: kMaxCols activation rows of 768 columns (12 KB) stay in L1 while every
@@ -140,10 +140,8 @@ struct FloatBlk {
     // a span. Lead pattern: every span's next 64 columns one tile ahead, where the next
     // tile (the next R spans, adjacent in both layouts) reads them. A lead 4 KB past a
     // linear position left the later spans of each 6 KB tile without lead (rows 2-3 of a
-    // 4-row F16 tile start 3-4.5 KB in): on Zen 4 (2 vCPUs) one thread streamed F16 at
-    // 13-14 GB/s per CPU second against 19-20 one tile ahead (Q8_0/Q4_0: 16-20), and the
-    // 1.1B F16 decode T(1) fell 8-12% (bench-forward --compare-bin, 3 rounds twice).
-    // Two or three tiles ahead were slower (1.02x, 1.11x), into L1 1.6x slower.
+    // 4-row F16 tile start 3-4.5 KB in); one tile ahead streamed fastest (docs/kernels.md,
+    // "Float tiles").
     BasicPrefetcher<kBinding> window(w[0]);
     const size_t tile_bytes = WL::At(w[0], R * (c1 - c0)) - w[0];
     for (int c = 0; c < full; c += 16) {
@@ -440,9 +438,8 @@ struct PackedBlk {
     }
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     // The prefetch follows the group's bytes (quants, then scales) in address order, a
-    // block's share per block: a stream following only the quants skipped the scales.
-    // 134M Q4_0 decode, matmuls only, 2 threads, two alternating rounds: 3.52 / 3.74 ms
-    // following the quants, 3.19 / 3.37 ms in address order.
+    // block's share per block: a stream following only the quants skipped the scales
+    // (docs/kernels.md, "Packed Q8_0/Q4_0 kernels").
     const size_t block_share = W.group_bytes / nb;
     const uint8_t* pf = q + block_share;
     WindowPrefetcher window(q);
@@ -566,16 +563,19 @@ double FmaProbeAvx512(long steps) {
 }  // namespace
 
 const KernelFamily& Avx512Kernels() {
-  static const KernelFamily k = {
-      "avx512",
-      QuantizeActsAvx512,
-      BlockDotsAvx512,
-      {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, Rows<QuantBlk<QType::Q8_0>>,
-       Rows<QuantBlk<QType::Q4_0>>, Rows<QuantBlk<QType::Q4_G64>>, Rows<QuantBlk<QType::Q4_G128>>},
-      {Rows<FloatBlk<F32W>>, Rows<FloatBlk<F16W>>, Rows<FloatBlk<BF16W>>, PackedRows<QType::Q8_0>,
-       PackedRows<QType::Q4_0>, nullptr, nullptr},
-      FmaProbeAvx512,
-  };
+  static const KernelFamily k = [] {
+    KernelFamily f{.name = "avx512", .quantize_acts = QuantizeActsAvx512, .block_dots = BlockDotsAvx512,
+                   .fma_probe = FmaProbeAvx512};
+    f.Set(QType::F32, Rows<FloatBlk<F32W>>, Rows<FloatBlk<F32W>>);
+    f.Set(QType::F16, Rows<FloatBlk<F16W>>, Rows<FloatBlk<F16W>>);
+    f.Set(QType::BF16, Rows<FloatBlk<BF16W>>, Rows<FloatBlk<BF16W>>);
+    f.Set(QType::Q8_0, Rows<QuantBlk<QType::Q8_0>>, PackedRows<QType::Q8_0>);
+    f.Set(QType::Q4_0, Rows<QuantBlk<QType::Q4_0>>, PackedRows<QType::Q4_0>);
+    f.Set(QType::Q4_G64, Rows<QuantBlk<QType::Q4_G64>>, nullptr);
+    f.Set(QType::Q4_G128, Rows<QuantBlk<QType::Q4_G128>>, nullptr);
+    SetGroupKernels(f, {KQuantRowsAvx512, LegacyRowsAvx512, LegacyPackedAvx512ForCpu});
+    return f;
+  }();
   return k;
 }
 

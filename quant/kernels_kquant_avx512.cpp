@@ -4,11 +4,8 @@
 // -> int16 pairs) and one vpdpwssd with the groups' scales (int16 x int16 -> int32,
 // accumulated). The two rows' 8 integer lanes share one vector, so the float step of
 // quant/kquants.h is one 512-bit step per row pair. Integer sums exact, float steps
-// those of the scalar reference: bit-identical.
-//
-// One thread, 2048x768 in L2, 2-vCPU Sapphire Rapids VM (ns per row and super-block,
-// n = 1 / n = 8): Q4_K 10.6 / 34 -> 7.0 / 25 against one row per pass with value-order
-// shuffles; Q5_K 12.2 / 37 -> 8.7 / 27; Q6_K 9.2 / 30 -> 8.0 / 24.
+// those of the scalar reference: bit-identical. Two rows per pass beat one row with
+// value-order shuffles (docs/kernels.md, "K-quant kernels").
 //
 // Q4_K/Q5_K quants are used in storage order: 64 bytes of qs hold chunks 2p, 2p + 1,
 // whose low nibbles are values 128 p + 0..31 and + 64..95 and whose high nibbles are
@@ -241,8 +238,7 @@ inline void PairPass(const QMatrix& W, int r, int r1, int i0, int nc, const Quan
   for (int s = 0; s < nsb; ++s) {
     // The pair's bytes (row1 follows row0) counted as consumed at their average pace:
     // reaching row1's position at once burst the whole of row0 at the start of each
-    // pair. 96 MB Q4_K, one thread, n = 1, Zen 4, time relative to the avx2 kernel in
-    // the same process: 0.98-1.01 -> 0.86-0.94.
+    // pair (docs/kernels.md, "K-quant kernels").
     window.Reach(row0 + size_t(r1 - r + 1) * (s + 1) * bytes - 1);
     Pair u;
     UnpackPair<T>(row0 + s * bytes, row1 + s * bytes, u);

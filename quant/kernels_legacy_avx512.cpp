@@ -7,14 +7,11 @@
 // result equals the scalar reference bit for bit. A lone last block (odd block count)
 // runs as a pair with itself and a write mask on the second half.
 //
-// One thread, 5632 x 2048 in L3, n = 1, Zen 4 (ms): q4_1 0.551, q5_0 0.480, q5_1 0.607,
-// iq4_nl 0.471, iq4_xs 0.479, against packed q4_0 0.107 and q8_0 0.182. Of that, two rows per
-// pass (independent chains, shared activation loads), scales converted straight from the row
-// and dx pairs expanded once per call gave 10-25% (iq4_xs 2.8x: its sub-scales were scalar
-// software f16). What is left is instruction count: ~14 per row and 64 values (unpack,
-// scales, one vpdpbusd, one float step) where the 16-row interleaved q4_0 kernel spends ~2.
-// So models hold these types interleaved too (quant/legacy_avx512_packed.h, same bits);
-// this kernel serves matrices left in row layout.
+// Two rows per pass (independent chains, shared activation loads), scales converted straight
+// from the row and dx pairs expanded once per call. It still spends ~14 instructions per row
+// and 64 values where the 16-row interleaved q4_0 kernel spends ~2, so models hold these
+// types interleaved too (quant/legacy_avx512_packed.h, same bits); this kernel serves
+// matrices left in row layout (docs/kernels.md, "Row kernels of q4_1, ...").
 #include <immintrin.h>
 
 #include <algorithm>

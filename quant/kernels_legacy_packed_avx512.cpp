@@ -22,6 +22,20 @@ RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi) {
   return ForLegacyType(type, [](auto t) -> RowsKernelFn { return legacy_avx512_packed::PackedRows<decltype(t)::value, false>; });
 }
 
+namespace {
+
+bool CpuHasVbmi() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
+}
+
+}  // namespace
+
+RowsKernelFn LegacyPackedAvx512ForCpu(QType type) {
+  static const bool vbmi = CpuHasVbmi();
+  return LegacyPackedAvx512(type, vbmi);
+}
+
 }  // namespace specsweep
 
 SPECSWEEP_TARGET_POP()

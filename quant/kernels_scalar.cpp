@@ -164,16 +164,19 @@ double FmaProbeScalar(long steps) {
 }  // namespace
 
 const KernelFamily& ScalarKernels() {
-  static const KernelFamily k = {
-      "scalar",
-      QuantizeActsScalar,
-      BlockDotsScalar,
-      {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, QuantRows<QType::Q8_0>,
-       QuantRows<QType::Q4_0>, QuantRows<QType::Q4_G64>, QuantRows<QType::Q4_G128>},
-      {FloatRows<QType::F32>, FloatRows<QType::F16>, FloatRows<QType::BF16>, PackedRows, PackedRows, nullptr,
-       nullptr},
-      FmaProbeScalar,
-  };
+  static const KernelFamily k = [] {
+    KernelFamily f{.name = "scalar", .quantize_acts = QuantizeActsScalar, .block_dots = BlockDotsScalar,
+                   .fma_probe = FmaProbeScalar};
+    f.Set(QType::F32, FloatRows<QType::F32>, FloatRows<QType::F32>);
+    f.Set(QType::F16, FloatRows<QType::F16>, FloatRows<QType::F16>);
+    f.Set(QType::BF16, FloatRows<QType::BF16>, FloatRows<QType::BF16>);
+    f.Set(QType::Q8_0, QuantRows<QType::Q8_0>, PackedRows);
+    f.Set(QType::Q4_0, QuantRows<QType::Q4_0>, PackedRows);
+    f.Set(QType::Q4_G64, QuantRows<QType::Q4_G64>, nullptr);
+    f.Set(QType::Q4_G128, QuantRows<QType::Q4_G128>, nullptr);
+    SetGroupKernels(f, {});
+    return f;
+  }();
   return k;
 }
 

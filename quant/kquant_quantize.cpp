@@ -175,8 +175,6 @@ void QuantizeQ6(const float* x, uint8_t* out, int row, int s) {
 
 }  // namespace
 
-bool CanQuantizeK(QType type) { return type == QType::Q4_K || type == QType::Q5_K || type == QType::Q6_K; }
-
 void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int row) {
   if (!CanQuantizeK(type))
     Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; use another type)",

@@ -199,23 +199,7 @@ void KRowsScalar(const QMatrix& W, int r0, int r1, const float*, const QuantActs
 }  // namespace
 
 RowsKernelFn KQuantRowsScalar(QType type) {
-  switch (type) {
-    case QType::Q2_K: return KRowsScalar<QType::Q2_K>;
-    case QType::Q3_K: return KRowsScalar<QType::Q3_K>;
-    case QType::Q4_K: return KRowsScalar<QType::Q4_K>;
-    case QType::Q5_K: return KRowsScalar<QType::Q5_K>;
-    case QType::Q6_K: return KRowsScalar<QType::Q6_K>;
-    default: return nullptr;
-  }
-}
-
-RowsKernelFn KQuantRows(const KernelFamily& family, QType type) {
-  const std::string_view isa = family.name;
-  RowsKernelFn f = nullptr;
-  if (isa == "avx512") f = KQuantRowsAvx512(type);
-  else if (isa == "avx2vnni") f = KQuantRowsAvx2Vnni(type);
-  else if (isa == "avx2") f = KQuantRowsAvx2(type);
-  return f ? f : KQuantRowsScalar(type);
+  return ForTypeIn<QGroup::kKQuant, RowsKernelFn>(type, [](auto t) -> RowsKernelFn { return KRowsScalar<decltype(t)::value>; });
 }
 
 }  // namespace specsweep

@@ -39,7 +39,7 @@ void UnpackK(QType type, const uint8_t* block, KUnpacked* u);
 void DequantizeRowK(QType type, const uint8_t* row, int cols, float* out);
 
 // Whether QuantizeRowK supports `type` (Q4_K, Q5_K, Q6_K; Q2_K and Q3_K only load).
-bool CanQuantizeK(QType type);
+constexpr bool CanQuantizeK(QType type) { return IsKQuant(type) && CanQuantizeTo(type); }
 // Quantizes x[cols_padded] (a multiple of 256) into a row of `type`; `row` names errors.
 void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int row);
 
@@ -48,9 +48,9 @@ void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int
 // block with amax < 1e-30 is zero (its reciprocal scale would overflow).
 void QuantizeActsK(const float* x, int cols, int cols_padded, int8_t* q, float* d, int16_t* bsum);
 
-// The family's kernel for a row-layout K-quant matrix: the SIMD one where the family has
-// it (avx2, avx2vnni, avx512: Q4_K, Q5_K, Q6_K), else the scalar reference.
-RowsKernelFn KQuantRows(const KernelFamily& family, QType type);
+// The kernels of each family for a row-layout K-quant matrix, which SetGroupKernels
+// (quant/kernels.h) puts in the family's tables: the SIMD one where the family has it
+// (avx2, avx2vnni, avx512: Q4_K, Q5_K, Q6_K), else the scalar reference.
 RowsKernelFn KQuantRowsScalar(QType type);
 RowsKernelFn KQuantRowsAvx2(QType type);    // nullptr: none
 RowsKernelFn KQuantRowsAvx2Vnni(QType type);  // nullptr: none

@@ -1,10 +1,9 @@
-// Unpacking, dequantization, the scalar reference kernel and the family dispatch of the
-// Q4_1/Q5_0/Q5_1/IQ4_NL/IQ4_XS kernels (semantics in quant/legacy_quants.h).
+// Unpacking, dequantization and the scalar reference kernel of the
+// Q4_1/Q5_0/Q5_1/IQ4_NL/IQ4_XS formats (semantics in quant/legacy_quants.h).
 #include "quant/legacy_quants.h"
 
 #include <cmath>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -117,28 +116,6 @@ void LegacyRowsScalarT(const QMatrix& W, int r0, int r1, const float*, const Qua
 
 RowsKernelFn LegacyRowsScalar(QType type) {
   return ForLegacyType(type, [](auto t) -> RowsKernelFn { return LegacyRowsScalarT<decltype(t)::value>; });
-}
-
-namespace {
-
-bool CpuHasVbmi() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
-  }();
-  return has;
-}
-
-}  // namespace
-
-RowsKernelFn LegacyRows(const KernelFamily& family, QType type, Layout layout) {
-  const std::string_view isa = family.name;
-  const bool p = layout == Layout::kPacked16;
-  RowsKernelFn f = nullptr;
-  if (isa == "avx512") f = p ? LegacyPackedAvx512(type, CpuHasVbmi()) : LegacyRowsAvx512(type);
-  else if (isa == "avx2vnni") f = p ? LegacyPackedAvx2Vnni(type) : LegacyRowsAvx2Vnni(type);
-  else if (isa == "avx2") f = p ? LegacyPackedAvx2(type) : LegacyRowsAvx2(type);
-  return f ? f : LegacyRowsScalar(type);
 }
 
 }  // namespace specsweep

@@ -28,7 +28,7 @@ struct LegacyBlock {
   int8_t q[32];
   float d = 0, m = 0;
 };
-constexpr bool HasMin(QType t) { return t == QType::Q4_1 || t == QType::Q5_1; }
+constexpr bool HasMin(QType t) { return Traits(t).has_min; }
 // Block b (values 32 b .. 32 b + 31) of a row of `type`.
 void UnpackLegacy(QType type, const uint8_t* row, int b, LegacyBlock* u);
 
@@ -38,24 +38,17 @@ void DequantizeRowLegacy(QType type, const uint8_t* row, int cols, float* out);
 // reference quantizer does; `row` names errors.
 void QuantizeRowLegacy(QType type, const float* x, int cols_padded, uint8_t* out, int row);
 
-// f(std::integral_constant<QType, T>{}) for the type T == type (one of the five), else
+// f(std::integral_constant<QType, T>{}) for the type T == type of this group, else
 // nullptr: the type switch of every family's kernel table.
 template <class F>
 RowsKernelFn ForLegacyType(QType type, F&& f) {
-  switch (type) {
-    case QType::Q4_1: return f(std::integral_constant<QType, QType::Q4_1>{});
-    case QType::Q5_0: return f(std::integral_constant<QType, QType::Q5_0>{});
-    case QType::Q5_1: return f(std::integral_constant<QType, QType::Q5_1>{});
-    case QType::IQ4_NL: return f(std::integral_constant<QType, QType::IQ4_NL>{});
-    case QType::IQ4_XS: return f(std::integral_constant<QType, QType::IQ4_XS>{});
-    default: return nullptr;
-  }
+  return ForTypeIn<QGroup::kLegacy, RowsKernelFn>(type, f);
 }
 
-// The family's kernel for a matrix of these types in `layout` (kRows or kPacked16,
-// quant/packed.h): the SIMD one where the family has it, else the scalar reference, which
-// takes either layout.
-RowsKernelFn LegacyRows(const KernelFamily& family, QType type, Layout layout);
+// The kernels of each family for a matrix of these types, kRows or kPacked16 layout
+// (quant/packed.h), which SetGroupKernels (quant/kernels.h) puts in the family's tables:
+// the SIMD one where the family has it, else the scalar reference, which takes either
+// layout.
 RowsKernelFn LegacyRowsScalar(QType type);
 RowsKernelFn LegacyRowsAvx2(QType type);        // nullptr: none
 RowsKernelFn LegacyRowsAvx2Vnni(QType type);    // nullptr: none
@@ -66,5 +59,6 @@ RowsKernelFn LegacyPackedAvx2Vnni(QType type);  // kPacked16; nullptr: none
 // vpermb, Q5 gf2p8affineqb).
 RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi);
 RowsKernelFn LegacyPackedAvx512Vbmi(QType type);  // not Q4_1; call only on VBMI + GFNI CPUs
+RowsKernelFn LegacyPackedAvx512ForCpu(QType type);  // LegacyPackedAvx512 for this CPU
 
 }  // namespace specsweep

@@ -16,7 +16,6 @@
 #include "quant/kernel_choice.h"
 #include "quant/kernels.h"
 #include "quant/kquants.h"
-#include "quant/legacy_quants.h"
 #include "quant/packed.h"
 
 namespace specsweep {
@@ -240,13 +239,10 @@ void MatMulWith(const KernelFamily& k, const QMatrix& W, const float* X, int n, 
 
 RowsKernelFn KernelFor(const KernelFamily& k, const QMatrix& W) {
   const int t = static_cast<int>(W.type);
+  if (W.layout == Layout::kRows) return k.rows[t];
   // A packed matrix under a family without packed kernels (forced after packing) runs
   // on the scalar reference: slow, never wrong.
-  return IsKQuant(W.type)           ? KQuantRows(k, W.type)
-         : IsLegacyQuant(W.type)     ? LegacyRows(k, W.type, W.layout)
-         : W.layout == Layout::kRows ? k.rows[t]
-         : k.packed[t]               ? k.packed[t]
-                                     : ScalarKernels().packed[t];
+  return k.packed[t] ? k.packed[t] : ScalarKernels().packed[t];
 }
 
 bool WorthSplitting(size_t weight_bytes) { return weight_bytes >= kParallelBytes; }
@@ -270,9 +266,8 @@ QMatrix PackForKernels(const QMatrix& m) { return PackForKernels(LoadLayout(), m
 void SetLoadLayoutKernels(const KernelChoice& kernels) { LoadLayout() = kernels; }
 
 QMatrix PackFor(const KernelFamily& k, const QMatrix& m) {
-  // Every family runs the other 32-value types packed (the scalar reference included).
-  const bool has = m.layout == Layout::kRows && (k.packed[static_cast<int>(m.type)] || IsLegacyQuant(m.type));
-  return has ? packed::Pack(m) : m;
+  // Every family runs the legacy types packed (the scalar reference included).
+  return m.layout == Layout::kRows && k.packed[static_cast<int>(m.type)] ? packed::Pack(m) : m;
 }
 
 std::vector<std::string> RunnableKernelIsas() {

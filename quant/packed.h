@@ -32,7 +32,7 @@ namespace specsweep::packed {
 constexpr int kGroupRows = 16;
 
 // True if `type` has the packed layout.
-constexpr bool Packable(QType type) { return type == QType::Q8_0 || type == QType::Q4_0 || IsLegacyQuant(type); }
+constexpr bool Packable(QType type) { return Traits(type).packed16; }
 // Bytes of one 32-wide block of a 16-row group: quants, high bits, scales (IQ4_XS: without
 // its super-block scales, SuperBytes per 8 blocks).
 constexpr int QuantBytes(QType type) { return type == QType::Q8_0 ? 512 : 256; }

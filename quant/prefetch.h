@@ -5,17 +5,11 @@
 //    window is walked page-interleaved (line j of its page p is issued at window position
 //    8 j + p). One prefetch per consumed line touches every line of the next window once, as
 //    a fixed lead would, but keeps 8 pages in flight instead of one: the hardware streamer
-//    works within a 4 KB page, and on the Sapphire Rapids 2-vCPU VM reading 8 pages at a time
-//    streamed 13-14 GB/s per core where one sequential stream with a fixed 4 KB lead got ~10
-//    (STREAM-like read, 256 MiB).
-//  - lead: the line 8 KB ahead, into L2. On AMD Zen 4 (2 vCPUs, 2026-11-26) the window
-//    was the slowest way to read: 256 MiB on huge pages, two threads, medians of 9
-//    interleaved passes, window 37.8 GB/s, a 4 KB lead into L2 57.1, no software prefetch
-//    54.1 (small pages: 34.1, 45.2, 38.2). The lead is 8 KB (kLeadBytes): the K-quant
-//    pair kernels consume two rows at once, so 4 KB left the second row ~3 KB of lead.
-//    1.1B Q4_K GGUF, 2 threads, bench-forward T(1), 4 interleaved rounds, 8 KB / 4 KB
-//    lead: 0.94 of the time (0.92-1.00; 18.4 / 19.9 ms) with the probe at ~35 GB/s, 0.82
-//    (15.2 / 18.5 ms) with it at ~60; F16, Q8_0 and Q4_0 (3 rounds) 1.00-1.01.
+//    works within a 4 KB page: faster on Intel (Sapphire Rapids).
+//  - lead: the line 8 KB ahead, into L2: faster on AMD Zen 4, where the window was the
+//    slowest way to read. 8 KB (kLeadBytes) because the K-quant pair kernels consume two
+//    rows at once, so 4 KB left the second row ~3 KB of lead.
+// Measurements of both: docs/kernels.md, "Software prefetch patterns".
 // Prefetches never fault, so targets past the end of a buffer are harmless.
 #pragma once
 #include <immintrin.h>
@@ -58,15 +52,8 @@ inline const char* PrefetchPatternName(PrefetchPattern p) { return p == Prefetch
 // When consumption reaches a 512-byte slot, 8 lines are prefetched at once (one address
 // computation per 8 lines): under the window pattern the lines the slot's lines 8 j .. 8 j
 // + 7 of its window map to (line j of each page of the next window, PrefetchTarget below),
-// under the lead pattern the slot kLeadBytes ahead. Computing every line's target
-// took the scalar ports from the vector work: 768x768 F16 in L2, one thread, ran at
-// 11-12 GB/s per line against 19-22 in bursts (28 with a fixed lead into L1).
-// 134M bench-forward, 2 threads, T(1) medians of 4 alternating runs, per-line targets ->
-// bursts: F32 19.4-23.1 -> 16.5-18.8 ms, F16 11.1-15.0 -> 8.9-10.5, Q8_0 5.7-6.6 ->
-// 5.3-6.1, Q4_0 3.8-4.4 -> 3.4-4.0; n = 8 within the noise. Against the fixed lead into L1
-// of earlier versions (8 KB for the quantized kernels, 4 rows for the float ones), per-line
-// targets were already faster: F32 21.2-22.0 -> 17.6-20.1 ms, F16 12.6-12.7 -> 10.7-12.6,
-// Q8_0 7.1-7.4 -> 5.3-6.0, Q4_0 4.4-4.8 -> 3.1-3.8, F32 n = 8 27.9-28.8 -> 20.0-24.3.
+// under the lead pattern the slot kLeadBytes ahead. Computing every line's target took
+// the scalar ports from the vector work (docs/kernels.md, "Software prefetch patterns").
 // Into L1 (T0) the window's lead (up to 64 KB) evicts lines before use when the kernel is
 // compute-bound (n = 8 up to 40% slower).
 // Pattern kActive reads the process-wide formula in each burst; kWindow and kLead are

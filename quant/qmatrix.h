@@ -6,58 +6,14 @@
 // layout of the VNNI kernels (quant/packed.h); Row() is then meaningless.
 #pragma once
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "quant/aligned_buffer.h"
 #include "quant/qtype.h"
 
 namespace specsweep {
-
-// 64-byte aligned byte buffer (AVX-512 loads) with value semantics. Its bytes are either
-// owned and writable, or immutable: borrowed from a longer-lived owner (View: weights
-// pointed to in a memory-mapped file) or frozen (Freeze). Copies of immutable bytes share
-// them instead of copying (a tied classifier and embedding are one buffer); writing
-// through the non-const data() makes a private copy first, so sharing is never visible.
-class AlignedBuffer {
- public:
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes);  // zeroed
-  // Contents undefined, for buffers the caller fills completely: no page is written
-  // twice (zeroing, then filling) and a large one is faulted in on huge pages.
-  static AlignedBuffer Uninitialized(size_t bytes);
-  // The `bytes` at p, immutable, kept alive by `owner` (p need not be 64-byte aligned:
-  // only row-layout matrices, whose kernels use unaligned loads, are viewed).
-  static AlignedBuffer View(const uint8_t* p, size_t bytes, std::shared_ptr<const void> owner);
-  AlignedBuffer(const AlignedBuffer& o);
-  AlignedBuffer& operator=(const AlignedBuffer& o);
-  AlignedBuffer(AlignedBuffer&& o) noexcept { *this = std::move(o); }
-  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
-  uint8_t* data() {  // copies immutable bytes first (copy on write)
-    if (immutable_ && size_ > 0) Unshare();
-    return ptr_;
-  }
-  const uint8_t* data() const { return ptr_; }
-  size_t size() const { return size_; }
-  // Makes the bytes immutable, so that copies share them.
-  void Freeze() { immutable_ = true; }
-  bool immutable() const { return immutable_; }
-
- private:
-  void Unshare();
-  std::shared_ptr<const void> owner_;  // frees the bytes (or keeps a view's source alive)
-  uint8_t* ptr_ = nullptr;
-  size_t size_ = 0;
-  bool immutable_ = false;
-};
-
-// The kernel's transparent huge page mode: "always", "madvise" or "never" (the bracketed
-// word of /sys/kernel/mm/transparent_hugepage/enabled), "unknown" where it cannot be read.
-std::string TransparentHugePageMode();
-// Whether AlignedBuffer::Uninitialized(bytes) is backed by huge pages: 2 MiB or more
-// (its own mapping) and a mode that honours MADV_HUGEPAGE.
-bool UninitializedOnHugePages(size_t bytes);
 
 enum class Layout : uint8_t {
   kRows,       // row r at data + r * row_bytes, ggml block layout
@@ -84,8 +40,8 @@ struct QMatrix {
   //   block b: [chunk k][row of the block][columns of chunk k]
   // This is the order in which the blocked float kernels walk a block when they keep n
   // <= 8 activation rows of one chunk in L1 (quant/kernel_driver.h), so they read the
-  // weights in address order; on row layout that walk jumps between rows and streamed a
-  // 64 MB 2048-column F32 matrix at 10.5-11.2 GB/s against 14.1-14.8 (one thread, n = 8).
+  // weights in address order; on row layout that walk jumps between rows, a third slower
+  // (docs/kernels.md, "Column chunks of float matrices").
   static constexpr int kColChunk = 768, kChunkRows = 16;
   // Float types: element c of row r, followed by the rest of its column chunk (the rest
   // of the row on row layout).

@@ -15,6 +15,7 @@
 #include "models/loader.h"
 #include "models/synthetic.h"
 #include "quant/blocks.h"
+#include "quant/huge_pages.h"
 #include "quant/matmul.h"
 #include "quant/packed.h"
 #include "tests/test_util.h"

@@ -125,6 +125,68 @@ TEST(Formats, GeometryMatchesGgml) {
   EXPECT_THROW(ParseQType("q3_1", "--quant"), Error);
 }
 
+// The traits table (quant/qtype.h) gives every format the shape, group and capabilities it
+// had as literals and enum ranges before the table.
+TEST(Formats, TraitsTableKeepsEveryFormatsShapeAndGroup) {
+  struct Want {
+    QType t;
+    const char* name;
+    int block;
+    size_t bytes;
+    QGroup group;
+    bool quantizable, packable;
+  };
+  const Want want[] = {
+      {QType::F32, "f32", 1, 4, QGroup::kFloat, true, false},
+      {QType::F16, "f16", 1, 2, QGroup::kFloat, true, false},
+      {QType::BF16, "bf16", 1, 2, QGroup::kFloat, true, false},
+      {QType::Q8_0, "q8_0", 32, 34, QGroup::kQ8, true, true},
+      {QType::Q4_0, "q4_0", 32, 18, QGroup::kQ8, true, true},
+      {QType::Q4_G64, "q4_g64", 64, 34, QGroup::kQ8, true, false},
+      {QType::Q4_G128, "q4_g128", 128, 66, QGroup::kQ8, true, false},
+      {QType::Q2_K, "q2_k", 256, 84, QGroup::kKQuant, false, false},
+      {QType::Q3_K, "q3_k", 256, 110, QGroup::kKQuant, false, false},
+      {QType::Q4_K, "q4_k", 256, 144, QGroup::kKQuant, true, false},
+      {QType::Q5_K, "q5_k", 256, 176, QGroup::kKQuant, true, false},
+      {QType::Q6_K, "q6_k", 256, 210, QGroup::kKQuant, true, false},
+      {QType::Q4_1, "q4_1", 32, 20, QGroup::kLegacy, true, true},
+      {QType::Q5_0, "q5_0", 32, 22, QGroup::kLegacy, true, true},
+      {QType::Q5_1, "q5_1", 32, 24, QGroup::kLegacy, true, true},
+      {QType::IQ4_NL, "iq4_nl", 32, 18, QGroup::kLegacy, true, true},
+      {QType::IQ4_XS, "iq4_xs", 256, 136, QGroup::kLegacy, true, true},
+  };
+  ASSERT_EQ(std::size(want), size_t(kQTypeCount));
+  for (const Want& w : want) {
+    EXPECT_EQ(QTypeName(w.t), w.name);
+    EXPECT_EQ(ParseQType(w.name), w.t);
+    EXPECT_EQ(BlockSize(w.t), w.block) << w.name;
+    EXPECT_EQ(BlockBytes(w.t), w.bytes) << w.name;
+    EXPECT_EQ(GroupOf(w.t), w.group) << w.name;
+    EXPECT_EQ(IsQuantized(w.t), w.group != QGroup::kFloat) << w.name;
+    EXPECT_EQ(CanQuantizeTo(w.t), w.quantizable) << w.name;
+    EXPECT_EQ(packed::Packable(w.t), w.packable) << w.name;
+  }
+  EXPECT_TRUE(HasMin(QType::Q4_1) && HasMin(QType::Q5_1) && !HasMin(QType::Q5_0) && !HasMin(QType::IQ4_NL));
+}
+
+// One dispatch: every family has a row-layout kernel for every format, and a packed one
+// for every legacy format (the scalar reference where it has no SIMD one).
+TEST(Formats, EveryFamilyHasAKernelForEveryFormat) {
+  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
+    const KernelFamily* k = FindKernelFamily(isa);
+    if (!k) continue;
+    for (const QTypeTraits& f : kQTypes) {
+      EXPECT_NE(k->rows[int(f.type)], nullptr) << isa << " " << f.name;
+      if (f.group == QGroup::kLegacy) {
+        EXPECT_NE(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
+      }
+      if (f.group == QGroup::kKQuant) {
+        EXPECT_EQ(k->packed[int(f.type)], nullptr) << isa << " " << f.name;
+      }
+    }
+  }
+}
+
 // Hand-checked block: element j = j - 16 (max |x| = -16 at j = 0).
 TEST(Formats, Q4_0BlockLayoutAndRounding) {
   float x[32];

@@ -17,6 +17,7 @@
 
 #include "base/build_info.h"
 #include "models/forward.h"
+#include "quant/huge_pages.h"
 #include "quant/kernel_choice.h"
 #include "quant/matmul.h"
 #include "quant/qmatrix.h"
