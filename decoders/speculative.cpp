@@ -104,40 +104,52 @@ const TreeStep* StepTree(AcceptanceReplay* replay, int k, bool grown_order, Tree
   return &clipped;
 }
 
+// A speculative run's state (DecoderState): the replayed source's stream, whose draws
+// run on across the run's generations, and the drafter's.
+struct SpeculativeState : DecoderState {
+  std::optional<AcceptanceReplay> replay;
+  std::unique_ptr<DraftState> draft;
+};
+
 class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
                      AcceptRule rule)
       : target_(target), drafter_(std::move(drafter)), opt_(o),
         verifier_(MakeVerifier(o, target.model->config.vocab_size, rule)) {
-    if (o.acceptance_source.replayed()) replay_.emplace(o.acceptance_source, o.sampling.seed);
+    // A source that cannot replay (no rates, a trace not loaded) fails when the decoder is built.
+    if (o.acceptance_source.replayed()) AcceptanceReplay(o.acceptance_source, o.sampling.seed);
   }
   const DecoderOptions& options() const override { return opt_; }
-  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
-  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
+  std::unique_ptr<DecoderState> NewState() const override {
+    auto s = std::make_unique<SpeculativeState>();
+    if (opt_.acceptance_source.replayed()) s->replay.emplace(opt_.acceptance_source, opt_.sampling.seed);
+    s->draft = drafter_->NewState();
+    return s;
+  }
+  using Decoder::Generate;
+  GenerationResult Generate(std::span<const int> prompt, DecoderState& state, const TokenCallback& cb) const override;
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
+                             const DecoderState& state) const override {
     CallCosts c;
     if (target_n_max > 0)
       c.target_s = TimeForwardCalls(*target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
-    c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
-    if (opt_.draft.IsTree()) {  // a call holds at most K tree nodes, a catch-up K + 1 tokens
-      const int n_max = std::min(opt_.k + 1, drafter_->context() - static_cast<int>(prompt.size()));
-      if (std::vector<double> s = drafter_->MeasureTreeCallCosts(prompt, n_max, false, reps); !s.empty()) {
-        c.draft_s = std::move(s);
-        c.draft_tree_s = drafter_->MeasureTreeCallCosts(prompt, n_max, true, reps);
-      }
-    }
+    // A tree's call holds at most K nodes, a catch-up K + 1 tokens.
+    const int n_tree = opt_.draft.IsTree() ? std::min(opt_.k + 1, drafter_->context() - int(prompt.size())) : 0;
+    DraftCallCosts d = drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt,
+                                                  n_tree, reps);
+    c.draft_s = std::move(d.draft_s);
+    c.draft_tree_s = std::move(d.draft_tree_s);
     return c;
   }
   std::map<std::string, int> draft_types() const override { return drafter_->matrix_types(); }
 
  private:
-  // The step's draft into `d` (none when k is 0): the recorded tree, or the drafter's own.
-  void Propose(std::span<const int> seq, int k, const TreeStep* recorded, DraftPolicy& policy, Rng& rng,
-               DraftBlock& d, GenerationStats& st) {
+  // The step's draft into `d` (none when r.k is 0).
+  void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& d, GenerationStats& st) const {
     d.Clear();
-    if (k > 0 && recorded) drafter_->ProposeRecorded(seq, k, *recorded, rng, d, st);
-    else if (k > 0) drafter_->Propose(seq, k, policy, rng, d, st);
-    const int kd = static_cast<int>(d.tokens.size());
+    if (r.k > 0) drafter_->Propose(s, r, rng, d, st);
+    const int kd = static_cast<int>(d.tokens.size()), k = r.k;
     if (kd > k) Fail("decoder: drafter '{}' proposed {} tokens, K is {}", drafter_->name(), kd, k);
   }
   // Emits the accepted drafts then the target's token, stopping at EOS (returns true).
@@ -161,11 +173,12 @@ class SpeculativeDecoder : public Decoder {
   std::unique_ptr<Drafter> drafter_;
   DecoderOptions opt_;
   std::unique_ptr<const Verifier> verifier_;
-  std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
   bool model_tree_ = opt_.draft.IsTree() && !opt_.draft.ModelFree();  // records tree_per_step
 };
 
-GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
+GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, DecoderState& state,
+                                              const TokenCallback& cb) const {
+  SpeculativeState& run = static_cast<SpeculativeState&>(state);
   // A same-vocabulary draft holds the same positions: the shorter context rules.
   const int context = std::min(target_.model->config.max_seq_len, drafter_->context());
   CheckPrompt(prompt, target_.model->config.vocab_size, context, target_.name);
@@ -173,7 +186,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
   GenerationStats& st = res.stats;
   st.prompt_tokens = static_cast<int>(prompt.size());
   Rng rng(opt_.sampling.seed);
-  AcceptanceReplay* replay = replay_ ? &*replay_ : nullptr;
+  AcceptanceReplay* replay = run.replay ? &*run.replay : nullptr;
   if (replay) replay->BeginGeneration();
   // Replaying a trace, K is the recorded one and every draft token is proposed (what a
   // constant policy's OnDraft does); the recorded run's policy already decided.
@@ -188,7 +201,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
 
   auto t0 = Clock::now();
   target.Prefill(prompt);
-  drafter_->Begin(prompt);
+  drafter_->Begin(*run.draft, prompt);
   st.prefill_s = Seconds(t0, Clock::now());
   for (bool done = false; !done && st.generated_tokens < opt_.max_new_tokens && int(seq.size()) < context;) {
     const int n_seq = static_cast<int>(seq.size());
@@ -198,22 +211,22 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const
     t0 = Clock::now();
     TreeStep clipped;
     const TreeStep* recorded = StepTree(replay, k, !opt_.draft.branching.empty(), clipped);
-    Propose(seq, k, recorded, *policy, rng, draft, st);
+    Propose(*run.draft, {seq, k, *policy, recorded}, rng, draft, st);
     st.draft_s += Seconds(t0, Clock::now());
 
     t0 = Clock::now();
     std::span<const float> tl = target.Verify(seq, draft, st);  // [kd+1][vocab]
     const Verdict v = verifier_->Verify({draft, tl, rng, replay, recorded});
-    drafter_->Observe(target.inputs(), tl, target_.model->config.vocab_size);
+    drafter_->Observe(*run.draft, target.inputs(), tl, target_.model->config.vocab_size);
     st.verify_s += Seconds(t0, Clock::now());
 
     policy->Update(static_cast<int>(draft.tokens.size()), v.n_accepted);
     RecordStep(st, draft, v, model_tree_);
     done = Emit(draft, v, seq, res, cb, first);
-    // The drafter keeps what still matches and catches up next step.
+    // The drafter keeps what still matches (a tree: the path seq took) and catches up next step.
     target.KeepAccepted(n_seq, draft, v);
     t0 = Clock::now();
-    drafter_->Rollback(n_seq + v.n_accepted);
+    drafter_->Rollback(*run.draft, seq, n_seq + v.n_accepted);
     st.draft_s += Seconds(t0, Clock::now());
   }
   FinishStats(st, start, first, Clock::now());

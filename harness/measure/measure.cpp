@@ -297,12 +297,14 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   const int n = int(g.points.size());
   std::vector<std::unique_ptr<Decoder>> decoders;
   for (auto* p : g.points) decoders.push_back(MakeDecoder(cache.Target(p->model, p->target_quant), cache.Options(*p), e.models_dir));
+  std::vector<std::unique_ptr<DecoderState>> runs;  // each point's, through warm-up, costs and rounds
+  for (auto& d : decoders) runs.push_back(d->NewState());
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
     for (int j = 0; j < n; ++j) {
       at("warm-up", 0, *g.points[j]);
-      decoders[j]->Generate(prompts[0]);
+      decoders[j]->Generate(prompts[0], *runs[j]);
     }
 
   // Cost model: the target's batches through the baseline, each draft through its point,
@@ -316,9 +318,9 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
   auto measure_costs = [&](const std::vector<int>& ids) {
     at("cost model", 0, base);
     const int n_max = std::min(VerifyBatchMax(g), ctx - int(ids.size()));
-    target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps).target_s);
+    target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps, *runs[0]).target_s);
     for (int i = 1; i < n; ++i) {
-      CallCosts c = decoders[i]->MeasureCallCosts(ids, 0, kCostReps);
+      CallCosts c = decoders[i]->MeasureCallCosts(ids, 0, kCostReps, *runs[i]);
       draft[i].push_back(std::move(c.draft_s));
       draft_tree[i].push_back(std::move(c.draft_tree_s));
     }
@@ -341,9 +343,10 @@ void MeasureGroup(const Experiment& e, const Group& g, ModelCache& cache, int de
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
         at("round", round + 1, *g.points[j]);
-        GenerationResult res = conversation ? GenerateConversation(*decoders[j], prompts[i], questions[i].turns,
-                                                                    cache.Chat(base.model), ctx, reserve[j], what(j, i))
-                                            : decoders[j]->Generate(prompts[i]);
+        GenerationResult res = conversation ? GenerateConversation(*decoders[j], *runs[j], prompts[i],
+                                                                    questions[i].turns, cache.Chat(base.model), ctx,
+                                                                    reserve[j], what(j, i))
+                                            : decoders[j]->Generate(prompts[i], *runs[j]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
         if (progress) progress->GenerationDone();
       }
