@@ -17,7 +17,8 @@ class AutoregressiveDecoder : public Decoder {
   AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o, const Runtime& rt)
       : target_(target), opt_(o), rt_(rt) {}
   const DecoderOptions& options() const override { return opt_; }
-  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
+                             const DecoderState&) const override {
     CallCosts c;
     // Verification scores every position (all logits), as the speculative loop does.
     if (target_n_max > 0)
@@ -25,7 +26,8 @@ class AutoregressiveDecoder : public Decoder {
     return c;
   }
 
-  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override {
+  using Decoder::Generate;
+  GenerationResult Generate(std::span<const int> prompt, DecoderState&, const TokenCallback& cb) const override {
     const Model& m = *target_.model;
     const ModelConfig& c = m.config;
     CheckPrompt(prompt, c.vocab_size, c.max_seq_len, target_.name);

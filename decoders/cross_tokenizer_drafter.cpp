@@ -33,52 +33,58 @@ class CrossTokenizerDrafter : public Drafter {
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
-  std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) override {
+  DraftCallCosts MeasureCallCosts(const DraftState&, std::span<const int> prompt, int, int reps) const override {
     const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
-    return TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false);
+    return {TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false), {}};
   }
+  std::unique_ptr<DraftState> NewState() const override { return std::make_unique<State>(); }
 
-  void Begin(std::span<const int> prompt) override {
-    cache_ = std::make_unique<KVCache>(model_->config, layers_, 0, kv_type_);
-    dseq_.clear();
+  void Begin(DraftState& state, std::span<const int> prompt) const override {
+    State& s = static_cast<State&>(state);
+    s.cache = std::make_unique<KVCache>(model_->config, layers_, 0, kv_type_);
+    s.dseq.clear();
     // The target's BOS maps to the draft's (Sync); without one, the draft's own default.
     if (!prompt.empty() && prompt[0] != tb_.tok().bos_id() && db_.tok().add_bos_default())
-      dseq_.push_back(db_.tok().bos_id());
-    synced_ = 0;
-    pending_.clear();
-    Sync(prompt);
-    cached_.clear();
+      s.dseq.push_back(db_.tok().bos_id());
+    s.synced = 0;
+    s.pending.clear();
+    Sync(s, prompt);
+    s.cached.clear();
     // All but the last token, which is fed with the first draft position. A prompt
     // longer than the draft's context in its own tokens gets no drafts (Propose).
-    if (dseq_.size() > 1 && static_cast<int>(dseq_.size()) <= model_->config.max_seq_len) {
-      cached_.assign(dseq_.begin(), dseq_.end() - 1);
-      Forward(rt_, *model_, cached_, 0, *cache_, false);
+    if (s.dseq.size() > 1 && static_cast<int>(s.dseq.size()) <= model_->config.max_seq_len) {
+      s.cached.assign(s.dseq.begin(), s.dseq.end() - 1);
+      Forward(rt_, *model_, s.cached, 0, *s.cache, false);
     }
   }
 
-  void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng&, DraftBlock& out,
-               GenerationStats& st) override {
+  void Propose(DraftState& state, const DraftRequest& r, Rng&, DraftBlock& out,
+               GenerationStats& st) const override {
+    State& s = static_cast<State&>(state);
+    const std::span<const int> seq = r.seq;
+    const int k = r.k;
+    DraftPolicy& policy = r.policy;
     auto t0 = Clock::now();
-    Sync(seq);
+    Sync(s, seq);
     // Keep the cached prefix that still matches; the last token is always fed again.
     size_t keep = 0;
-    while (keep < cached_.size() && keep + 1 < dseq_.size() && cached_[keep] == dseq_[keep]) ++keep;
-    cache_->Truncate(static_cast<int>(keep));
-    cached_.resize(keep);
+    while (keep < s.cached.size() && keep + 1 < s.dseq.size() && s.cached[keep] == s.dseq[keep]) ++keep;
+    s.cache->Truncate(static_cast<int>(keep));
+    s.cached.resize(keep);
     st.retokenize_s += Seconds(t0, Clock::now());
-    const int room = model_->config.max_seq_len - static_cast<int>(dseq_.size());
+    const int room = model_->config.max_seq_len - static_cast<int>(s.dseq.size());
     const int kd = std::min(k, room);
-    if (dseq_.empty() || kd <= 0) return;
+    if (s.dseq.empty() || kd <= 0) return;
 
     // --- draft in the draft's vocabulary ---
-    drafted_.clear();
+    s.drafted.clear();
     bool eos = false;
-    std::span<const int> feed = std::span<const int>(dseq_).subspan(keep);
+    std::span<const int> feed = std::span<const int>(s.dseq).subspan(keep);
     for (int i = 0; i < kd; ++i) {
-      const int pos = cache_->length() + static_cast<int>(feed.size()) - 1;
-      std::span<const float> logits = Forward(rt_, *model_, feed, cache_->length(), *cache_, false);  // [1][vocab]
+      const int pos = s.cache->length() + static_cast<int>(feed.size()) - 1;
+      std::span<const float> logits = Forward(rt_, *model_, feed, s.cache->length(), *s.cache, false);  // [1][vocab]
       CheckLogits(logits, model_->config.vocab_size, "draft " + name(), pos, st.target_calls);
-      cached_.insert(cached_.end(), feed.begin(), feed.end());
+      s.cached.insert(s.cached.end(), feed.begin(), feed.end());
       ++st.draft_calls;
       const DraftAction act = policy.OnDraft(i + 1, policy.UsesTopProb() ? MaxSoftmaxProb(logits) : 1.0f);
       if (act == DraftAction::DropAndStop) break;
@@ -87,19 +93,19 @@ class CrossTokenizerDrafter : public Drafter {
         eos = tok == db_.tok().eos_id();
         break;
       }
-      drafted_.push_back(tok);
+      s.drafted.push_back(tok);
       if (act == DraftAction::KeepAndStop) break;
-      feed = std::span<const int>(&drafted_.back(), 1);
+      feed = std::span<const int>(&s.drafted.back(), 1);
     }
 
     // --- bridge: draft text -> target tokens continuing seq ---
     t0 = Clock::now();
-    std::vector<int> all = dseq_;  // [dseq + drafted]
-    all.insert(all.end(), drafted_.begin(), drafted_.end());
-    const int n = static_cast<int>(dseq_.size());
+    std::vector<int> all = s.dseq;  // [dseq + drafted]
+    all.insert(all.end(), s.drafted.begin(), s.drafted.end());
+    const int n = static_cast<int>(s.dseq.size());
     auto text = db_.TextAfter(all, n, static_cast<int>(all.size()));
-    if (text && text->starts_with(pending_)) {
-      if (auto cont = tb_.Continue(seq, text->substr(pending_.size()))) {
+    if (text && text->starts_with(s.pending)) {
+      if (auto cont = tb_.Continue(seq, text->substr(s.pending.size()))) {
         out.tokens.assign(cont->begin(), cont->begin() + std::min<size_t>(cont->size(), k));
         if (eos && static_cast<int>(out.tokens.size()) < k) out.tokens.push_back(tb_.tok().eos_id());
       }
@@ -108,37 +114,46 @@ class CrossTokenizerDrafter : public Drafter {
   }
 
  private:
-  // Brings dseq_ up to seq: text runs go through the bridge, BOS/EOS map one to one.
-  void Sync(std::span<const int> seq) {
+  struct State : DraftState {
+    std::unique_ptr<KVCache> cache;  // the draft's, over cached
+    std::vector<int> dseq;           // draft ids spelling the text of seq[0..synced)
+    int synced = 0;                  // target tokens reflected in dseq (+ pending)
+    std::string pending;             // held-back trailing spaces of the synced text
+    std::vector<int> cached;         // draft ids in cache (a prefix of dseq + drafted)
+    std::vector<int> drafted;        // [<= K] this step's draft-vocabulary tokens
+  };
+
+  // Brings s.dseq up to seq: text runs go through the bridge, BOS/EOS map one to one.
+  void Sync(State& s, std::span<const int> seq) const {
     const int n = static_cast<int>(seq.size());
-    while (synced_ < n) {
-      int end = synced_;
+    while (s.synced < n) {
+      int end = s.synced;
       while (end < n && !tb_.IsControl(seq[end])) ++end;
-      if (end > synced_) {
+      if (end > s.synced) {
         std::optional<std::vector<int>> add;
-        if (auto text = tb_.TextAfter(seq.first(end), synced_, end)) add = db_.Continue(dseq_, pending_ + *text);
+        if (auto text = tb_.TextAfter(seq.first(end), s.synced, end)) add = db_.Continue(s.dseq, s.pending + *text);
         if (add) {
-          dseq_.insert(dseq_.end(), add->begin(), add->end());
+          s.dseq.insert(s.dseq.end(), add->begin(), add->end());
         } else {  // not prefix-stable or not spellable here: re-encode the whole run
-          const int run = tb_.RunStart(seq.first(synced_));
-          dseq_.resize(db_.RunStart(dseq_));
+          const int run = tb_.RunStart(seq.first(s.synced));
+          s.dseq.resize(db_.RunStart(s.dseq));
           const auto enc = db_.tok().Encode(tb_.tok().Decode(seq.subspan(run, end - run)), false);
-          dseq_.insert(dseq_.end(), enc.begin(), enc.end());
+          s.dseq.insert(s.dseq.end(), enc.begin(), enc.end());
         }
         // A trailing space the draft's vocabulary would spell as a lone "▁" piece (its
         // words carry their leading space) is held back: the draft continues from the
         // word before it, and its text must then start with the held-back spaces.
-        pending_.clear();
-        while (!dseq_.empty() && db_.SpaceOnly(dseq_.back()) > 0) {
-          pending_.append(db_.SpaceOnly(dseq_.back()), ' ');
-          dseq_.pop_back();
+        s.pending.clear();
+        while (!s.dseq.empty() && db_.SpaceOnly(s.dseq.back()) > 0) {
+          s.pending.append(db_.SpaceOnly(s.dseq.back()), ' ');
+          s.dseq.pop_back();
         }
       }
       if (end < n) {
-        dseq_.push_back(seq[end] == tb_.tok().eos_id() ? db_.tok().eos_id() : db_.tok().bos_id());
-        pending_.clear();
+        s.dseq.push_back(seq[end] == tb_.tok().eos_id() ? db_.tok().eos_id() : db_.tok().bos_id());
+        s.pending.clear();
       }
-      synced_ = std::min(n, end + 1);
+      s.synced = std::min(n, end + 1);
     }
   }
 
@@ -147,12 +162,6 @@ class CrossTokenizerDrafter : public Drafter {
   std::string name_;
   KvType kv_type_;
   TextBridge tb_, db_;                // target side, draft side
-  std::unique_ptr<KVCache> cache_;    // the draft's, over cached_
-  std::vector<int> dseq_;             // draft ids spelling the text of seq[0..synced_)
-  int synced_ = 0;                    // target tokens reflected in dseq_ (+ pending_)
-  std::string pending_;               // held-back trailing spaces of the synced text
-  std::vector<int> cached_;           // draft ids in cache_ (a prefix of dseq_ + drafted)
-  std::vector<int> drafted_;          // [<= K] this step's draft-vocabulary tokens
   Runtime rt_;
 };
 

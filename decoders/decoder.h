@@ -113,6 +113,16 @@ struct CallCosts {
 // Called with each batch of newly accepted tokens, for streaming.
 using TokenCallback = std::function<void(std::span<const int> new_tokens)>;
 
+// What a run of generations of one decoder carries from one to the next: a replayed
+// acceptance source's draws (which run on across the run's generations) and the draft's
+// state (its caches, a dynamic tree's calibration). The caller makes one per run
+// (Decoder::NewState) and hands it to the run's Generate and MeasureCallCosts calls; the
+// decoder itself is const once built.
+class DecoderState {
+ public:
+  virtual ~DecoderState() = default;
+};
+
 // A ready-to-run decoder: the target plus whatever draft the options describe.
 // Building it validates the options (K, draft layers, threshold, n-gram range, the
 // draft combinations) and throws Error with a one-line message. A separate draft whose
@@ -120,11 +130,22 @@ using TokenCallback = std::function<void(std::span<const int> new_tokens)>;
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb = {}) = 0;
+  // A fresh run's state.
+  virtual std::unique_ptr<DecoderState> NewState() const { return std::make_unique<DecoderState>(); }
+  // One generation of the run `state` (from this decoder's NewState).
+  virtual GenerationResult Generate(std::span<const int> prompt, DecoderState& state,
+                                    const TokenCallback& cb = {}) const = 0;
+  // One generation in a run of its own (a fresh state).
+  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb = {}) const {
+    const std::unique_ptr<DecoderState> state = NewState();
+    return Generate(prompt, *state, cb);
+  }
   virtual const DecoderOptions& options() const = 0;
   // Times target calls of n = 1..target_n_max positions (none for 0) and the draft's
-  // calls, `reps` times each, at the end of `prompt`; caches of its own.
-  virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) = 0;
+  // calls, `reps` times each, at the end of `prompt`; caches of its own. `state`: the
+  // run's (a dynamic tree's calls are priced at its latest calibration).
+  virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
+                                     const DecoderState& state) const = 0;
   // What the draft's matrices are stored as (MatrixTypeCounts of the blocks it runs);
   // {} without a draft model.
   virtual std::map<std::string, int> draft_types() const { return {}; }

@@ -2,6 +2,7 @@
 // dynamic trees) and by lookup (every matching continuation merged into a trie).
 #pragma once
 #include <array>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -60,17 +61,36 @@ void NodeCandidates(std::span<const float> row, const TreeShape& shape, int dept
 double TreeRowsWork(std::span<const float> rows, int vocab, bool root, const TreeShape& shape,
                     const SamplingParams& sampling, double tau);
 
-// Grows a tree with `model` below the last token of seq, into `out` (tokens, parents,
-// ranks, expanded; probs in sampling mode), at most k nodes. `replay` (acceptance
-// replay of a tree trace): grow with the recorded draft calls and propose the recorded
-// tree (at most k nodes: ClipTree cuts a larger one) instead of the shape's. The cache holds a prefix of seq, possibly
-// followed by the previous step's tree (`tree_tokens`: the token of each tree slot):
-// the tree path seq continues along is kept (KVCache::KeepPath), the rest of seq is
-// caught up, then the new tree's nodes are added level by level (one Forward per depth
-// with the tree mask) and left in the cache for the next step.
-void ProposeModelTree(const Runtime& rt, const Model& model, KVCache& cache, std::vector<int>& tree_tokens, std::span<const int> seq,
-                      int k, const TreeShape& shape, const SamplingParams& sampling, TreeCalibration& cal, Rng& rng,
-                      DraftBlock& out, GenerationStats& st, const TreeStep* replay = nullptr);
+// A draft model's token tree, as built: the model, the tree's shape and the sampling
+// settings. (A ModelDrafter with a chain shape holds one too.)
+struct TreeDraft {
+  const Model& model;
+  TreeShape shape;
+  SamplingParams sampling;
+  Runtime rt;  // the draft's Forward calls run on it
+};
+
+// A draft model's state through a run (ModelDrafter's DraftState): its cache -- a prefix
+// of the sequence, then a step's tree until the step's Rollback -- the token of each
+// tree slot, a greedy dynamic tree's calibration, and the chain's scratch q.
+struct ModelDraftState : DraftState {
+  std::unique_ptr<KVCache> cache;
+  std::vector<int> tree_tokens;  // the token of each tree slot of cache (trees only)
+  TreeCalibration calibration;   // greedy dynamic trees
+  std::vector<float> q;          // [vocab]
+};
+
+// Grows a tree of `t` below the last token of r.seq into `out` (tokens, parents, ranks,
+// expanded; probs in sampling mode), at most r.k nodes: the shape's static or dynamic
+// tree, or with r.recorded (acceptance replay of a tree trace) the recorded tree (at most
+// r.k nodes: ClipTree cuts a larger one) grown with the recorded draft calls. The cache
+// holds a prefix of seq: the rest is caught up, then the tree's nodes are added level by
+// level (one Forward per depth with the tree mask) and left in the cache for RollbackTree.
+void ProposeModelTree(const TreeDraft& t, ModelDraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& out,
+                      GenerationStats& st);
+// After verification: keeps the path of the cached tree that seq follows (the accepted
+// tokens), drops the rest of the tree; nothing without one.
+void RollbackTree(ModelDraftState& s, std::span<const int> seq);
 
 // A recorded tree cut to its first k nodes as its drafter would cut it under that cap
 // (the loop clips K near the context end and max_new_tokens): a static tree keeps the

@@ -48,36 +48,57 @@ struct DraftBlock {
   }
 };
 
+// A drafter's state for one run of generations (the caller's, through
+// Decoder::NewState): what Begin sets up and the steps read and update -- a draft
+// model's cache, the tables of a training-free tree, a dynamic tree's calibration. The
+// drafter itself is const once built. Each drafter casts it back to its own kind.
+struct DraftState {
+  virtual ~DraftState() = default;
+};
+
+// What one step asks of the drafter.
+struct DraftRequest {
+  std::span<const int> seq;  // prompt + tokens emitted so far (target ids)
+  int k = 0;                 // propose at most k >= 1 tokens
+  DraftPolicy& policy;       // may stop it early (draft confidence)
+  // Acceptance replay of a tree trace: propose this recorded tree (at most k nodes),
+  // grown from the drafter's own model with the recorded draft calls; null otherwise.
+  // Only a model's token tree is replayed so (ValidateSpeculativeOptions).
+  const TreeStep* recorded = nullptr;
+};
+
+// Cost-model inputs of a draft (CallCosts): a chain's [2] median times of a draft call
+// of 1 and of 2 positions (the catch-up batch); a model's token tree [n_max] catch-ups
+// over n = 1..n_max positions (draft_s) and tree calls over n nodes (draft_tree_s).
+struct DraftCallCosts {
+  std::vector<double> draft_s, draft_tree_s;
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
   virtual const std::string& name() const = 0;
   // Longest sequence (prompt + generated, target positions) the drafter can follow.
   virtual int context() const { return std::numeric_limits<int>::max(); }
+  // A fresh run's state (a stateless drafter: an empty one).
+  virtual std::unique_ptr<DraftState> NewState() const { return std::make_unique<DraftState>(); }
   // Start of a generation. `prompt` holds target ids; the loop times this as prefill.
-  virtual void Begin(std::span<const int> prompt) = 0;
-  // Proposes up to k >= 1 tokens continuing `seq` (prompt + tokens emitted so far).
-  // The policy may stop it early (draft confidence); draft Forward calls, and any
+  virtual void Begin(DraftState& s, std::span<const int> prompt) const {}
+  // Proposes up to r.k tokens continuing r.seq into `out`; draft Forward calls, and any
   // re-tokenization time, go into `st`. `rng` is the loop's, shared with verification.
-  virtual void Propose(std::span<const int> seq, int k, DraftPolicy& policy, Rng& rng, DraftBlock& out,
-                       GenerationStats& st) = 0;
-  // Acceptance replay of a tree trace: proposes the recorded tree `step` (at most k of
-  // its nodes), grown from this drafter's own model with the recorded draft calls.
-  virtual void ProposeRecorded(std::span<const int> seq, int k, const TreeStep& step, Rng& rng, DraftBlock& out,
-                               GenerationStats& st);
-  // After verification: the target keeps its first `keep` positions (seq[0..keep)).
-  virtual void Rollback(int keep) {}
+  virtual void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& out,
+                       GenerationStats& st) const = 0;
   // After verification, before Rollback: the target's logits [n][vocab] at the verified
   // inputs [n] (the last token, then the draft's nodes) -- token recycling reads them.
-  virtual void Observe(std::span<const int> inputs, std::span<const float> logits, int vocab) {}
-  // Cost-model inputs: [2] median times of a draft Forward call of 1 and of 2 positions
-  // (the catch-up batch) right after `prompt` (target ids); empty for a drafter without
-  // a model, whose cost is what the loop measures.
-  virtual std::vector<double> MeasureCallCosts(std::span<const int> prompt, int reps) { return {}; }
-  // Token trees of a draft model, the tree cost model's inputs: [n_max] median times of
-  // its calls over n = 1..n_max positions after `prompt`, a catch-up sequence (tree
-  // false: last logits) or tree nodes (every node's logits); empty without a model.
-  virtual std::vector<double> MeasureTreeCallCosts(std::span<const int> prompt, int n_max, bool tree, int reps) {
+  virtual void Observe(DraftState& s, std::span<const int> inputs, std::span<const float> logits, int vocab) const {}
+  // After the step's emission (seq: the sequence now): the target keeps its first `keep`
+  // positions (seq[0..keep)); the drafter drops what it drafted past them.
+  virtual void Rollback(DraftState& s, std::span<const int> seq, int keep) const {}
+  // Cost-model inputs right after `prompt` (target ids), `reps` calls each; a tree's
+  // calls hold up to n_tree_max positions (0: a chain). Empty for a drafter without a
+  // model, whose cost is what the loop measures. `s`: the run's (its calibration).
+  virtual DraftCallCosts MeasureCallCosts(const DraftState& s, std::span<const int> prompt, int n_tree_max,
+                                          int reps) const {
     return {};
   }
   // Decoder::draft_types.

@@ -36,51 +36,58 @@ class LookaheadDrafter : public Drafter {
         name_(fmt::format("lookahead(window={}, ngram={}, candidates={})", window, ngram, candidates)) {}
   const std::string& name() const override { return name_; }
 
-  void Begin(std::span<const int> prompt) override {
+  std::unique_ptr<DraftState> NewState() const override { return std::make_unique<State>(); }
+
+  void Begin(DraftState& state, std::span<const int> prompt) const override {
+    State& s = static_cast<State&>(state);
     // The paper starts the window from random tokens; ours are the prompt's (fixed seed).
     std::mt19937 pick(0);
-    levels_.assign(n_ - 1, std::vector<int>(w_));
-    for (auto& level : levels_)
+    s.levels.assign(n_ - 1, std::vector<int>(w_));
+    for (auto& level : s.levels)
       for (int& t : level) t = prompt[pick() % prompt.size()];
-    pool_.clear();
-    newest_.clear();
+    s.pool.clear();
+    s.newest.clear();
   }
 
-  void Propose(std::span<const int> seq, int k, DraftPolicy&, Rng&, DraftBlock& out, GenerationStats&) override {
-    newest_.clear();
-    root_ = seq.back();
+  void Propose(DraftState& state, const DraftRequest& r, Rng&, DraftBlock& out, GenerationStats&) const override {
+    State& s = static_cast<State&>(state);
+    const int k = r.k;
+    s.newest.clear();
+    s.root = r.seq.back();
     const int window_nodes = LookaheadWindowNodes(w_, n_);
     const bool run_window = k >= window_nodes;  // near the context end only the candidates fit
     // Verification branch: the pool's n-grams that continue the last token.
-    trie_.Clear();
-    if (auto it = pool_.find(root_); it != pool_.end())
-      for (const auto& tail : it->second) trie_.Insert(tail);
-    trie_.TopNodes(run_window ? k - window_nodes : k, -1, out);
+    s.trie.Clear();
+    if (auto it = s.pool.find(s.root); it != s.pool.end())
+      for (const auto& tail : it->second) s.trie.Insert(tail);
+    s.trie.TopNodes(run_window ? k - window_nodes : k, -1, out);
     if (!run_window) return DropParentsOfChain(out);
     // Lookahead branch: level 0 a chain below the root, then each column's levels.
     std::vector<int> below(w_, -1);  // per column: the block index of its deepest node so far
-    for (int i = 1; i < w_; ++i) below[i] = Add(levels_[0][i], below[i - 1], out);
+    for (int i = 1; i < w_; ++i) below[i] = Add(s.levels[0][i], below[i - 1], out);
     for (int j = 1; j < n_ - 1; ++j)
-      for (int i = 0; i < w_; ++i) below[i] = Add(levels_[j][i], below[i], out);
-    newest_ = below;  // N = 2: level 0 itself (column 0: the root)
+      for (int i = 0; i < w_; ++i) below[i] = Add(s.levels[j][i], below[i], out);
+    s.newest = below;  // N = 2: level 0 itself (column 0: the root)
   }
 
-  void Observe(std::span<const int> inputs, std::span<const float> logits, int vocab) override {
-    if (newest_.empty()) return;  // the window did not run this step
+  void Observe(DraftState& state, std::span<const int> inputs, std::span<const float> logits,
+               int vocab) const override {
+    State& s = static_cast<State&>(state);
+    if (s.newest.empty()) return;  // the window did not run this step
     std::vector<int> next(w_);
-    for (int i = 0; i < w_; ++i) next[i] = Argmax(logits.subspan(size_t(newest_[i] + 1) * vocab, vocab));
+    for (int i = 0; i < w_; ++i) next[i] = Argmax(logits.subspan(size_t(s.newest[i] + 1) * vocab, vocab));
     for (int i = 0; i < w_; ++i) {
       std::vector<int> tail;  // [N-1]
-      for (int j = 1; j < n_ - 1; ++j) tail.push_back(levels_[j][i]);
+      for (int j = 1; j < n_ - 1; ++j) tail.push_back(s.levels[j][i]);
       tail.push_back(next[i]);
-      std::deque<std::vector<int>>& grams = pool_[i == 0 ? root_ : levels_[0][i]];
+      std::deque<std::vector<int>>& grams = s.pool[i == 0 ? s.root : s.levels[0][i]];
       if (std::find(grams.begin(), grams.end(), tail) != grams.end()) continue;
       grams.push_front(std::move(tail));
       if (static_cast<int>(grams.size()) > g_) grams.pop_back();
     }
-    levels_.erase(levels_.begin());
-    levels_.push_back(std::move(next));
-    newest_.clear();
+    s.levels.erase(s.levels.begin());
+    s.levels.push_back(std::move(next));
+    s.newest.clear();
   }
 
  private:
@@ -92,11 +99,13 @@ class LookaheadDrafter : public Drafter {
 
   int w_, n_, g_;
   std::string name_;
-  std::vector<std::vector<int>> levels_;  // [N-1][W] the window, oldest level first
-  std::unordered_map<int, std::deque<std::vector<int>>> pool_;  // first token -> <= G tails [N-1], latest first
-  CandidateTrie trie_;
-  int root_ = -1;             // this step's last token
-  std::vector<int> newest_;  // [W] block index of each column's newest-level node (-1: the root); empty: no window
+  struct State : DraftState {
+    std::vector<std::vector<int>> levels;  // [N-1][W] the window, oldest level first
+    std::unordered_map<int, std::deque<std::vector<int>>> pool;  // first token -> <= G tails [N-1], latest first
+    CandidateTrie trie;
+    int root = -1;            // this step's last token
+    std::vector<int> newest;  // [W] block index of each column's newest-level node (-1: the root); empty: no window
+  };
 };
 
 }  // namespace

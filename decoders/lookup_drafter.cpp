@@ -40,10 +40,9 @@ class LookupDrafter : public Drafter {
         name_(fmt::format("lookup(n={}..{}{})", max_ngram, min_ngram,
                           tree_budget ? fmt::format(", tree_budget={}", tree_budget) : "")) {}
   const std::string& name() const override { return name_; }
-  void Begin(std::span<const int>) override {}
-  void Propose(std::span<const int> seq, int k, DraftPolicy&, Rng&, DraftBlock& out, GenerationStats&) override {
-    if (tree_budget_ > 0) return LookupTree(seq, std::min(k, tree_budget_), max_ngram_, min_ngram_, out);
-    out.tokens = LookupProposal(seq, k, max_ngram_, min_ngram_);
+  void Propose(DraftState&, const DraftRequest& r, Rng&, DraftBlock& out, GenerationStats&) const override {
+    if (tree_budget_ > 0) return LookupTree(r.seq, std::min(r.k, tree_budget_), max_ngram_, min_ngram_, out);
+    out.tokens = LookupProposal(r.seq, r.k, max_ngram_, min_ngram_);
   }
 
  private:

@@ -35,12 +35,11 @@ class RestDrafter : public Drafter {
     std::stable_sort(suffixes_.begin(), suffixes_.end(), [&](int a, int b) { return Less(Head(a), Head(b)); });
   }
   const std::string& name() const override { return name_; }
-  void Begin(std::span<const int>) override {}
-
-  void Propose(std::span<const int> seq, int k, DraftPolicy&, Rng&, DraftBlock& out, GenerationStats&) override {
-    trie_.Clear();
+  void Propose(DraftState&, const DraftRequest& r, Rng&, DraftBlock& out, GenerationStats&) const override {
+    const std::span<const int> seq = r.seq;
+    CandidateTrie trie;
     const int len = static_cast<int>(seq.size());
-    for (int n = std::min(kMaxSuffix, len); n >= 1 && trie_.size() == 0; --n) {
+    for (int n = std::min(kMaxSuffix, len); n >= 1 && trie.size() == 0; --n) {
       std::span<const int> q = seq.subspan(len - n);
       // Suffixes whose first n tokens equal q: a contiguous run of the order.
       auto first = std::partition_point(suffixes_.begin(), suffixes_.end(),
@@ -51,10 +50,10 @@ class RestDrafter : public Drafter {
         if (!std::equal(h.begin(), h.end(), q.begin(), q.end())) break;
         std::span<const int> cont = Head(*it + n, kContinuation);
         cont = cont.first(static_cast<size_t>(std::find(cont.begin(), cont.end(), kSeparator) - cont.begin()));
-        if (!cont.empty()) trie_.Insert(cont), ++taken;
+        if (!cont.empty()) trie.Insert(cont), ++taken;
       }
     }
-    trie_.TopNodes(std::min(k, budget_), -1, out);
+    trie.TopNodes(std::min(r.k, budget_), -1, out);
     DropParentsOfChain(out);
   }
 
@@ -72,7 +71,6 @@ class RestDrafter : public Drafter {
   std::vector<int> suffixes_;  // [n] suffix starts in order (a suffix array on kMaxSuffix tokens)
   int budget_;
   std::string name_;
-  CandidateTrie trie_;
 };
 
 }  // namespace

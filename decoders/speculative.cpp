@@ -5,9 +5,10 @@
 //           d1..dk = drafter.Propose(seq, K)           (k <= K; k = 0 is a plain step)
 //           ONE target Forward over [last, d1..dk] -> k+1 logit rows
 //             (a token tree: one Forward with the tree mask, SpecInfer)
-//           verify -> emit the accepted path d.. + next; the target cache keeps
-//             n_seq + a positions (a tree: the path moved to them); drafter.Rollback(n_seq + a)
-// Under a replayed acceptance source (acceptance_source.h) only "verify" differs: a is
+//           verify (the Verifier chosen when the decoder is built, verifier.h)
+//           emit the accepted path d.. + next; the target cache keeps n_seq + a
+//             positions (a tree: the path moved to them); drafter.Rollback(n_seq + a)
+// Under a replayed acceptance source (acceptance_source.h) only the verifier differs: a is
 // drawn from the source (and, replaying a trace, K is the recorded one). A model's token
 // tree replays a trace's recorded tree and accepted path, or draws a along the tree's
 // first-child path (alpha, positions; static trees).
@@ -20,193 +21,214 @@
 #include "decoders/draft_tree.h"
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
+#include "decoders/verifier.h"
 #include "base/error.h"
 #include "models/forward.h"
 
 namespace specsweep {
 namespace {
 
+// The target's side of a generation: its cache, one step's verification pass, and the
+// cache cut back to what the step accepted.
+class TargetPass {
+ public:
+  TargetPass(const LoadedModel& target, const Runtime& rt, int context, KvType kv_type, int64_t reach)
+      : target_(target), rt_(rt), cache_(target.model->config, 0, context, kv_type) {
+    cache_.Reserve(static_cast<int>(std::min<int64_t>(context, reach)));
+  }
+  // Everything but the last prompt token: it is fed with the first draft block.
+  void Prefill(std::span<const int> prompt) {
+    if (prompt.size() > 1) Forward(rt_, *target_.model, prompt.first(prompt.size() - 1), 0, cache_, false);
+  }
+  // One Forward over [seq.back(), d1..dk] (a tree: with the tree mask, the root at slot
+  // n_seq - 1 and node i at n_seq + i): the target's rows [kd+1][vocab].
+  std::span<const float> Verify(std::span<const int> seq, const DraftBlock& d, GenerationStats& st) {
+    const int n_seq = static_cast<int>(seq.size());
+    inputs_.assign(1, seq.back());
+    inputs_.insert(inputs_.end(), d.tokens.begin(), d.tokens.end());
+    slots_.clear();
+    if (!d.parents.empty()) {
+      slots_.push_back(n_seq - 2);
+      for (int p : d.parents) slots_.push_back(n_seq + p);
+    }
+    std::span<const float> tl = Forward(rt_, *target_.model, inputs_, n_seq - 1, cache_, true, slots_);
+    CheckLogits(tl, target_.model->config.vocab_size, target_.name, n_seq - 1, st.target_calls);
+    ++st.target_calls;
+    return tl;
+  }
+  std::span<const int> inputs() const { return inputs_; }  // the last Verify's: last token, then the draft
+  // The cache keeps last + the accepted path (n_seq + a positions): a chain's prefix, or
+  // a tree's path moved to them.
+  void KeepAccepted(int n_seq, const DraftBlock& d, const Verdict& v) {
+    if (d.parents.empty()) return cache_.Truncate(n_seq + v.n_accepted);
+    slots_.assign(1, n_seq - 1);
+    for (int i : v.path) slots_.push_back(n_seq + i);
+    cache_.KeepPath(slots_);
+  }
+
+ private:
+  const LoadedModel& target_;
+  Runtime rt_;
+  KVCache cache_;
+  std::vector<int> inputs_;  // [k+1] last accepted token, d1..dk
+  std::vector<int> slots_;   // [k+1] a tree's parent slots (Forward), then the kept path
+};
+
+// One step's counts: drafted and accepted, per step and per position (a tree: per
+// depth, the nodes drafted there and the accepted path's node), and a model tree's shape.
+void RecordStep(GenerationStats& st, const DraftBlock& d, const Verdict& v, bool model_tree) {
+  const int kd = static_cast<int>(d.tokens.size());
+  st.k_per_step.push_back(kd);
+  st.accepted_per_step.push_back(v.n_accepted);
+  if (model_tree) st.tree_per_step.push_back({d.parents, d.ranks, d.expanded, v.path});
+  st.drafted += kd;
+  st.accepted += v.n_accepted;
+  if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
+    st.drafted_at_pos.resize(kd, 0);
+    st.accepted_at_pos.resize(kd, 0);
+  }
+  std::vector<int> depth(kd);
+  for (int i = 0; i < kd; ++i) {
+    const int parent = d.parents.empty() ? i - 1 : d.parents[i];
+    depth[i] = parent < 0 ? 0 : depth[parent] + 1;
+  }
+  for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[depth[i]];
+  for (int i = 0; i < v.n_accepted; ++i) ++st.accepted_at_pos[i];
+}
+
+// Replaying a trace of trees: the step's recorded tree, cut as its drafter would cut it
+// when larger than K (into `clipped`); null otherwise.
+const TreeStep* StepTree(AcceptanceReplay* replay, int k, bool grown_order, TreeStep& clipped) {
+  const TreeStep* recorded = replay ? replay->NextTree() : nullptr;
+  if (!recorded || static_cast<int>(recorded->parents.size()) <= k) return recorded;
+  clipped = ClipTree(*recorded, k, grown_order);
+  return &clipped;
+}
+
+// A speculative run's state (DecoderState): the replayed source's stream, whose draws
+// run on across the run's generations, and the drafter's.
+struct SpeculativeState : DecoderState {
+  std::optional<AcceptanceReplay> replay;
+  std::unique_ptr<DraftState> draft;
+};
+
 class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
                      AcceptRule rule, const Runtime& rt)
-      : target_(target), drafter_(std::move(drafter)), opt_(o), rule_(rule), rt_(rt) {
-    if (o.acceptance_source.replayed()) replay_.emplace(o.acceptance_source, o.sampling.seed);
+      : target_(target), drafter_(std::move(drafter)), opt_(o), rt_(rt),
+        verifier_(MakeVerifier(o, target.model->config.vocab_size, rule)) {
+    // A source that cannot replay (no rates, a trace not loaded) fails when the decoder is built.
+    if (o.acceptance_source.replayed()) AcceptanceReplay(o.acceptance_source, o.sampling.seed);
   }
   const DecoderOptions& options() const override { return opt_; }
-  GenerationResult Generate(std::span<const int> prompt, const TokenCallback& cb) override;
-  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps) override {
+  std::unique_ptr<DecoderState> NewState() const override {
+    auto s = std::make_unique<SpeculativeState>();
+    if (opt_.acceptance_source.replayed()) s->replay.emplace(opt_.acceptance_source, opt_.sampling.seed);
+    s->draft = drafter_->NewState();
+    return s;
+  }
+  using Decoder::Generate;
+  GenerationResult Generate(std::span<const int> prompt, DecoderState& state, const TokenCallback& cb) const override;
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
+                             const DecoderState& state) const override {
     CallCosts c;
     if (target_n_max > 0)
       c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
-    c.draft_s = drafter_->MeasureCallCosts(prompt, reps);
-    if (opt_.draft.IsTree()) {  // a call holds at most K tree nodes, a catch-up K + 1 tokens
-      const int n_max = std::min(opt_.k + 1, drafter_->context() - static_cast<int>(prompt.size()));
-      if (std::vector<double> s = drafter_->MeasureTreeCallCosts(prompt, n_max, false, reps); !s.empty()) {
-        c.draft_s = std::move(s);
-        c.draft_tree_s = drafter_->MeasureTreeCallCosts(prompt, n_max, true, reps);
-      }
-    }
+    // A tree's call holds at most K nodes, a catch-up K + 1 tokens.
+    const int n_tree = opt_.draft.IsTree() ? std::min(opt_.k + 1, drafter_->context() - int(prompt.size())) : 0;
+    DraftCallCosts d = drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt,
+                                                  n_tree, reps);
+    c.draft_s = std::move(d.draft_s);
+    c.draft_tree_s = std::move(d.draft_tree_s);
     return c;
   }
   std::map<std::string, int> draft_types() const override { return drafter_->matrix_types(); }
 
  private:
-  LoadedModel target_;
-  std::unique_ptr<Drafter> drafter_;
-  DecoderOptions opt_;
-  AcceptRule rule_;
-  Runtime rt_;
-  std::optional<AcceptanceReplay> replay_;  // its draws run on across generations
-  bool model_tree_ = opt_.draft.IsTree() && !opt_.draft.ModelFree();  // records tree_per_step
-
-  // A replayed step's accepted path through the tree `d`: the recorded path (its nodes
-  // the step holds), or the first-child path cut at a count drawn from the source.
-  std::vector<int> ReplayedPath(const DraftBlock& d, const TreeStep* recorded) {
-    const int kd = static_cast<int>(d.tokens.size());
-    std::vector<int> path;
-    if (recorded) {
-      for (int i : recorded->path)
-        if (i < kd) path.push_back(i);
-    } else {
-      for (int u = -1;;) {
-        const auto c = std::find(d.parents.begin(), d.parents.end(), u);
-        if (c == d.parents.end()) break;
-        path.push_back(u = static_cast<int>(c - d.parents.begin()));
-      }
-    }
-    path.resize(std::min<size_t>(path.size(), replay_->Accepted(static_cast<int>(path.size()))));
-    return path;
-  }
-};
-
-GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, const TokenCallback& cb) {
-  const Model& tm = *target_.model;
-  const ModelConfig& c = tm.config;
-  const int vocab = c.vocab_size;
-  // A same-vocabulary draft holds the same positions: the shorter context rules.
-  const int context = std::min(c.max_seq_len, drafter_->context());
-  CheckPrompt(prompt, vocab, context, target_.name);
-  const bool greedy = opt_.sampling.greedy();
-
-  GenerationResult res;
-  GenerationStats& st = res.stats;
-  st.prompt_tokens = static_cast<int>(prompt.size());
-  Rng rng(opt_.sampling.seed);
-  // Replaying a trace, K is the recorded one and every draft token is proposed (what a
-  // constant policy's OnDraft does); the recorded run's policy already decided.
-  if (replay_) replay_->BeginGeneration();
-  const bool replay_k = replay_ && replay_->NextK() >= 0;
-  auto policy = replay_k ? MakeConstantPolicy(opt_.k) : MakeDraftPolicy(opt_);
-  KVCache tcache(c, 0, context, opt_.kv_type);
-  // The positions this run can reach (a verify block may run K + 1 past the last token).
-  const int64_t reach = int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1;
-  tcache.Reserve(static_cast<int>(std::min<int64_t>(context, reach)));
-  std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
-  DraftBlock draft;              // tokens [k], probs [k][vocab] or none (one-hot)
-  std::vector<int> verify_in;    // [k+1] = last accepted token, d1..dk
-  std::vector<int> slots;        // [k+1] a tree's parent slots (Forward), then the kept path
-  const auto start = Clock::now();
-  auto first = start;
-
-  // Prefill everything but the last prompt token: it is fed with the first draft block.
-  auto t0 = Clock::now();
-  const int n_prefill = static_cast<int>(prompt.size()) - 1;
-  if (n_prefill > 0) Forward(rt_, tm, prompt.first(n_prefill), 0, tcache, false);
-  drafter_->Begin(prompt);
-  st.prefill_s = Seconds(t0, Clock::now());
-
-  bool done = false;
-  while (!done && st.generated_tokens < opt_.max_new_tokens && static_cast<int>(seq.size()) < context) {
-    const int n_seq = static_cast<int>(seq.size());
-    // A step writes positions n_seq-1 .. n_seq-1+K and emits up to K+1 tokens.
-    const int k = std::max(0, std::min({replay_k ? replay_->NextK() : policy->NextK(), context - n_seq - 1,
-                                        opt_.max_new_tokens - st.generated_tokens - 1}));
-
-    // --- draft ---
-    t0 = Clock::now();
-    draft.Clear();
-    const TreeStep* recorded = replay_ ? replay_->NextTree() : nullptr;
-    TreeStep clipped;  // a recorded tree larger than this step's K, cut as its drafter would
-    if (recorded && static_cast<int>(recorded->parents.size()) > k) {
-      clipped = ClipTree(*recorded, k, !opt_.draft.branching().empty());
-      recorded = &clipped;
-    }
-    if (k > 0 && recorded) drafter_->ProposeRecorded(seq, k, *recorded, rng, draft, st);
-    else if (k > 0) drafter_->Propose(seq, k, *policy, rng, draft, st);
-    st.draft_s += Seconds(t0, Clock::now());
-    const int kd = static_cast<int>(draft.tokens.size());
+  // The step's draft into `d` (none when r.k is 0).
+  void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& d, GenerationStats& st) const {
+    d.Clear();
+    if (r.k > 0) drafter_->Propose(s, r, rng, d, st);
+    const int kd = static_cast<int>(d.tokens.size()), k = r.k;
     if (kd > k) Fail("decoder: drafter '{}' proposed {} tokens, K is {}", drafter_->name(), kd, k);
-
-    // --- verify: one target Forward over kd+1 positions ---
-    t0 = Clock::now();
-    verify_in.assign(1, seq.back());
-    verify_in.insert(verify_in.end(), draft.tokens.begin(), draft.tokens.end());
-    const bool tree = !draft.parents.empty();
-    slots.clear();
-    if (tree) {  // the root (last token) at slot n_seq - 1, draft node i at n_seq + i
-      slots.push_back(n_seq - 2);
-      for (int p : draft.parents) slots.push_back(n_seq + p);
-    }
-    std::span<const float> tl = Forward(rt_, tm, verify_in, n_seq - 1, tcache, true, slots);  // [kd+1][vocab]
-    CheckLogits(tl, vocab, target_.name, n_seq - 1, st.target_calls);
-    ++st.target_calls;
-    const DraftView dv{draft.tokens, draft.parents, draft.probs};
-    const Verdict v = replay_ && tree ? VerifyReplayedPath(ReplayedPath(draft, recorded), tl, vocab, opt_.sampling, rng)
-                      : replay_       ? VerifyReplayed(replay_->Accepted(kd), tl, vocab, opt_.sampling, rng)
-                      : greedy        ? VerifyGreedy(dv, tl, vocab)
-                                      : VerifySampling(dv, tl, vocab, opt_.sampling, rng, rule_);
-    drafter_->Observe(verify_in, tl, vocab);
-    st.verify_s += Seconds(t0, Clock::now());
-
-    // --- bookkeeping ---
-    policy->Update(kd, v.n_accepted);
-    st.k_per_step.push_back(kd);
-    st.accepted_per_step.push_back(v.n_accepted);
-    if (model_tree_) st.tree_per_step.push_back({draft.parents, draft.ranks, draft.expanded, v.path});
-    st.drafted += kd;
-    st.accepted += v.n_accepted;
-    if (static_cast<int>(st.drafted_at_pos.size()) < kd) {
-      st.drafted_at_pos.resize(kd, 0);
-      st.accepted_at_pos.resize(kd, 0);
-    }
-    if (tree) {  // per depth: nodes drafted there, and the accepted path's node
-      std::vector<int> depth(kd);
-      for (int i = 0; i < kd; ++i) depth[i] = draft.parents[i] < 0 ? 0 : depth[draft.parents[i]] + 1;
-      for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[depth[i]];
-    } else {
-      for (int i = 0; i < kd; ++i) ++st.drafted_at_pos[i];
-    }
-    for (int i = 0; i < v.n_accepted; ++i) ++st.accepted_at_pos[i];
-
-    // Emit accepted drafts then the target's token, stopping at EOS.
+  }
+  // Emits the accepted drafts then the target's token, stopping at EOS (returns true).
+  bool Emit(const DraftBlock& d, const Verdict& v, std::vector<int>& seq, GenerationResult& res,
+            const TokenCallback& cb, Clock::time_point& first) const {
+    GenerationStats& st = res.stats;
     const size_t emitted_from = res.tokens.size();
-    for (int i = 0; i <= v.n_accepted; ++i) {
-      const int tok = i < v.n_accepted ? draft.tokens[v.path[i]] : v.next;
-      if (opt_.stop_at_eos && c.IsStop(tok)) {
-        st.stopped_at_eos = done = true;
-        break;
-      }
-      res.tokens.push_back(tok);
-      seq.push_back(tok);
+    for (int i = 0; i <= v.n_accepted && !st.stopped_at_eos; ++i) {
+      const int tok = i < v.n_accepted ? d.tokens[v.path[i]] : v.next;
+      if (opt_.stop_at_eos && target_.model->config.IsStop(tok)) st.stopped_at_eos = true;
+      else res.tokens.push_back(tok), seq.push_back(tok);
     }
     const int n_new = static_cast<int>(res.tokens.size() - emitted_from);
     if (st.generated_tokens == 0 && n_new > 0) first = Clock::now();
     st.generated_tokens += n_new;
     if (cb && n_new > 0) cb(std::span<const int>(res.tokens).subspan(emitted_from));
+    return st.stopped_at_eos;
+  }
 
-    // Roll back: the target keeps last + accepted drafts (n_seq + a positions); the
-    // drafter keeps what still matches and catches up next step.
-    const int keep = n_seq + v.n_accepted;
-    if (tree) {
-      slots.assign(1, n_seq - 1);
-      for (int i : v.path) slots.push_back(n_seq + i);
-      tcache.KeepPath(slots);
-    } else {
-      tcache.Truncate(keep);
-    }
+  LoadedModel target_;
+  std::unique_ptr<Drafter> drafter_;
+  DecoderOptions opt_;
+  Runtime rt_;
+  std::unique_ptr<const Verifier> verifier_;
+  bool model_tree_ = opt_.draft.IsTree() && !opt_.draft.ModelFree();  // records tree_per_step
+};
+
+GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, DecoderState& state,
+                                              const TokenCallback& cb) const {
+  SpeculativeState& run = static_cast<SpeculativeState&>(state);
+  // A same-vocabulary draft holds the same positions: the shorter context rules.
+  const int context = std::min(target_.model->config.max_seq_len, drafter_->context());
+  CheckPrompt(prompt, target_.model->config.vocab_size, context, target_.name);
+  GenerationResult res;
+  GenerationStats& st = res.stats;
+  st.prompt_tokens = static_cast<int>(prompt.size());
+  Rng rng(opt_.sampling.seed);
+  AcceptanceReplay* replay = run.replay ? &*run.replay : nullptr;
+  if (replay) replay->BeginGeneration();
+  // Replaying a trace, K is the recorded one and every draft token is proposed (what a
+  // constant policy's OnDraft does); the recorded run's policy already decided.
+  const bool replay_k = replay && replay->NextK() >= 0;
+  auto policy = replay_k ? MakeConstantPolicy(opt_.k) : MakeDraftPolicy(opt_);
+  // The positions this run can reach (a verify block may run K + 1 past the last token).
+  TargetPass target(target_, rt_, context, opt_.kv_type, int64_t(prompt.size()) + opt_.max_new_tokens + opt_.k + 1);
+  std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
+  DraftBlock draft;
+  const auto start = Clock::now();
+  auto first = start;
+
+  auto t0 = Clock::now();
+  target.Prefill(prompt);
+  drafter_->Begin(*run.draft, prompt);
+  st.prefill_s = Seconds(t0, Clock::now());
+  for (bool done = false; !done && st.generated_tokens < opt_.max_new_tokens && int(seq.size()) < context;) {
+    const int n_seq = static_cast<int>(seq.size());
+    // A step writes positions n_seq-1 .. n_seq-1+K and emits up to K+1 tokens.
+    const int k = std::max(0, std::min({replay_k ? replay->NextK() : policy->NextK(), context - n_seq - 1,
+                                        opt_.max_new_tokens - st.generated_tokens - 1}));
     t0 = Clock::now();
-    drafter_->Rollback(keep);
+    TreeStep clipped;
+    const TreeStep* recorded = StepTree(replay, k, !opt_.draft.branching().empty(), clipped);
+    Propose(*run.draft, {seq, k, *policy, recorded}, rng, draft, st);
+    st.draft_s += Seconds(t0, Clock::now());
+
+    t0 = Clock::now();
+    std::span<const float> tl = target.Verify(seq, draft, st);  // [kd+1][vocab]
+    const Verdict v = verifier_->Verify({draft, tl, rng, replay, recorded});
+    drafter_->Observe(*run.draft, target.inputs(), tl, target_.model->config.vocab_size);
+    st.verify_s += Seconds(t0, Clock::now());
+
+    policy->Update(static_cast<int>(draft.tokens.size()), v.n_accepted);
+    RecordStep(st, draft, v, model_tree_);
+    done = Emit(draft, v, seq, res, cb, first);
+    // The drafter keeps what still matches (a tree: the path seq took) and catches up next step.
+    target.KeepAccepted(n_seq, draft, v);
+    t0 = Clock::now();
+    drafter_->Rollback(*run.draft, seq, n_seq + v.n_accepted);
     st.draft_s += Seconds(t0, Clock::now());
   }
   FinishStats(st, start, first, Clock::now());

@@ -78,10 +78,11 @@ TEST(AcceptanceReplay, AlphaGivesLeviathansExpectedLength) {
   DecoderOptions o = SelfSpec(4, 100);
   o.acceptance_source = ParseAcceptanceSource("alpha=0.8", "test");
   auto dec = MakeDecoder(m, o);
+  auto run = dec->NewState();  // one run: the draws go on across its generations
   double tokens = 0, steps = 0;
   std::vector<int64_t> at(4, 0);
   for (int i = 0; steps < 4000; ++i) {
-    const GenerationResult r = dec->Generate(PromptIds(i, m.model->config.vocab_size));
+    const GenerationResult r = dec->Generate(PromptIds(i, m.model->config.vocab_size), *run);
     const auto& s = r.stats;
     ASSERT_EQ(s.generated_tokens, 100);
     for (size_t j = 0; j < s.k_per_step.size(); ++j) {
@@ -97,14 +98,31 @@ TEST(AcceptanceReplay, AlphaGivesLeviathansExpectedLength) {
   for (int p = 1; p < 4; ++p) EXPECT_NEAR(double(at[p]) / double(at[p - 1]), 0.8, 0.03);
 }
 
+// A run's draws live in its state (Decoder::NewState), not in the decoder: two runs of
+// one decoder draw alike, and a run's later generations continue its draws.
+TEST(AcceptanceReplay, EachRunHoldsItsOwnDraws) {
+  const LoadedModel m = Tiny();
+  DecoderOptions o = SelfSpec(4, 40);
+  o.acceptance_source = ParseAcceptanceSource("alpha=0.6", "test");
+  auto dec = MakeDecoder(m, o);
+  const std::vector<int> p0 = PromptIds(0, m.model->config.vocab_size), p1 = PromptIds(1, m.model->config.vocab_size);
+  auto a = dec->NewState(), b = dec->NewState();
+  const std::vector<int> a0 = dec->Generate(p0, *a).stats.accepted_per_step;
+  const std::vector<int> a1 = dec->Generate(p1, *a).stats.accepted_per_step;
+  EXPECT_EQ(dec->Generate(p0, *b).stats.accepted_per_step, a0);
+  EXPECT_EQ(dec->Generate(p1, *b).stats.accepted_per_step, a1);
+  EXPECT_NE(dec->Generate(p1).stats.accepted_per_step, a1);  // a run of its own starts the draws again
+}
+
 TEST(AcceptanceReplay, PositionsGiveConditionalRates) {
   const LoadedModel m = Tiny();
   DecoderOptions o = SelfSpec(3, 60);
   o.acceptance_source = ParseAcceptanceSource("positions=[0.9,0.5,0.2]", "test");
   auto dec = MakeDecoder(m, o);
+  auto run = dec->NewState();
   std::vector<int64_t> drafted(3, 0), at(3, 0);
   for (int i = 0; i < 150; ++i) {
-    const GenerationStats s = dec->Generate(PromptIds(i, m.model->config.vocab_size)).stats;
+    const GenerationStats s = dec->Generate(PromptIds(i, m.model->config.vocab_size), *run).stats;
     for (size_t j = 0; j < s.k_per_step.size(); ++j)
       if (s.k_per_step[j] == 3) {
         ++drafted[0];
@@ -135,8 +153,9 @@ void ExpectTraceReplaysExactly(const LoadedModel& m, const DecoderOptions& real,
   o.acceptance_source = ParseAcceptanceSource("trace=recorded", "test");
   o.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(TracesOf(runs));
   auto rep = MakeDecoder(m, o);
+  auto run = rep->NewState();  // generation i replays trace i
   for (int i = 0; i < n_prompts; ++i) {
-    GenerationResult r = rep->Generate(PromptIds(i, m.model->config.vocab_size));
+    GenerationResult r = rep->Generate(PromptIds(i, m.model->config.vocab_size), *run);
     EXPECT_EQ(r.stats.k_per_step, runs[i].k_per_step) << "prompt " << i;
     EXPECT_EQ(r.stats.accepted_per_step, runs[i].accepted_per_step) << "prompt " << i;
     EXPECT_EQ(r.tokens, tokens[i]) << "prompt " << i;

@@ -195,7 +195,8 @@ TEST(ChatTemplates, SyntheticTokenizerSpecialsAndBosOnce) {
 class EchoDecoder : public Decoder {
  public:
   explicit EchoDecoder(const Tokenizer& tok) : tok_(tok) {}
-  GenerationResult Generate(std::span<const int> prompt, const TokenCallback&) override {
+  using Decoder::Generate;
+  GenerationResult Generate(std::span<const int> prompt, DecoderState&, const TokenCallback&) const override {
     prompts.emplace_back(prompt.begin(), prompt.end());
     GenerationResult r;
     r.tokens = tok_.Encode(" answer number " + std::to_string(prompts.size()), false);
@@ -210,8 +211,8 @@ class EchoDecoder : public Decoder {
     return r;
   }
   const DecoderOptions& options() const override { return opt_; }
-  CallCosts MeasureCallCosts(std::span<const int>, int, int) override { return {}; }
-  std::vector<std::vector<int>> prompts;
+  CallCosts MeasureCallCosts(std::span<const int>, int, int, const DecoderState&) const override { return {}; }
+  mutable std::vector<std::vector<int>> prompts;
 
  private:
   const Tokenizer& tok_;
@@ -224,7 +225,7 @@ TEST(Conversation, SecondTurnFollowsTheModelsOwnAnswer) {
   EchoDecoder d(*tok);
   const std::vector<std::string> turns{"first question", "second question"};
   const std::vector<int> first = chat.EncodeTurns({turns[0]}, {});
-  GenerationResult r = GenerateConversation(d, first, turns, chat, 4096, 10, "t");
+  GenerationResult r = GenerateConversation(d, *d.NewState(), first, turns, chat, 4096, 10, "t");
   ASSERT_EQ(d.prompts.size(), 2u);
   EXPECT_EQ(d.prompts[0], first);
   // Turn 2 is the conversation with turn 1's answer (trimmed), as FastChat renders it.
@@ -240,7 +241,8 @@ TEST(Conversation, SecondTurnFollowsTheModelsOwnAnswer) {
   EXPECT_DOUBLE_EQ(r.stats.first_token_latency_s, 0.6);
   // A turn that cannot fit the context is an error naming it.
   EchoDecoder d2(*tok);
-  EXPECT_NE(ErrorOf([&] { GenerateConversation(d2, first, turns, chat, int(first.size()) + 12, 10, "q7"); })
+  auto run2 = d2.NewState();
+  EXPECT_NE(ErrorOf([&] { GenerateConversation(d2, *run2, first, turns, chat, int(first.size()) + 12, 10, "q7"); })
                 .find("q7: turn 2"),
             std::string::npos);
 }

@@ -29,9 +29,14 @@ struct Step {  // what Propose needs besides the sequence
   Rng rng{0};
   GenerationStats st;
   std::unique_ptr<DraftPolicy> policy = MakeDraftPolicy(DecoderOptions{});
-  DraftBlock Propose(Drafter& d, const std::vector<int>& seq, int k) {
+  std::unique_ptr<DraftState> state;  // the drafter's, made at its first Propose or Begin
+  DraftState& State(const Drafter& d) {
+    if (!state) state = d.NewState();
+    return *state;
+  }
+  DraftBlock Propose(const Drafter& d, const std::vector<int>& seq, int k) {
     DraftBlock b;
-    d.Propose(seq, k, *policy, rng, b, st);
+    d.Propose(State(d), {seq, k, *policy}, rng, b, st);
     return b;
   }
 };
@@ -39,8 +44,8 @@ struct Step {  // what Propose needs besides the sequence
 TEST(LookaheadDraft, WindowRidesInTheTreeAndFillsThePool) {
   auto d = MakeLookaheadDrafter(3, 3, 2);  // W = 3, N = 3: a window of 2 + 3 nodes
   ASSERT_EQ(LookaheadWindowNodes(3, 3), 5);
-  d->Begin(std::vector<int>{7, 7, 7});  // the window starts as prompt tokens: all 7
   Step s;
+  d->Begin(s.State(*d), std::vector<int>{7, 7, 7});  // the window starts as prompt tokens: all 7
   DraftBlock b = s.Propose(*d, {1, 7, 9}, 5);
   // No n-gram yet. Level 0: 7 (below the root 9), 7; level 1 below each column: column
   // 0 below the root, column 1 below level 0's first node, column 2 below its second.
@@ -50,12 +55,12 @@ TEST(LookaheadDraft, WindowRidesInTheTreeAndFillsThePool) {
   const int vocab = 32;
   std::vector<float> logits(6 * vocab, 0.0f);
   logits[3 * vocab + 20] = logits[4 * vocab + 21] = logits[5 * vocab + 22] = 1.0f;
-  d->Observe(std::vector<int>{9, 7, 7, 7, 7, 7}, logits, vocab);
+  d->Observe(*s.state, std::vector<int>{9, 7, 7, 7, 7, 7}, logits, vocab);
   // Pool: 9 -> (7, 20); 7 -> (7, 22), (7, 21). Window: level 0 = 7 7 7, level 1 = 20 21 22.
   b = s.Propose(*d, {1, 7, 9, 7}, 9);
   EXPECT_EQ(b.tokens, (std::vector<int>{7, 22, 21, /*window*/ 7, 7, 20, 21, 22}));
   EXPECT_EQ(b.parents, (std::vector<int>{-1, 0, 0, -1, 3, -1, 3, 4}));
-  d->Observe(std::vector<int>(9, 7), std::vector<float>(9 * vocab, 0.0f), vocab);
+  d->Observe(*s.state, std::vector<int>(9, 7), std::vector<float>(9 * vocab, 0.0f), vocab);
   // K too small for the window (the context end): the candidates alone.
   b = s.Propose(*d, {1, 7, 9}, 4);
   EXPECT_EQ(b.tokens, (std::vector<int>{7, 20}));

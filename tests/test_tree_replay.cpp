@@ -78,8 +78,9 @@ void ExpectTreeTraceReplaysExactly(const LoadedModel& m, const DecoderOptions& r
   o.acceptance_source = ParseAcceptanceSource("trace=recorded", "test");
   o.acceptance_source.traces = TracesOf(runs);
   auto rep = MakeDecoder(m, o);
+  auto run = rep->NewState();  // generation i replays trace i
   for (int i = 0; i < n_prompts; ++i) {
-    GenerationResult r = rep->Generate(PromptIds(i, m.model->config.vocab_size));
+    GenerationResult r = rep->Generate(PromptIds(i, m.model->config.vocab_size), *run);
     EXPECT_EQ(r.stats.k_per_step, runs[i].k_per_step) << "prompt " << i;
     EXPECT_EQ(r.stats.accepted_per_step, runs[i].accepted_per_step) << "prompt " << i;
     EXPECT_EQ(r.stats.draft_calls_by_size, runs[i].draft_calls_by_size) << "prompt " << i;
@@ -143,10 +144,11 @@ TEST(TreeReplay, AlphaAppliesAlongAStaticTreesFirstChildPath) {
   DecoderOptions o = SelfSpecTree({2, 1, 1, 1}, 0, 16, 60);
   o.acceptance_source = ParseAcceptanceSource("alpha=0.8", "test");
   auto dec = MakeDecoder(m, o);
+  auto run = dec->NewState();
   std::vector<int64_t> at(4, 0);
   int64_t steps = 0;
   for (int i = 0; steps < 1500; ++i) {
-    const GenerationStats s = dec->Generate(PromptIds(i, m.model->config.vocab_size)).stats;
+    const GenerationStats s = dec->Generate(PromptIds(i, m.model->config.vocab_size), *run).stats;
     for (size_t j = 0; j < s.k_per_step.size(); ++j) {
       if (s.k_per_step[j] != 8) continue;  // the last steps are clipped
       const TreeStep& t = s.tree_per_step[j];

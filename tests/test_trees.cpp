@@ -286,7 +286,8 @@ TEST(TreeVerify, GreedyFollowsTheTargetsArgmaxThroughTheTree) {
 
 TEST(TreeDraft, RecyclingReadsTheTargetsRankingsBreadthFirst) {
   auto d = MakeRecyclingDrafter({2, 1});
-  d->Begin(std::vector<int>{1});
+  auto state = d->NewState();
+  d->Begin(*state, std::vector<int>{1});
   const int vocab = 8;
   std::vector<float> logits(3 * vocab, 0.0f);  // rows after tokens 5, 6, 7
   auto rank = [&](int row, std::vector<int> order) {
@@ -295,12 +296,13 @@ TEST(TreeDraft, RecyclingReadsTheTargetsRankingsBreadthFirst) {
   rank(0, {6, 3});
   rank(1, {7, 2});
   rank(2, {4, 1});
-  d->Observe(std::vector<int>{5, 6, 7}, logits, vocab);
+  d->Observe(*state, std::vector<int>{5, 6, 7}, logits, vocab);
   DraftBlock b;
   Rng rng(0);
   GenerationStats st;
   auto policy = MakeDraftPolicy(DecoderOptions{});
-  d->Propose(std::vector<int>{1, 5}, 16, *policy, rng, b, st);
+  const std::vector<int> seq{1, 5};
+  d->Propose(*state, {seq, 16, *policy}, rng, b, st);
   // Root 5 -> {6, 3}; 6 -> 7 (its top 1); 3 was never verified: no children.
   EXPECT_EQ(b.tokens, (std::vector<int>{6, 3, 7}));
   EXPECT_EQ(b.parents, (std::vector<int>{-1, -1, 0}));

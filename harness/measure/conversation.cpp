@@ -29,9 +29,10 @@ GenerationStats CombineTurns(const GenerationStats& a, const GenerationStats& b)
   return s;
 }
 
-GenerationResult GenerateConversation(Decoder& d, const std::vector<int>& first, const std::vector<std::string>& turns,
-                                      const ChatEncoder& chat, int context, int reserve, const std::string& what) {
-  GenerationResult out = d.Generate(first);
+GenerationResult GenerateConversation(const Decoder& d, DecoderState& state, const std::vector<int>& first,
+                                      const std::vector<std::string>& turns, const ChatEncoder& chat, int context,
+                                      int reserve, const std::string& what) {
+  GenerationResult out = d.Generate(first, state);
   std::vector<std::string> users{turns.at(0)}, answers;
   std::string answer = out.text;
   for (size_t t = 1; t < turns.size(); ++t) {
@@ -41,7 +42,7 @@ GenerationResult GenerateConversation(Decoder& d, const std::vector<int>& first,
     if (int(ids.size()) + reserve > context)
       Fail("{}: turn {} ({} tokens with the answers before it) + {} exceeds the context of {} tokens", what, t + 1,
            ids.size(), reserve, context);
-    GenerationResult next = d.Generate(ids);
+    GenerationResult next = d.Generate(ids, state);
     out.tokens.insert(out.tokens.end(), next.tokens.begin(), next.tokens.end());
     out.text += next.text;
     out.stats = CombineTurns(out.stats, next.stats);

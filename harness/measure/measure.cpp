@@ -201,12 +201,14 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   for (auto* p : g.points)
     decoders.push_back(
         MakeDecoder(in.models.Target(p->model, p->target_quant), in.Options(*p), DecoderEnv{rt, &in.models.Drafts()}));
+  std::vector<std::unique_ptr<DecoderState>> runs;  // each point's, through warm-up, costs and rounds
+  for (auto& d : decoders) runs.push_back(d->NewState());
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
     for (int j = 0; j < n; ++j) {
       at("warm-up", 0, *g.points[j]);
-      decoders[j]->Generate(prompts[0]);
+      decoders[j]->Generate(prompts[0], *runs[j]);
     }
 
   // Cost model: the target's batches through the baseline, each draft through its point,
@@ -220,9 +222,9 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   auto measure_costs = [&](const std::vector<int>& ids) {
     at("cost model", 0, base);
     const int n_max = std::min(VerifyBatchMax(g), ctx - int(ids.size()));
-    target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps).target_s);
+    target.push_back(decoders[0]->MeasureCallCosts(ids, n_max, kCostReps, *runs[0]).target_s);
     for (int i = 1; i < n; ++i) {
-      CallCosts c = decoders[i]->MeasureCallCosts(ids, 0, kCostReps);
+      CallCosts c = decoders[i]->MeasureCallCosts(ids, 0, kCostReps, *runs[i]);
       draft[i].push_back(std::move(c.draft_s));
       draft_tree[i].push_back(std::move(c.draft_tree_s));
     }
@@ -245,9 +247,10 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
         at("round", round + 1, *g.points[j]);
-        GenerationResult res = conversation ? GenerateConversation(*decoders[j], prompts[i], questions[i].turns,
-                                                                    in.prompts.Chat(base.model), ctx, reserve[j], what(j, i))
-                                            : decoders[j]->Generate(prompts[i]);
+        GenerationResult res = conversation ? GenerateConversation(*decoders[j], *runs[j], prompts[i],
+                                                                    questions[i].turns, in.prompts.Chat(base.model), ctx,
+                                                                    reserve[j], what(j, i))
+                                            : decoders[j]->Generate(prompts[i], *runs[j]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
         if (progress) progress->GenerationDone();
       }
