@@ -195,7 +195,7 @@ TEST(Decoders, StatsInvariants) {
              {DecoderKind::Speculative, 1, KPolicy::Adaptive, 4}}) {
       DecoderOptions o;
       o.kind = kind;
-      o.draft = DraftSpec::Make(TargetDraft{layers});
+      o.draft = DraftSpec::Make(TargetDraft{layers, std::nullopt});
       o.k_policy = pol;
       o.k = k;
       o.max_new_tokens = 40;
@@ -233,7 +233,7 @@ TEST(Decoders, SamplingIsDeterministicPerSeed) {
   const std::vector<int> prompt{1, 7, 3};
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft = DraftSpec::Make(TargetDraft{1});
+  o.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
   o.max_new_tokens = 30;
   o.stop_at_eos = false;
   o.sampling.temperature = 1.0f;
@@ -263,7 +263,7 @@ TEST(Decoders, StopsAtEosAndContext) {
   for (DecoderKind kind : {DecoderKind::Autoregressive, DecoderKind::Speculative}) {
     DecoderOptions e;
     e.kind = kind;
-    e.draft = DraftSpec::Make(TargetDraft{1});
+    e.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
     e.max_new_tokens = 10;
     GenerationResult r = MakeDecoder(t2, e)->Generate(prompt);
     EXPECT_TRUE(r.tokens.empty()) << DecoderKindName(kind);
@@ -274,7 +274,7 @@ TEST(Decoders, StopsAtEosAndContext) {
   for (DecoderKind kind : {DecoderKind::Autoregressive, DecoderKind::Speculative}) {
     DecoderOptions e;
     e.kind = kind;
-    e.draft = DraftSpec::Make(TargetDraft{1});
+    e.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
     e.k = 8;
     e.stop_at_eos = false;
     e.max_new_tokens = 100;
@@ -335,7 +335,7 @@ TEST(Decoders, ThresholdPolicyShortensSteps) {
   LoadedModel t = Synthetic(TinyTestConfig(), 1, "synthetic");
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft = DraftSpec::Make(TargetDraft{1});
+  o.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
   o.k = 6;
   o.k_policy = KPolicy::Threshold;
   o.draft_p_min = 0.2f;
@@ -354,7 +354,7 @@ TEST(Decoders, BadInputs) {
   const int ctx = TinyTestConfig().max_seq_len, nl = TinyTestConfig().n_layers;
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
-  o.draft = DraftSpec::Make(TargetDraft{1});
+  o.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
   auto err = [&](DecoderOptions x) { return ErrorOf([&] { MakeDecoder(t, x); }); };
   auto with = [&](auto f) {
     DecoderOptions x = o;
@@ -364,8 +364,8 @@ TEST(Decoders, BadInputs) {
   EXPECT_NE(with([](auto& x) { x.k = 0; }).find("k: must be in [1, 127]"), std::string::npos);
   EXPECT_NE(with([&](auto& x) { x.k = ctx; }).find("k:"), std::string::npos);
   EXPECT_EQ(with([&](auto& x) { x.k = ctx - 1; }), "");
-  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{-1}); }).find("draft.layers"), std::string::npos);
-  EXPECT_NE(with([&](auto& x) { x.draft = DraftSpec::Make(TargetDraft{nl + 1}); }).find("draft.layers: must be in [1, 2]"),
+  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{-1, std::nullopt}); }).find("draft.layers"), std::string::npos);
+  EXPECT_NE(with([&](auto& x) { x.draft = DraftSpec::Make(TargetDraft{nl + 1, std::nullopt}); }).find("draft.layers: must be in [1, 2]"),
             std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 0.0f; }).find("draft_p_min"), std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 1.0f; }).find("draft_p_min"), std::string::npos);

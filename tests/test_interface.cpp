@@ -310,7 +310,7 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   for (int k : {2, 5}) {
     DecoderOptions o;
     o.kind = DecoderKind::Speculative;
-    o.draft = DraftSpec::Make(TargetDraft{1});
+    o.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
     o.k = k;
     o.k_policy = KPolicy::Adaptive;
     o.max_new_tokens = 30;
