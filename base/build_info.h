@@ -5,10 +5,10 @@
 
 namespace specsweep {
 
-const char* SourceDir();  // the source tree (experiments/, plots/, ../shared beside it)
-const char* GitRev();     // short commit hash at configure time ("" outside git)
-const char* CompilerId(); // "GNU 12.2.0"
-const char* BuildType();  // CMAKE_BUILD_TYPE ("" when none was given)
-const char* Version();    // the project's version (CMakeLists.txt)
+const char* SourceDir();   // the source tree (experiments/, plots/, ../shared beside it)
+const char* GitRev();      // short commit hash at configure time ("" outside git)
+const char* CompilerId();  // "GNU 12.2.0"
+const char* BuildType();   // CMAKE_BUILD_TYPE ("" when none was given)
+const char* Version();     // the project's version (CMakeLists.txt)
 
 }  // namespace specsweep

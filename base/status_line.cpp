@@ -28,7 +28,8 @@ std::string StatusText(std::string_view what, long done, long total, std::string
   if (!unit.empty()) s += fmt::format(" {}", unit);
   if (total > 0) s += fmt::format(" ({}%)", std::min(100L, done * 100 / total));
   s += ", " + FormatDuration(elapsed_s);
-  if (total > 0 && done > 0 && done < total) s += ", eta " + FormatDuration(elapsed_s / double(done) * double(total - done));
+  if (total > 0 && done > 0 && done < total)
+    s += ", eta " + FormatDuration(elapsed_s / double(done) * double(total - done));
   return s;
 }
 

@@ -53,8 +53,10 @@ AcceptanceSource ParseAcceptanceSource(std::string_view text, std::string_view w
   const std::string_view name = text.substr(0, eq), value = eq == text.npos ? "" : text.substr(eq + 1);
   if (text == "measured") return s;
   if (eq == text.npos || value.empty())
-    Fail("{}: '{}' is not an acceptance source (expected measured, alpha=A, positions=[p1,p2,...] or "
-         "trace=RESULTS[:POINT])", what, text);
+    Fail(
+        "{}: '{}' is not an acceptance source (expected measured, alpha=A, positions=[p1,p2,...] or "
+        "trace=RESULTS[:POINT])",
+        what, text);
   if (name == "alpha") {
     s.kind = AcceptanceSource::Kind::Alpha;
     s.alpha = ParseRate(value, what, "alpha");
@@ -78,8 +80,10 @@ AcceptanceSource ParseAcceptanceSource(std::string_view text, std::string_view w
     s.kind = AcceptanceSource::Kind::Trace;
     s.trace = std::string(value);
   } else {
-    Fail("{}: '{}' is not an acceptance source (expected measured, alpha=A, positions=[p1,p2,...] or "
-         "trace=RESULTS[:POINT])", what, text);
+    Fail(
+        "{}: '{}' is not an acceptance source (expected measured, alpha=A, positions=[p1,p2,...] or "
+        "trace=RESULTS[:POINT])",
+        what, text);
   }
   return s;
 }
@@ -114,9 +118,7 @@ const TraceStep& AcceptanceReplay::Step() const {
   return (*src_.traces)[t][i];
 }
 
-int AcceptanceReplay::NextK() const {
-  return src_.kind == AcceptanceSource::Kind::Trace ? Step().k : -1;
-}
+int AcceptanceReplay::NextK() const { return src_.kind == AcceptanceSource::Kind::Trace ? Step().k : -1; }
 
 const TreeStep* AcceptanceReplay::NextTree() const {
   if (src_.kind != AcceptanceSource::Kind::Trace || Step().tree.ranks.empty()) return nullptr;

@@ -54,9 +54,9 @@ using AcceptanceTrace = std::vector<TraceStep>;  // [steps] of one generation
 struct AcceptanceSource {
   enum class Kind { Measured, Alpha, Positions, Trace };
   Kind kind = Kind::Measured;
-  double alpha = 0.0;              // Alpha
-  std::vector<double> positions;   // Positions: [n] conditional rates
-  std::string trace;               // Trace: "FILE[:POINT]" as written
+  double alpha = 0.0;             // Alpha
+  std::vector<double> positions;  // Positions: [n] conditional rates
+  std::string trace;              // Trace: "FILE[:POINT]" as written
   // Trace: the recorded generations, in record order (filled by the harness, which reads
   // results files; LoadAcceptanceTraces in harness/store/results.h).
   std::shared_ptr<const std::vector<AcceptanceTrace>> traces;

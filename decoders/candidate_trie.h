@@ -25,7 +25,7 @@ class CandidateTrie {
   struct Node {
     int token, parent, depth, count;  // parent: trie index, -1 at depth 0
   };
-  std::vector<Node> nodes_;  // [nodes] in insertion order (parents first)
+  std::vector<Node> nodes_;                  // [nodes] in insertion order (parents first)
   std::unordered_map<uint64_t, int> child_;  // (parent + 1) << 32 | token -> node
 };
 

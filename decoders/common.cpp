@@ -30,13 +30,14 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 void CheckLogits(std::span<const float> rows, int vocab, const std::string& model, int position, int step) {
   const int i = FirstNonFinite(rows);
   if (i < 0) return;
-  Fail("{}: logits: non-finite value {} at position {} (token id {}), decoding step {}: the forward pass "
-       "overflowed or the weights hold NaN/Inf",
-       model, rows[i], position + i / vocab, i % vocab, step);
+  Fail(
+      "{}: logits: non-finite value {} at position {} (token id {}), decoding step {}: the forward pass "
+      "overflowed or the weights hold NaN/Inf",
+      model, rows[i], position + i / vocab, i % vocab, step);
 }
 
-std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits, bool tree,
+std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv,
+                                     std::span<const int> prompt, int n_max, int reps, bool all_logits, bool tree,
                                      const std::function<double(std::span<const float>)>& work) {
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
@@ -45,7 +46,7 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
   std::vector<int> tokens(n_max);  // [n_max] any valid ids: the prompt's, cycled
   for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
   const std::vector<int> parents(tree ? n_max : 0, len - 1);  // [n_max] siblings
-  std::vector<std::vector<double>> t(n_max);  // [n_max][reps] seconds
+  std::vector<std::vector<double>> t(n_max);                  // [n_max][reps] seconds
   volatile double sink = 0;
   for (int r = 0; r < reps; ++r)
     for (int j = 0; j < n_max; ++j) {
@@ -65,8 +66,7 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
   return med;
 }
 
-void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,
-                 Clock::time_point end) {
+void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token, Clock::time_point end) {
   s.total_s = Seconds(start, end);
   s.other_s = std::max(0.0, s.total_s - s.prefill_s - s.draft_s - s.verify_s);
   s.first_token_latency_s = s.generated_tokens > 0 ? Seconds(start, first_token) : 0.0;
@@ -83,10 +83,10 @@ void AddStats(GenerationStats& into, const GenerationStats& s) {
   into.draft_calls += s.draft_calls;
   into.drafted += s.drafted;
   into.accepted += s.accepted;
-  for (auto [to, from] : {std::pair{&into.drafted_at_pos, &s.drafted_at_pos},
-                          std::pair{&into.accepted_at_pos, &s.accepted_at_pos},
-                          std::pair{&into.draft_calls_by_size, &s.draft_calls_by_size},
-                          std::pair{&into.draft_tree_calls_by_size, &s.draft_tree_calls_by_size}}) {
+  for (auto [to, from] :
+       {std::pair{&into.drafted_at_pos, &s.drafted_at_pos}, std::pair{&into.accepted_at_pos, &s.accepted_at_pos},
+        std::pair{&into.draft_calls_by_size, &s.draft_calls_by_size},
+        std::pair{&into.draft_tree_calls_by_size, &s.draft_tree_calls_by_size}}) {
     if (to->size() < from->size()) to->resize(from->size());
     for (size_t i = 0; i < from->size(); ++i) (*to)[i] += (*from)[i];
   }

@@ -11,9 +11,7 @@
 namespace specsweep {
 
 using Clock = std::chrono::steady_clock;
-inline double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+inline double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // Adds s's counts, times and per-position arrays into `into` and appends its steps;
 // the derived rates and latencies are left for the caller (pooled runs, conversations).
@@ -40,12 +38,11 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 // calls run them. `work`, when given, runs on each call's logits inside the timing (the
 // drafter's own work on the rows a call returns; its result only keeps it from being
 // optimised away).
-std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv, std::span<const int> prompt,
-                                     int n_max, int reps, bool all_logits, bool tree = false,
-                                     const std::function<double(std::span<const float>)>& work = {});
+std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv,
+                                     std::span<const int> prompt, int n_max, int reps, bool all_logits,
+                                     bool tree = false, const std::function<double(std::span<const float>)>& work = {});
 
 // Fills total/other/latency/throughput fields from the timers already set.
-void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token,
-                 Clock::time_point end);
+void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token, Clock::time_point end);
 
 }  // namespace specsweep

@@ -28,8 +28,13 @@ class CrossTokenizerDrafter : public Drafter {
   CrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
                         std::shared_ptr<const Tokenizer> target_tok, std::shared_ptr<const Tokenizer> draft_tok,
                         const Runtime& rt)
-      : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
-        tb_(std::move(target_tok)), db_(std::move(draft_tok)), rt_(rt) {}
+      : model_(std::move(model)),
+        layers_(layers),
+        name_(std::move(name)),
+        kv_type_(kv_type),
+        tb_(std::move(target_tok)),
+        db_(std::move(draft_tok)),
+        rt_(rt) {}
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
@@ -58,8 +63,7 @@ class CrossTokenizerDrafter : public Drafter {
     }
   }
 
-  void Propose(DraftState& state, const DraftRequest& r, Rng&, DraftBlock& out,
-               GenerationStats& st) const override {
+  void Propose(DraftState& state, const DraftRequest& r, Rng&, DraftBlock& out, GenerationStats& st) const override {
     State& s = static_cast<State&>(state);
     const std::span<const int> seq = r.seq;
     const int k = r.k;
@@ -161,15 +165,14 @@ class CrossTokenizerDrafter : public Drafter {
   int layers_;
   std::string name_;
   KvType kv_type_;
-  TextBridge tb_, db_;                // target side, draft side
+  TextBridge tb_, db_;  // target side, draft side
   Runtime rt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers,
-                                                   std::string name, KvType kv_type,
-                                                   std::shared_ptr<const Tokenizer> target_tok,
+std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
+                                                   KvType kv_type, std::shared_ptr<const Tokenizer> target_tok,
                                                    std::shared_ptr<const Tokenizer> draft_tok, const Runtime& rt) {
   return std::make_unique<CrossTokenizerDrafter>(std::move(model), layers, std::move(name), kv_type,
                                                  std::move(target_tok), std::move(draft_tok), rt);

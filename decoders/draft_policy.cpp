@@ -23,8 +23,10 @@ class HeuristicPolicy : public DraftPolicy {
   void Update(int drafted, int accepted) override {
     // HF compares with num_assistant_tokens; we compare with what was actually drafted,
     // which differs only when context clipping shortened the step.
-    if (drafted > 0 && accepted == drafted) k_ += 2;
-    else k_ = std::max(1, k_ - 1);
+    if (drafted > 0 && accepted == drafted)
+      k_ += 2;
+    else
+      k_ = std::max(1, k_ - 1);
   }
 
  private:
@@ -55,8 +57,10 @@ void AdaptivePolicy::Update(int drafted, int accepted) {
   if (drafted <= 0) return;
   matchness_ = 0.5 * matchness_ + 0.5 * (static_cast<double>(accepted) / drafted);
   double th_new = th_;
-  if (matchness_ < 0.9) th_new = th_ + 0.01;
-  else if (drafted != max_k_) th_new = th_ - 0.01;
+  if (matchness_ < 0.9)
+    th_new = th_ + 0.01;
+  else if (drafted != max_k_)
+    th_new = th_ - 0.01;
   th_ = 0.9 * th_ + 0.1 * th_new;
 }
 

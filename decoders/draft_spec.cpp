@@ -10,8 +10,12 @@
 namespace specsweep {
 namespace {
 
-template <class... F> struct Overload : F... { using F::operator()...; };
-template <class... F> Overload(F...) -> Overload<F...>;
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
 
 std::string TreeLabelOf(const DraftParts& d) {
   if (!d.branching.empty()) return fmt::format("+branching={}", fmt::join(d.branching, ","));
@@ -50,15 +54,19 @@ void CheckParts(DraftParts& d, std::string_view what, std::string_view text) {
     Fail("{}: '{}': a lookup tree holds every matching continuation; give tree_budget, not branching", what, text);
   if (d.recycling) {
     if (d.lookup || !d.model.empty() || d.layers || d.quant || d.tree_budget)
-      Fail("{}: '{}': a recycling draft has no model, layers, quant type, lookup or tree_budget (its shape is "
-           "branching)", what, text);
+      Fail(
+          "{}: '{}': a recycling draft has no model, layers, quant type, lookup or tree_budget (its shape is "
+          "branching)",
+          what, text);
     if (d.branching.empty()) d.branching = {4, 2, 2, 1};
   }
   if (d.lookahead) {
     if (d.lookup || d.recycling || d.rest || !d.model.empty() || d.layers || d.quant || !d.branching.empty() ||
         d.tree_budget)
-      Fail("{}: '{}': a lookahead draft has no model, layers, quant type, other draft or tree shape (its shape is "
-           "window, ngram, candidates)", what, text);
+      Fail(
+          "{}: '{}': a lookahead draft has no model, layers, quant type, other draft or tree shape (its shape is "
+          "window, ngram, candidates)",
+          what, text);
     if (!d.window) d.window = 5;
     if (!d.ngram) d.ngram = 3;
     if (!d.candidates) d.candidates = d.window;  // the paper's G = W
@@ -67,8 +75,10 @@ void CheckParts(DraftParts& d, std::string_view what, std::string_view text) {
   }
   if (d.rest) {
     if (d.lookup || d.recycling || !d.model.empty() || d.layers || d.quant || !d.branching.empty())
-      Fail("{}: '{}': a rest draft has no model, layers, quant type, other draft or branching (its shape is "
-           "tree_budget)", what, text);
+      Fail(
+          "{}: '{}': a rest draft has no model, layers, quant type, other draft or branching (its shape is "
+          "tree_budget)",
+          what, text);
     if (d.corpus.empty()) Fail("{}: '{}': rest needs corpus=PATH (a text file, one document a line)", what, text);
     if (!d.tree_budget) d.tree_budget = 16;
   } else if (!d.corpus.empty()) {
@@ -79,8 +89,10 @@ void CheckParts(DraftParts& d, std::string_view what, std::string_view text) {
   if (out(d.max_ngram, 1, 64) || out(d.min_ngram, 1, 64) || out(d.window, 1, 64) || out(d.ngram, 2, 64) ||
       out(d.candidates, 1, 64) || out(d.tree_budget, 1, 1024) || d.tree_budget < 0 || d.branching.size() > 64 ||
       std::any_of(d.branching.begin(), d.branching.end(), [&](int b) { return out(b, 1, 64) || !b; }))
-    Fail("{}: '{}': a draft size is out of range (n-grams, window and branching in [1, 64], tree_budget in [1, "
-         "1024])", what, text);
+    Fail(
+        "{}: '{}': a draft size is out of range (n-grams, window and branching in [1, 64], tree_budget in [1, "
+        "1024])",
+        what, text);
   if (!d.lookup) {
     if (d.max_ngram || d.min_ngram) Fail("{}: '{}': max_ngram/min_ngram need the lookup draft", what, text);
     return;
@@ -100,12 +112,18 @@ DraftSpec DraftSpec::FromParts(DraftParts d, std::string_view what, std::string_
   DraftSpec s;
   if (!d.branching.empty()) s.tree_ = DraftTree::Static(d.branching);
   if (d.tree_budget > 0) s.tree_ = DraftTree::Dynamic(d.tree_budget);
-  if (d.lookup) s.kind_ = LookupDraft{d.max_ngram, d.min_ngram};
-  else if (d.recycling) s.kind_ = RecyclingDraft{};
-  else if (d.lookahead) s.kind_ = LookaheadDraft{d.window, d.ngram, d.candidates};
-  else if (d.rest) s.kind_ = RestDraft{d.corpus};
-  else if (!d.model.empty()) s.kind_ = SeparateDraft{d.model, d.layers, d.quant};
-  else s.kind_ = TargetDraft{d.layers, d.quant};
+  if (d.lookup)
+    s.kind_ = LookupDraft{d.max_ngram, d.min_ngram};
+  else if (d.recycling)
+    s.kind_ = RecyclingDraft{};
+  else if (d.lookahead)
+    s.kind_ = LookaheadDraft{d.window, d.ngram, d.candidates};
+  else if (d.rest)
+    s.kind_ = RestDraft{d.corpus};
+  else if (!d.model.empty())
+    s.kind_ = SeparateDraft{d.model, d.layers, d.quant};
+  else
+    s.kind_ = TargetDraft{d.layers, d.quant};
   return s;
 }
 
@@ -113,7 +131,9 @@ DraftParts DraftSpec::Parts() const {
   DraftParts p;
   std::visit(Overload{[&](const TargetDraft& k) { p.layers = k.layers, p.quant = k.quant; },
                       [&](const SeparateDraft& k) { p.model = k.model, p.layers = k.layers, p.quant = k.quant; },
-                      [&](const LookupDraft& k) { p.lookup = true, p.max_ngram = k.max_ngram, p.min_ngram = k.min_ngram; },
+                      [&](const LookupDraft& k) {
+                        p.lookup = true, p.max_ngram = k.max_ngram, p.min_ngram = k.min_ngram;
+                      },
                       [&](const RecyclingDraft&) { p.recycling = true; },
                       [&](const LookaheadDraft& k) {
                         p.lookahead = true, p.window = k.window, p.ngram = k.ngram, p.candidates = k.candidates;
@@ -135,9 +155,12 @@ DraftSpec DraftSpec::Make(Kind kind, std::optional<DraftTree> tree, std::string_
 
 DraftSpec DraftSpec::WithQuant(std::optional<QType> q) const {
   DraftSpec s = *this;
-  if (auto* t = std::get_if<TargetDraft>(&s.kind_)) t->quant = q;
-  else if (auto* m = std::get_if<SeparateDraft>(&s.kind_)) m->quant = q;
-  else if (q) Fail("draft: '{}': a {} draft has no quant type", Label(), ModelFreeName());
+  if (auto* t = std::get_if<TargetDraft>(&s.kind_))
+    t->quant = q;
+  else if (auto* m = std::get_if<SeparateDraft>(&s.kind_))
+    m->quant = q;
+  else if (q)
+    Fail("draft: '{}': a {} draft has no quant type", Label(), ModelFreeName());
   return s;
 }
 
@@ -257,8 +280,10 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       try {
         d.quant = ParseQType(part);
       } catch (const Error&) {
-        Fail("{}: '{}' is not self, layers=N, model=NAME, lookup, recycling, lookahead, rest or a quant type (q8_0, "
-             "q4_0, ...)", what, part);
+        Fail(
+            "{}: '{}' is not self, layers=N, model=NAME, lookup, recycling, lookahead, rest or a quant type (q8_0, "
+            "q4_0, ...)",
+            what, part);
       }
       if (!CanQuantizeTo(*d.quant)) Fail("{}: {}", what, LoadOnlyReason(*d.quant));
     }
@@ -282,8 +307,10 @@ void ApplyDecoderAlias(std::string_view decoder, DraftSpec& d,
       Fail("{}: self-spec drafts with the target's own weights, not by {} (use speculative)", option("lookup"),
            d.BaseLabel());
     if (d.layers())
-      Fail("{}: self-spec drafts with all of the target's blocks quantized; an early-exit draft is "
-           "speculative with layers", option("layers"));
+      Fail(
+          "{}: self-spec drafts with all of the target's blocks quantized; an early-exit draft is "
+          "speculative with layers",
+          option("layers"));
     if (!d.quant()) d = d.WithQuant(QType::Q4_0);
   }
 }

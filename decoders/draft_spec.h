@@ -100,7 +100,10 @@ class DraftSpec {
   static DraftSpec Make(Kind kind, std::optional<DraftTree> tree = std::nullopt, std::string_view what = "draft");
 
   const Kind& kind() const { return kind_; }
-  template <class T> const T* get() const { return std::get_if<T>(&kind_); }
+  template <class T>
+  const T* get() const {
+    return std::get_if<T>(&kind_);
+  }
   const std::optional<DraftTree>& tree() const { return tree_; }
 
   // Canonical text, also the accepted input syntax: "self", "q4_0", "layers=2",

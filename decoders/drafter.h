@@ -28,7 +28,7 @@ namespace specsweep {
 
 // One step's proposal: a chain, or a token tree verified in one target pass.
 struct DraftBlock {
-  std::vector<int> tokens;   // [n <= K] target-vocabulary ids
+  std::vector<int> tokens;  // [n <= K] target-vocabulary ids
   // [n] empty: a chain. A tree: token i follows token parents[i] < i, or the sequence's
   // last token when -1 (verify.h DraftView).
   std::vector<int> parents;
@@ -86,8 +86,7 @@ class Drafter {
   virtual void Begin(DraftState& s, std::span<const int> prompt) const {}
   // Proposes up to r.k tokens continuing r.seq into `out`; draft Forward calls, and any
   // re-tokenization time, go into `st`. `rng` is the loop's, shared with verification.
-  virtual void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& out,
-                       GenerationStats& st) const = 0;
+  virtual void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& out, GenerationStats& st) const = 0;
   // After verification, before Rollback: the target's logits [n][vocab] at the verified
   // inputs [n] (the last token, then the draft's nodes) -- token recycling reads them.
   virtual void Observe(DraftState& s, std::span<const int> inputs, std::span<const float> logits, int vocab) const {}
@@ -144,9 +143,8 @@ std::vector<int> ReadRestCorpus(const std::string& path, const Tokenizer& tokeni
 
 // Draft model with another tokenizer (greedy only). `target_tok`/`draft_tok` bridge
 // the two vocabularies through text.
-std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers,
-                                                   std::string name, KvType kv_type,
-                                                   std::shared_ptr<const Tokenizer> target_tok,
+std::unique_ptr<Drafter> MakeCrossTokenizerDrafter(std::shared_ptr<const Model> model, int layers, std::string name,
+                                                   KvType kv_type, std::shared_ptr<const Tokenizer> target_tok,
                                                    std::shared_ptr<const Tokenizer> draft_tok, const Runtime& rt = {});
 
 }  // namespace specsweep

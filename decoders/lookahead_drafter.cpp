@@ -32,7 +32,9 @@ namespace {
 class LookaheadDrafter : public Drafter {
  public:
   LookaheadDrafter(int window, int ngram, int candidates)
-      : w_(window), n_(ngram), g_(candidates),
+      : w_(window),
+        n_(ngram),
+        g_(candidates),
         name_(fmt::format("lookahead(window={}, ngram={}, candidates={})", window, ngram, candidates)) {}
   const std::string& name() const override { return name_; }
 
@@ -100,7 +102,7 @@ class LookaheadDrafter : public Drafter {
   int w_, n_, g_;
   std::string name_;
   struct State : DraftState {
-    std::vector<std::vector<int>> levels;  // [N-1][W] the window, oldest level first
+    std::vector<std::vector<int>> levels;                        // [N-1][W] the window, oldest level first
     std::unordered_map<int, std::deque<std::vector<int>>> pool;  // first token -> <= G tails [N-1], latest first
     CandidateTrie trie;
     int root = -1;            // this step's last token

@@ -36,7 +36,9 @@ namespace {
 class LookupDrafter : public Drafter {
  public:
   LookupDrafter(int max_ngram, int min_ngram, int tree_budget)
-      : max_ngram_(max_ngram), min_ngram_(min_ngram), tree_budget_(tree_budget),
+      : max_ngram_(max_ngram),
+        min_ngram_(min_ngram),
+        tree_budget_(tree_budget),
         name_(fmt::format("lookup(n={}..{}{})", max_ngram, min_ngram,
                           tree_budget ? fmt::format(", tree_budget={}", tree_budget) : "")) {}
   const std::string& name() const override { return name_; }

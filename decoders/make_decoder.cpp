@@ -56,17 +56,22 @@ std::unique_ptr<Decoder> MakeModelFreeDecoder(const LoadedModel& target, const D
   const DraftSpec& d = o.draft;
   if (const auto* lookup = d.get<LookupDraft>()) {
     if (o.k_policy == KPolicy::Threshold || o.k_policy == KPolicy::Adaptive)
-      Fail("decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
-           "(use constant or heuristic)", KPolicyName(o.k_policy));
-    return MakeSpeculativeDecoder(target, MakeLookupDrafter(lookup->max_ngram, lookup->min_ngram, d.tree_budget()),
-                                  o, AcceptRule::Exact, rt);
+      Fail(
+          "decoder: k_policy: {} reads the draft's probabilities, which a lookup draft does not have "
+          "(use constant or heuristic)",
+          KPolicyName(o.k_policy));
+    return MakeSpeculativeDecoder(target, MakeLookupDrafter(lookup->max_ngram, lookup->min_ngram, d.tree_budget()), o,
+                                  AcceptRule::Exact, rt);
   }
-  if (d.get<RecyclingDraft>()) return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(d.branching()), o, AcceptRule::Exact, rt);
+  if (d.get<RecyclingDraft>())
+    return MakeSpeculativeDecoder(target, MakeRecyclingDrafter(d.branching()), o, AcceptRule::Exact, rt);
   if (const auto* la = d.get<LookaheadDraft>()) {
     const int window_nodes = LookaheadWindowNodes(la->window, la->ngram);
     if (o.k < window_nodes)
-      Fail("decoder: k: {} verifies a window of {} nodes every step (plus its candidates); k must be at least {}, "
-           "got {}", d.Label(), window_nodes, window_nodes, o.k);
+      Fail(
+          "decoder: k: {} verifies a window of {} nodes every step (plus its candidates); k must be at least {}, "
+          "got {}",
+          d.Label(), window_nodes, window_nodes, o.k);
     return MakeSpeculativeDecoder(target, MakeLookaheadDrafter(la->window, la->ngram, la->candidates), o,
                                   AcceptRule::Exact, rt);
   }
@@ -74,9 +79,10 @@ std::unique_ptr<Decoder> MakeModelFreeDecoder(const LoadedModel& target, const D
   if (!target.tokenizer)
     Fail("decoder: draft: {}: the corpus is tokenized with the target's tokenizer, and '{}' has none", d.Label(),
          target.name);
-  return MakeSpeculativeDecoder(
-      target, MakeRestDrafter(ReadRestCorpus(rest.corpus, *target.tokenizer), d.tree_budget(), rest.corpus), o,
-      AcceptRule::Exact, rt);
+  return MakeSpeculativeDecoder(target,
+                                MakeRestDrafter(ReadRestCorpus(rest.corpus, *target.tokenizer), d.tree_budget(),
+                                                rest.corpus),
+                                o, AcceptRule::Exact, rt);
 }
 
 // Same vocabulary: the same token table when both have tokenizers (equal sizes are not
@@ -95,20 +101,26 @@ std::unique_ptr<Decoder> MakeSeparateDraftDecoder(const LoadedModel& target, con
     return MakeSpeculativeDecoder(target, ResolveDraft(draft, o, name, env), o, AcceptRule::Exact, env.runtime);
   }
   if (!target.tokenizer || !draft.tokenizer)
-    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
-         "tokenizer to bridge them)", name, draft.model->config.vocab_size, target.name,
-         target.model->config.vocab_size);
+    Fail(
+        "decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {} (and no "
+        "tokenizer to bridge them)",
+        name, draft.model->config.vocab_size, target.name, target.model->config.vocab_size);
   if (o.draft.IsTree())
-    Fail("decoder: draft: draft '{}' has another tokenizer than target '{}'; token trees need a draft with the "
-         "target's vocabulary", name, target.name);
+    Fail(
+        "decoder: draft: draft '{}' has another tokenizer than target '{}'; token trees need a draft with the "
+        "target's vocabulary",
+        name, target.name);
   if (!o.sampling.greedy())
-    Fail("decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
-         "support greedy decoding only (temperature 0)", name, target.name);
+    Fail(
+        "decoder: temperature: draft '{}' has another tokenizer than target '{}'; cross-tokenizer drafts "
+        "support greedy decoding only (temperature 0)",
+        name, target.name);
   CheckLayers(draft, o, name);
   ModelDraft spec = ResolveDraft(draft, o, name, env);
   return MakeSpeculativeDecoder(target,
                                 MakeCrossTokenizerDrafter(std::move(spec.model), spec.layers, spec.name,
-                                                          o.DraftKvType(), target.tokenizer, draft.tokenizer, env.runtime),
+                                                          o.DraftKvType(), target.tokenizer, draft.tokenizer,
+                                                          env.runtime),
                                 o, AcceptRule::Exact, env.runtime);
 }
 
@@ -127,11 +139,11 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
       // One loop; the draft spec (checked when it was built) picks the drafter.
       ValidateSpeculativeOptions(target, o);
       if (o.draft.ModelFree()) return MakeModelFreeDecoder(target, o, rt);
-      if (!o.draft.model().empty())
-        return MakeSeparateDraftDecoder(target, o, DraftFile(o.draft.model(), env), env);
+      if (!o.draft.model().empty()) return MakeSeparateDraftDecoder(target, o, DraftFile(o.draft.model(), env), env);
       if (o.draft.IsSelf())
-        Fail("decoder: draft: speculative decoding needs a draft (--draft-model M, --draft-layers L, --draft-quant Q "
-             "or --draft-lookup)");
+        Fail(
+            "decoder: draft: speculative decoding needs a draft (--draft-model M, --draft-layers L, --draft-quant Q "
+            "or --draft-lookup)");
       CheckLayers(target, o, target.name);
       return MakeSpeculativeDecoder(target, ResolveDraft(target, o, target.name, env), o, AcceptRule::Exact, rt);
     }

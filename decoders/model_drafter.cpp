@@ -17,7 +17,10 @@ class ModelDrafter : public Drafter {
  public:
   ModelDrafter(std::shared_ptr<const Model> model, int layers, std::string name, KvType kv_type,
                const SamplingParams& sampling, TreeShape tree, const Runtime& rt)
-      : model_(std::move(model)), layers_(layers), name_(std::move(name)), kv_type_(kv_type),
+      : model_(std::move(model)),
+        layers_(layers),
+        name_(std::move(name)),
+        kv_type_(kv_type),
         tree_{*model_, std::move(tree), sampling, rt} {}
   const std::string& name() const override { return name_; }
   int context() const override { return model_->config.max_seq_len; }
@@ -37,13 +40,16 @@ class ModelDrafter : public Drafter {
     ModelDraftState& s = static_cast<ModelDraftState&>(state);
     if (tree_.shape.is_tree()) return ProposeModelTree(tree_, s, r, rng, out, st);
     if (r.recorded)
-      Fail("acceptance replay: drafter '{}' cannot replay a recorded token tree (a trace of a model-drafted tree "
-           "replays on a model-drafted tree)", name_);
+      Fail(
+          "acceptance replay: drafter '{}' cannot replay a recorded token tree (a trace of a model-drafted tree "
+          "replays on a model-drafted tree)",
+          name_);
     const bool greedy = tree_.sampling.greedy();
     std::span<const int> feed = r.seq.subspan(s.cache->length());  // catch-up + first position
     for (int i = 0; i < r.k; ++i) {
       const int pos = s.cache->length() + static_cast<int>(feed.size()) - 1;
-      std::span<const float> logits = Forward(tree_.rt, *model_, feed, s.cache->length(), *s.cache, false);  // [1][vocab]
+      std::span<const float> logits =
+          Forward(tree_.rt, *model_, feed, s.cache->length(), *s.cache, false);  // [1][vocab]
       CheckLogits(logits, model_->config.vocab_size, "draft " + name_, pos, st.target_calls);
       ++st.draft_calls;
       float top;

@@ -109,8 +109,10 @@ class ReplayedGrowth final : public TreeGrowth {
     if (static_cast<int>(t.parents.size()) > k)
       Fail("acceptance replay: the recorded tree has {} nodes, K is {} (ClipTree cuts it first)", t.parents.size(), k);
     if (!shape.branching.empty() && MaxDepth() > static_cast<int>(shape.branching.size()))
-      Fail("acceptance replay: the recorded tree runs {} draft calls, this draft's static shape at most {}: replay a "
-           "trace recorded with the same draft shape", MaxDepth() - 1, shape.branching.size() - 1);
+      Fail(
+          "acceptance replay: the recorded tree runs {} draft calls, this draft's static shape at most {}: replay a "
+          "trace recorded with the same draft shape",
+          MaxDepth() - 1, shape.branching.size() - 1);
     for (int p : t.parents)
       if (p >= 0) has_child_[p] = true;
   }
@@ -122,9 +124,10 @@ class ReplayedGrowth final : public TreeGrowth {
   std::vector<int> Chosen(const std::vector<Grown>&) const override {
     for (size_t i = 0; i < grown_.size(); ++i)
       if (grown_[i] < 0)
-        Fail("acceptance replay: the recorded tree's node {} (rank {} below node {}) is not among the children "
-             "this draft grows: replay a trace recorded with the same draft shape",
-             i, t_.ranks[i], t_.parents[i]);
+        Fail(
+            "acceptance replay: the recorded tree's node {} (rank {} below node {}) is not among the children "
+            "this draft grows: replay a trace recorded with the same draft shape",
+            i, t_.ranks[i], t_.parents[i]);
     return grown_;
   }
 
@@ -172,8 +175,7 @@ std::unique_ptr<TreeGrowth> MakeGrowth(const TreeShape& shape, int k, const Tree
 
 // Catches the cache up on seq: the root's logits are the last row. A greedy dynamic
 // tree's calibration learns from the last step's root and keeps this one's.
-std::span<const float> CatchUp(const TreeDraft& t, ModelDraftState& s, std::span<const int> seq,
-                               GenerationStats& st) {
+std::span<const float> CatchUp(const TreeDraft& t, ModelDraftState& s, std::span<const int> seq, GenerationStats& st) {
   const int n_seq = static_cast<int>(seq.size());
   CountCall(st.draft_calls_by_size, n_seq - s.cache->length());
   std::span<const float> l = Forward(t.rt, t.model, seq.subspan(s.cache->length()), s.cache->length(), *s.cache, false);
@@ -193,9 +195,9 @@ std::vector<int> GrowChildren(const TreeDraft& t, int depth, double tau, std::sp
   const int vocab = t.model.config.vocab_size;
   const bool dynamic = t.shape.branching.empty();
   const bool iid = !dynamic && !t.sampling.greedy();  // SpecInfer's sampled expansion
-  std::vector<float> q;     // [vocab]
+  std::vector<float> q;                               // [vocab]
   std::vector<int> top;
-  std::vector<double> pr;   // each candidate's chance of acceptance (dynamic; TreeCalibration)
+  std::vector<double> pr;  // each candidate's chance of acceptance (dynamic; TreeCalibration)
   std::vector<int> added;
   for (size_t f = 0; f < frontier.size(); ++f) {
     const int u = frontier[f];

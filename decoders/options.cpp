@@ -24,12 +24,16 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
   // A replayed trace drafts its recorded K's: k bounds them (caches, cost model).
   const AcceptanceSource& a = o.acceptance_source;
   if (o.draft.IsTree() && a.replayed() && o.draft.ModelFree())
-    Fail("decoder: acceptance_source: {} replays a draft model's token trees; {} has no model and needs measured "
-         "acceptance", a.Label(), o.draft.Label());
+    Fail(
+        "decoder: acceptance_source: {} replays a draft model's token trees; {} has no model and needs measured "
+        "acceptance",
+        a.Label(), o.draft.Label());
   if (o.draft.IsTree() && a.replayed() && a.kind != AcceptanceSource::Kind::Trace && o.draft.branching().empty())
-    Fail("decoder: acceptance_source: {} applies along a static tree's first-child path; a dynamic tree ({}) takes "
-         "its shape from its draft's confidence, which a replay cannot declare: replay a trace of a real dynamic "
-         "tree (trace=...)", a.Label(), o.draft.Label());
+    Fail(
+        "decoder: acceptance_source: {} applies along a static tree's first-child path; a dynamic tree ({}) takes "
+        "its shape from its draft's confidence, which a replay cannot declare: replay a trace of a real dynamic "
+        "tree (trace=...)",
+        a.Label(), o.draft.Label());
   if (a.kind == AcceptanceSource::Kind::Trace && a.traces) {
     bool trees = false;
     int k_max = 0;

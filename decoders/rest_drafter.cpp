@@ -20,10 +20,10 @@
 namespace specsweep {
 namespace {
 
-constexpr int kMaxSuffix = 16;       // longest suffix of seq searched (REST's n_max)
-constexpr int kMaxMatches = 5000;    // continuations merged at most
-constexpr int kContinuation = 10;    // tokens of each continuation
-constexpr int kSeparator = -1;       // between documents: never matches, ends continuations
+constexpr int kMaxSuffix = 16;     // longest suffix of seq searched (REST's n_max)
+constexpr int kMaxMatches = 5000;  // continuations merged at most
+constexpr int kContinuation = 10;  // tokens of each continuation
+constexpr int kSeparator = -1;     // between documents: never matches, ends continuations
 
 class RestDrafter : public Drafter {
  public:
@@ -42,8 +42,7 @@ class RestDrafter : public Drafter {
     for (int n = std::min(kMaxSuffix, len); n >= 1 && trie.size() == 0; --n) {
       std::span<const int> q = seq.subspan(len - n);
       // Suffixes whose first n tokens equal q: a contiguous run of the order.
-      auto first = std::partition_point(suffixes_.begin(), suffixes_.end(),
-                                        [&](int s) { return Less(Head(s, n), q); });
+      auto first = std::partition_point(suffixes_.begin(), suffixes_.end(), [&](int s) { return Less(Head(s, n), q); });
       int taken = 0;
       for (auto it = first; it != suffixes_.end() && taken < kMaxMatches; ++it) {
         std::span<const int> h = Head(*it, n);

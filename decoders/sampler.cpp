@@ -59,8 +59,10 @@ void ComputeProbs(std::span<const float> logits, const SamplingParams& sp, std::
   std::iota(idx.begin(), idx.end(), 0);
   auto before = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   int m = use_k ? sp.top_k : n;
-  if (use_k) std::partial_sort(idx.begin(), idx.begin() + m, idx.end(), before);
-  else std::sort(idx.begin(), idx.end(), before);
+  if (use_k)
+    std::partial_sort(idx.begin(), idx.begin() + m, idx.end(), before);
+  else
+    std::sort(idx.begin(), idx.end(), before);
   std::vector<double> e(m);  // [m] unnormalised weights of the candidates, descending
   double sum = 0.0;
   for (int j = 0; j < m; ++j) sum += e[j] = std::exp((static_cast<double>(logits[idx[j]]) - logits[top]) * inv_t);
@@ -98,8 +100,7 @@ int SampleFromProbs(std::span<const float> probs, Rng& rng) {
 void ValidateSampling(const SamplingParams& sp, const char* what) {
   if (!std::isfinite(sp.temperature)) Fail("{}: temperature: must be finite", what);
   if (sp.top_k < 0) Fail("{}: top_k: must be >= 0 (0 = off), got {}", what, sp.top_k);
-  if (!(sp.top_p > 0.0f && sp.top_p <= 1.0f))
-    Fail("{}: top_p: must be in (0, 1] (1 = off), got {}", what, sp.top_p);
+  if (!(sp.top_p > 0.0f && sp.top_p <= 1.0f)) Fail("{}: top_p: must be in (0, 1] (1 = off), got {}", what, sp.top_p);
 }
 
 }  // namespace specsweep

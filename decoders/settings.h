@@ -39,7 +39,7 @@ struct DecoderSetting {
   std::string_view name;  // experiment key, params field, DecoderOptions member
   std::string_view flag;  // the command line's spelling ("--k,--draft-max")
   Kind kind = Kind::Text;
-  SettingRange range;     // Int and Number: the accepted values, everywhere
+  SettingRange range;  // Int and Number: the accepted values, everywhere
   bool speculative_only = false;
   std::string_view group;  // the experiment files' map it is written in ("sampling"), or none
   Form form = Form::Custom;

@@ -116,7 +116,10 @@ class SpeculativeDecoder : public Decoder {
  public:
   SpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter, const DecoderOptions& o,
                      AcceptRule rule, const Runtime& rt)
-      : target_(target), drafter_(std::move(drafter)), opt_(o), rt_(rt),
+      : target_(target),
+        drafter_(std::move(drafter)),
+        opt_(o),
+        rt_(rt),
         verifier_(MakeVerifier(o, target.model->config.vocab_size, rule)) {
     // A source that cannot replay (no rates, a trace not loaded) fails when the decoder is built.
     if (o.acceptance_source.replayed()) AcceptanceReplay(o.acceptance_source, o.sampling.seed);
@@ -137,8 +140,8 @@ class SpeculativeDecoder : public Decoder {
       c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
     // A tree's call holds at most K nodes, a catch-up K + 1 tokens.
     const int n_tree = opt_.draft.IsTree() ? std::min(opt_.k + 1, drafter_->context() - int(prompt.size())) : 0;
-    DraftCallCosts d = drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt,
-                                                  n_tree, reps);
+    DraftCallCosts d =
+        drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt, n_tree, reps);
     c.draft_s = std::move(d.draft_s);
     c.draft_tree_s = std::move(d.draft_tree_s);
     return c;
@@ -160,8 +163,10 @@ class SpeculativeDecoder : public Decoder {
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted && !st.stopped_at_eos; ++i) {
       const int tok = i < v.n_accepted ? d.tokens[v.path[i]] : v.next;
-      if (opt_.stop_at_eos && target_.model->config.IsStop(tok)) st.stopped_at_eos = true;
-      else res.tokens.push_back(tok), seq.push_back(tok);
+      if (opt_.stop_at_eos && target_.model->config.IsStop(tok))
+        st.stopped_at_eos = true;
+      else
+        res.tokens.push_back(tok), seq.push_back(tok);
     }
     const int n_new = static_cast<int>(res.tokens.size() - emitted_from);
     if (st.generated_tokens == 0 && n_new > 0) first = Clock::now();
@@ -238,22 +243,21 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, Decod
 
 }  // namespace
 
-std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
-                                                const DecoderOptions& o, AcceptRule rule, const Runtime& rt) {
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft, const DecoderOptions& o,
+                                                AcceptRule rule, const Runtime& rt) {
   ValidateSpeculativeOptions(target, o);
   if (!draft.model) Fail("decoder: draft: no model");
   const ModelConfig& tc = target.model->config;
   const ModelConfig& dc = draft.model->config;
   if (dc.vocab_size != tc.vocab_size)
-    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}",
-         draft.name, dc.vocab_size, target.name, tc.vocab_size);
+    Fail("decoder: draft: vocabulary mismatch: draft '{}' has vocab_size {}, target '{}' has {}", draft.name,
+         dc.vocab_size, target.name, tc.vocab_size);
   if (draft.layers < 0 || draft.layers > dc.n_layers)
-    Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name,
-         draft.layers);
-  return MakeSpeculativeDecoder(
-      target, MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.DraftKvType(), o.sampling,
-                               TreeShape{o.draft.branching(), o.draft.tree_budget()}, rt),
-      o, rule, rt);
+    Fail("decoder: draft.layers: must be in [1, {}] for draft '{}', got {}", dc.n_layers, draft.name, draft.layers);
+  return MakeSpeculativeDecoder(target,
+                                MakeModelDrafter(std::move(draft.model), draft.layers, draft.name, o.DraftKvType(),
+                                                 o.sampling, TreeShape{o.draft.branching(), o.draft.tree_budget()}, rt),
+                                o, rule, rt);
 }
 
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,

@@ -14,8 +14,8 @@ namespace specsweep {
 // quantized copy of the target; or another model with the same vocabulary.
 struct ModelDraft {
   std::shared_ptr<const Model> model;
-  int layers = 0;        // 0: all
-  std::string name;      // for messages and reports
+  int layers = 0;    // 0: all
+  std::string name;  // for messages and reports
 };
 
 std::unique_ptr<Decoder> MakeAutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o,
@@ -28,12 +28,11 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
 // sampling (throws Error). `rule` is a test hook: anything but AcceptRule::Exact breaks
 // losslessness on purpose. Every Forward call runs on `rt`.
 std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, std::unique_ptr<Drafter> drafter,
-                                                const DecoderOptions& o,
-                                                AcceptRule rule = AcceptRule::Exact, const Runtime& rt = {});
+                                                const DecoderOptions& o, AcceptRule rule = AcceptRule::Exact,
+                                                const Runtime& rt = {});
 // Same with a same-vocabulary draft model (ModelDrafter); also checks the vocabulary
 // match and the draft layers.
-std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft,
-                                                const DecoderOptions& o,
+std::unique_ptr<Decoder> MakeSpeculativeDecoder(const LoadedModel& target, ModelDraft draft, const DecoderOptions& o,
                                                 AcceptRule rule = AcceptRule::Exact, const Runtime& rt = {});
 
 }  // namespace specsweep

@@ -51,11 +51,11 @@ class TextBridge {
   std::optional<std::vector<int>> Spell(std::string_view s) const;
 
   std::shared_ptr<const Tokenizer> tok_;
-  std::vector<unsigned char> word_start_;  // [vocab] piece begins with "▁"
-  std::vector<unsigned char> spaces_;      // [vocab] see SpaceOnly
+  std::vector<unsigned char> word_start_;           // [vocab] piece begins with "▁"
+  std::vector<unsigned char> spaces_;               // [vocab] see SpaceOnly
   std::unordered_map<std::string, int> piece_ids_;  // decoded piece text -> id
   size_t longest_piece_ = 0;
-  int byte_ids_[256];                      // <0xNN> tokens, -1 when absent
+  int byte_ids_[256];  // <0xNN> tokens, -1 when absent
 };
 
 }  // namespace specsweep

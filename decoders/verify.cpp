@@ -62,8 +62,8 @@ Verdict VerifyGreedy(const DraftView& d, std::span<const float> target_logits, i
   }
 }
 
-Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits, int vocab,
-                       const SamplingParams& sp, Rng& rng, AcceptRule rule) {
+Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits, int vocab, const SamplingParams& sp,
+                       Rng& rng, AcceptRule rule) {
   CheckShapes(d, target_logits, vocab);
   const Children children(d);
   const bool one_hot = d.probs.empty();
@@ -91,8 +91,7 @@ Verdict VerifySampling(const DraftView& d, std::span<const float> target_logits,
       // implies some other token has r > q). Scaling q by mass keeps r's scale.
       double left = 0.0;
       std::vector<float> res(vocab);  // [vocab]
-      for (int t = 0; t < vocab; ++t)
-        left += res[t] = std::max(0.0f, r[t] - static_cast<float>(mass * q[t]));
+      for (int t = 0; t < vocab; ++t) left += res[t] = std::max(0.0f, r[t] - static_cast<float>(mass * q[t]));
       if (left > 0.0) r.swap(res), mass = left;
     }
     if (c < 0) {  // every child rejected, or a leaf: draw from what is left

@@ -12,8 +12,8 @@
 namespace specsweep {
 
 struct Verdict {
-  int n_accepted = 0;  // draft tokens kept: the accepted path's length
-  int next = -1;       // the target's token after them (correction or bonus)
+  int n_accepted = 0;     // draft tokens kept: the accepted path's length
+  int next = -1;          // the target's token after them (correction or bonus)
   std::vector<int> path;  // [n_accepted] the accepted nodes, root's child first (chain: 0..n-1)
 };
 
@@ -63,8 +63,8 @@ Verdict VerifySampling(const DraftView& draft, std::span<const float> target_log
                        const SamplingParams& sp, Rng& rng, AcceptRule rule = AcceptRule::Exact);
 // Chains (draft_probs [K][vocab]; the one-hot form without them).
 inline Verdict VerifySampling(std::span<const int> draft, std::span<const float> draft_probs,
-                              std::span<const float> target_logits, int vocab, const SamplingParams& sp,
-                              Rng& rng, AcceptRule rule = AcceptRule::Exact) {
+                              std::span<const float> target_logits, int vocab, const SamplingParams& sp, Rng& rng,
+                              AcceptRule rule = AcceptRule::Exact) {
   return VerifySampling(DraftView{draft, {}, draft_probs}, target_logits, vocab, sp, rng, rule);
 }
 inline Verdict VerifySamplingOneHot(std::span<const int> draft, std::span<const float> target_logits, int vocab,

@@ -28,8 +28,6 @@ inline std::string WriteScratch(const std::string& name, std::string_view bytes)
   return path;
 }
 
-inline std::string_view AsView(const uint8_t* data, size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view AsView(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 }  // namespace fuzz

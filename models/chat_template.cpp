@@ -32,8 +32,8 @@ ChatTemplate ParseChatTemplate(const std::string& spec, const std::string& what)
   for (const char* n : {"vicuna", "llama-3", "chatml", "none"})
     if (spec == n) return {spec, ""};
   if (spec.find("{prompt}") == std::string::npos)
-    Fail("{}: unknown template '{}' (expected vicuna, llama-3, chatml, none, or a format holding {{prompt}})",
-         what, spec);
+    Fail("{}: unknown template '{}' (expected vicuna, llama-3, chatml, none, or a format holding {{prompt}})", what,
+         spec);
   return {"custom", spec};
 }
 
@@ -84,8 +84,7 @@ std::string RenderChat(const ChatTemplate& t, const std::vector<std::string>& us
   return out;
 }
 
-ChatEncoder::ChatEncoder(const Tokenizer& tok, ChatTemplate t, const std::string& what)
-    : tok_(tok), t_(std::move(t)) {
+ChatEncoder::ChatEncoder(const Tokenizer& tok, ChatTemplate t, const std::string& what) : tok_(tok), t_(std::move(t)) {
   // Special pieces to split out: the template's own (each must exist), and for a custom
   // format every control or user-defined token of the vocabulary.
   const Vocab v = tok.ExportVocab();
@@ -118,7 +117,8 @@ std::vector<int> ChatEncoder::Encode(std::string_view text) const {
       if (at < best || (at == best && at != std::string_view::npos && p.size() > best_len))
         best = at, best_len = p.size(), best_id = id;
     }
-    const std::string_view plain = text.substr(pos, best == std::string_view::npos ? std::string_view::npos : best - pos);
+    const std::string_view plain =
+        text.substr(pos, best == std::string_view::npos ? std::string_view::npos : best - pos);
     if (!plain.empty())
       for (int id : tok_.Encode(plain, false)) ids.push_back(id);
     if (best == std::string_view::npos) break;

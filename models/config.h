@@ -11,12 +11,12 @@ namespace specsweep {
 //   "qwen3": llama + per-head RMSNorm of q and k before RoPE, explicit head size
 struct ModelConfig {
   std::string arch = "llama";
-  int dim = 0;          // hidden size
-  int hidden_dim = 0;   // FFN (intermediate) size
+  int dim = 0;         // hidden size
+  int hidden_dim = 0;  // FFN (intermediate) size
   int n_layers = 0;
   int n_heads = 0;
-  int n_kv_heads = 0;   // GQA: n_heads % n_kv_heads == 0
-  int head_size = 0;    // explicit head size (HF head_dim, GGUF attention.key_length); 0: dim / n_heads
+  int n_kv_heads = 0;  // GQA: n_heads % n_kv_heads == 0
+  int head_size = 0;   // explicit head size (HF head_dim, GGUF attention.key_length); 0: dim / n_heads
   int vocab_size = 0;
   int max_seq_len = 0;  // max_position_embeddings
   float rope_theta = 10000.0f;
@@ -31,8 +31,8 @@ struct ModelConfig {
   // RoPE scaling: "none", "linear" (every frequency divided by rope_scaling_factor) or
   // "llama3" (each frequency divided by its own factor, rope_freq_factors).
   std::string rope_scaling = "none";
-  float rope_scaling_factor = 1.0f;        // linear
-  std::vector<float> rope_freq_factors;    // llama3: [head_dim/2] (GGUF rope_freqs.weight)
+  float rope_scaling_factor = 1.0f;      // linear
+  std::vector<float> rope_freq_factors;  // llama3: [head_dim/2] (GGUF rope_freqs.weight)
   // The llama3 parameters the factors were computed from (HF rope_scaling; GGUF files
   // hold only the factors: 0 then). rope_scaling_factor is llama3's "factor".
   float rope_low_freq_factor = 0, rope_high_freq_factor = 0;

@@ -69,7 +69,7 @@ void SoftmaxRows(float* const* sh, int len0) {
     sum[g] = 0.0f;
   }
   for (int t = 0; t < len0; ++t)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int g = 0; g < G; ++g) sum[g] += sh[g][t];
   for (int g = 1; g < G; ++g)
     for (int t = len0; t < len0 + g; ++t) sum[g] += sh[g][t];
@@ -115,21 +115,21 @@ constexpr int kGroupQueries = 256 / HD;
 // stay in registers, and the score trees of 16 (position, query) pairs are taken
 // together (LaneTreeSums16).
 template <int HD, int G, class E>
-void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale,
-                   float* const* sh, float* const* out) {
+void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale, float* const* sh,
+                   float* const* out) {
   static_assert(HD % 16 == 0 && G >= 1 && G * HD / 16 <= 16);
-  constexpr int P = 16 / G;           // positions per tree of 16 sums
-  const int len_max = p0 + G;         // positions the last query sees
+  constexpr int P = 16 / G;    // positions per tree of 16 sums
+  const int len_max = p0 + G;  // positions the last query sees
   int t0 = 0;
   for (; t0 + P <= len_max; t0 += P) {  // scores past a query's length are never used
     Lanes16 s[16] = {};                 // [P positions][G queries] lane partial sums
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < P; ++r) {
       const E* kt = k + size_t(rows(t0 + r)) * HD;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < HD / 16; ++j) {
         const Lanes16 kj = LoadLanes16(kt + 16 * j);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < G; ++g) s[r * G + g] += LoadLanes16(q[g] + 16 * j) * kj;  // as Dot
       }
     }
@@ -144,10 +144,10 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows r
   // Queries [g0, G) accumulate position t.
   auto accumulate = [&](int t, int g0) {
     const E* vt = v + size_t(rows(t)) * HD;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < HD / 16; ++j) {
       const Lanes16 vj = LoadLanes16(vt + 16 * j);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int g = g0; g < G; ++g) o[g][j] += sh[g][t] * vj;
     }
   };
@@ -216,19 +216,18 @@ void PrepareCache(const Model& model, std::span<const int> tokens, int start_pos
   if (start_pos != cache.length())
     Fail("forward: start_pos: {} but the cache holds {} positions", start_pos, cache.length());
   if (c.sliding_window > 0 && start_pos + n > c.sliding_window)
-    Fail("forward: context: {} positions exceed the model's sliding_window {} (sliding-window attention is "
-         "not supported; use a context of at most {})",
-         start_pos + n, c.sliding_window, c.sliding_window);
+    Fail(
+        "forward: context: {} positions exceed the model's sliding_window {} (sliding-window attention is "
+        "not supported; use a context of at most {})",
+        start_pos + n, c.sliding_window, c.sliding_window);
   if (start_pos + n > cache.capacity())
-    Fail("forward: context: {} positions exceed the context length {}", start_pos + n,
-         cache.capacity());
+    Fail("forward: context: {} positions exceed the context length {}", start_pos + n, cache.capacity());
   if (cache.n_kv_heads() != c.n_kv_heads || cache.head_dim() != c.head_dim() || cache.n_layers() > c.n_layers)
     Fail("forward: cache: built for another model shape");
   cache.Reserve(start_pos + n);
   for (int t : tokens)
     if (t < 0 || t >= c.vocab_size) Fail("forward: token: id {} outside vocabulary [0, {})", t, c.vocab_size);
-  if (!parents.empty() && parents.size() != size_t(n))
-    Fail("forward: parents: {} for {} tokens", parents.size(), n);
+  if (!parents.empty() && parents.size() != size_t(n)) Fail("forward: parents: {} for {} tokens", parents.size(), n);
   if (!parents.empty() || cache.has_tree()) {  // tree mode: record the nodes (validates them)
     std::vector<int> chain;
     if (parents.empty())
@@ -292,7 +291,9 @@ void RopeTables(const ModelConfig& c, const KVCache& cache, int start_pos, int n
 }
 
 LayerProducts Products(const LayerWeights& L, const ForwardBuffers& b) {
-  return LayerProducts{{{&L.wq, b.q}, {&L.wk, b.k}, {&L.wv, b.v}}, {{&L.wo, b.ob}}, {{&L.w1, b.hb}, {&L.w3, b.hb2}},
+  return LayerProducts{{{&L.wq, b.q}, {&L.wk, b.k}, {&L.wv, b.v}},
+                       {{&L.wo, b.ob}},
+                       {{&L.w1, b.hb}, {&L.w3, b.hb2}},
                        {{&L.w2, b.ob}}};
 }
 
@@ -320,8 +321,17 @@ class ForwardPass {
  public:
   ForwardPass(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos, KVCache& cache,
               int first, const ForwardBuffers& b, std::vector<QueryRun> runs)
-      : rt_(rt), model_(model), c_(model.config), tokens_(tokens), n_(int(tokens.size())), start_pos_(start_pos),
-        ctx_(start_pos + n_), first_(first), cache_(cache), b_(b), runs_(std::move(runs)) {}
+      : rt_(rt),
+        model_(model),
+        c_(model.config),
+        tokens_(tokens),
+        n_(int(tokens.size())),
+        start_pos_(start_pos),
+        ctx_(start_pos + n_),
+        first_(first),
+        cache_(cache),
+        b_(b),
+        runs_(std::move(runs)) {}
 
   // Thread t of nt (nt may fall short of the team asked for: the queues' stealing covers
   // the products, and the other splits use nt).
@@ -357,8 +367,10 @@ class ForwardPass {
     const int att_parts = std::min(n_kv, nt);
     if (t < att_parts) {
       const int kv0 = n_kv * t / att_parts, kv1 = n_kv * (t + 1) / att_parts;
-      if (cache_.type() == KvType::F16) Attend<uint16_t>(l, kv0, kv1);
-      else Attend<float>(l, kv0, kv1);
+      if (cache_.type() == KvType::F16)
+        Attend<uint16_t>(l, kv0, kv1);
+      else
+        Attend<float>(l, kv0, kv1);
     }
 #pragma omp barrier
     MatMulsTeam(rt_.kernels, P.wo, b_.att_out, n_, lq[1], t);
@@ -419,7 +431,7 @@ class ForwardPass {
       float* qi = q + size_t(i) * q_dim;   // [q_dim]
       float* ki = k + size_t(i) * kv_dim;  // [kv_dim]
       float* vi = v + size_t(i) * kv_dim;  // [kv_dim]
-      if (!L.bq.empty())  // qwen2: the projections' biases
+      if (!L.bq.empty())                   // qwen2: the projections' biases
         for (int e = h0 * hd; e < h1 * hd; ++e) qi[e] += L.bq[e];
       if (!L.bk.empty())
         for (int e = kv0 * hd; e < kv1 * hd; ++e) ki[e] += L.bk[e], vi[e] += L.bv[e];
@@ -444,11 +456,11 @@ class ForwardPass {
   void AttendQueryHead(int l, int h) const {
     const int hd = c_.head_dim(), q_dim = c_.q_dim(), n_heads = c_.n_heads, group = c_.n_heads / c_.n_kv_heads;
     const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const E* kc = cache_.K<E>(l, h / group, 0);  // [ctx][hd]
-    const E* vc = cache_.V<E>(l, h / group, 0);  // [ctx][hd]
-    auto qh = [&](int i) { return b_.q + size_t(i) * q_dim + h * hd; };                  // [hd]
-    auto sh = [&](int i) { return b_.scores + (size_t(i) * n_heads + h) * ctx_; };      // [ctx]
-    auto oh = [&](int i) { return b_.att_out + size_t(i) * q_dim + h * hd; };            // [hd]
+    const E* kc = cache_.K<E>(l, h / group, 0);                                     // [ctx][hd]
+    const E* vc = cache_.V<E>(l, h / group, 0);                                     // [ctx][hd]
+    auto qh = [&](int i) { return b_.q + size_t(i) * q_dim + h * hd; };             // [hd]
+    auto sh = [&](int i) { return b_.scores + (size_t(i) * n_heads + h) * ctx_; };  // [ctx]
+    auto oh = [&](int i) { return b_.att_out + size_t(i) * q_dim + h * hd; };       // [hd]
     auto groups = [&]<int HD>() {
       constexpr int G = kGroupQueries<HD>;
       for (const QueryRun& r : runs_) {
@@ -458,13 +470,16 @@ class ForwardPass {
         AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os);
       }
     };
-    if (hd == 16) groups.template operator()<16>();
-    else if (hd == 32) groups.template operator()<32>();
-    else if (hd == 64) groups.template operator()<64>();
-    else if (hd == 128) groups.template operator()<128>();
+    if (hd == 16)
+      groups.template operator()<16>();
+    else if (hd == 32)
+      groups.template operator()<32>();
+    else if (hd == 64)
+      groups.template operator()<64>();
+    else if (hd == 128)
+      groups.template operator()<128>();
     else
-      for (const QueryRun& r : runs_)
-        AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
+      for (const QueryRun& r : runs_) AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
   }
 
   const Runtime& rt_;
@@ -515,8 +530,11 @@ std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<
   const ForwardBuffers b = GrowBuffers(cache.scratch, c, n, start_pos + n, m, threads);
   RopeTables(c, cache, start_pos, n, b.rope_cos, b.rope_sin);
   ResetQueues(rt.kernels, model, cache.n_layers(), b, cache.scratch, threads);
-  const int group_queries = hd == 16 ? kGroupQueries<16> : hd == 32 ? kGroupQueries<32>
-                          : hd == 64 ? kGroupQueries<64> : hd == 128 ? kGroupQueries<128> : 1;
+  const int group_queries = hd == 16    ? kGroupQueries<16>
+                            : hd == 32  ? kGroupQueries<32>
+                            : hd == 64  ? kGroupQueries<64>
+                            : hd == 128 ? kGroupQueries<128>
+                                        : 1;
   const ForwardPass pass(rt, model, tokens, start_pos, cache, first, b,
                          QueryRuns(cache, start_pos, n, group_queries, cache.scratch.tree_rows));
   if (threads > 1) {

@@ -20,15 +20,39 @@
 namespace specsweep {
 
 enum class GgufValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 std::string_view GgufValueTypeName(GgufValueType t);
 
 // ggml tensor type ids used by specsweep (the rest are recognised only by name).
 enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12,
-  Q5_K = 13, Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
+  BF16 = 30
 };
 // "F32", "Q6_K", ... for any ggml id; "" for ids ggml does not define.
 std::string_view GgmlTypeName(uint32_t ggml_type);
@@ -41,12 +65,12 @@ bool FromGgmlType(uint32_t ggml_type, QType* t);
 // elements of one type (nested arrays are allowed by the format but unused here).
 struct GgufValue {
   GgufValueType type = GgufValueType::U32;
-  uint64_t u = 0;       // U8/U16/U32/U64/BOOL
-  int64_t i = 0;        // I8/I16/I32/I64
-  double f = 0;         // F32/F64
-  std::string s;        // STRING
+  uint64_t u = 0;                                // U8/U16/U32/U64/BOOL
+  int64_t i = 0;                                 // I8/I16/I32/I64
+  double f = 0;                                  // F32/F64
+  std::string s;                                 // STRING
   GgufValueType elem_type = GgufValueType::U32;  // ARRAY
-  std::vector<GgufValue> arr;                     // ARRAY
+  std::vector<GgufValue> arr;                    // ARRAY
 
   bool is_int() const;
   bool is_float() const;
@@ -77,10 +101,10 @@ GgufHeader ParseGgufHeader(const uint8_t* bytes, size_t size, const std::string&
 // What the writer stored for one tensor (commands print it).
 struct GgufWrittenTensor {
   std::string name;
-  std::string type;           // ggml name: "F32", "Q4_0", ...
-  std::vector<uint64_t> ne;   // ggml order
+  std::string type;          // ggml name: "F32", "Q4_0", ...
+  std::vector<uint64_t> ne;  // ggml order
   uint64_t bytes = 0;
-  std::string note;           // why the type differs from the in-memory one, else ""
+  std::string note;  // why the type differs from the in-memory one, else ""
 };
 
 // Writes model + vocabulary as a GGUF v3 "llama" file (atomically: temp file, then
@@ -88,7 +112,6 @@ struct GgufWrittenTensor {
 // (columns not a multiple of 32) cannot be stored as such and is written as F16 with a
 // note. The output tensor is omitted (tied) when the model is tied and the classifier
 // is byte-identical to the embedding. Throws Error for Q4_G64/Q4_G128 and I/O errors.
-std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer,
-                                         const std::string& path);
+std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer, const std::string& path);
 
 }  // namespace specsweep

@@ -35,12 +35,12 @@ std::string_view GgufValueTypeName(GgufValueType t) {
 
 std::string_view GgmlTypeName(uint32_t t) {
   // ggml.h enum ggml_type; gaps are ids ggml removed.
-  static constexpr std::string_view kNames[] = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",   "",       "",       "Q5_0",  "Q5_1",
-      "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K",  "Q8_K",
-      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",  "IQ2_S", "IQ4_XS",
-      "I8",      "I16",    "I32",     "I64",    "F64",    "IQ1_M",  "BF16",  "",
-      "",        "",       "TQ1_0",   "TQ2_0",  "",       "",       "",      "MXFP4"};
+  static constexpr std::string_view kNames[] = {"F32",   "F16",   "Q4_0",    "Q4_1",   "",        "",      "Q5_0",
+                                                "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",  "Q5_K",
+                                                "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+                                                "IQ3_S", "IQ2_S", "IQ4_XS",  "I8",     "I16",     "I32",   "I64",
+                                                "F64",   "IQ1_M", "BF16",    "",       "",        "",      "TQ1_0",
+                                                "TQ2_0", "",      "",        "",       "MXFP4"};
   return t < std::size(kNames) ? kNames[t] : std::string_view{};
 }
 
@@ -79,9 +79,14 @@ bool FromGgmlType(uint32_t ggml_type, QType* t) {
 
 bool GgufValue::is_int() const {
   switch (type) {
-    case GgufValueType::U8: case GgufValueType::U16: case GgufValueType::U32: case GgufValueType::U64:
-    case GgufValueType::I8: case GgufValueType::I16: case GgufValueType::I32: case GgufValueType::I64:
-      return true;
+    case GgufValueType::U8:
+    case GgufValueType::U16:
+    case GgufValueType::U32:
+    case GgufValueType::U64:
+    case GgufValueType::I8:
+    case GgufValueType::I16:
+    case GgufValueType::I32:
+    case GgufValueType::I64: return true;
     default: return false;
   }
 }
@@ -100,18 +105,25 @@ bool Geometry(uint32_t t, GgmlGeometry* g) {
 
 namespace {
 
-using gguf_detail::GgmlGeometry;
 using gguf_detail::Geometry;
+using gguf_detail::GgmlGeometry;
 
 // Smallest encoding of one value of a type (for "is this count absurd" checks).
 size_t MinValueBytes(GgufValueType t) {
   switch (t) {
-    case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::BOOL: return 1;
-    case GgufValueType::U16: case GgufValueType::I16: return 2;
-    case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: return 4;
-    case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: return 8;
-    case GgufValueType::STRING: return 8;      // u64 length
-    case GgufValueType::ARRAY: return 4 + 8;   // u32 type + u64 count
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::BOOL: return 1;
+    case GgufValueType::U16:
+    case GgufValueType::I16: return 2;
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+    case GgufValueType::F32: return 4;
+    case GgufValueType::U64:
+    case GgufValueType::I64:
+    case GgufValueType::F64: return 8;
+    case GgufValueType::STRING: return 8;     // u64 length
+    case GgufValueType::ARRAY: return 4 + 8;  // u32 type + u64 count
   }
   return 1;
 }
@@ -140,8 +152,7 @@ class Cursor {
   std::string ReadString(F&& field) {
     uint64_t len = Read<uint64_t>(field);
     if (len > remaining())
-      Fail("{}: {}: string length {} runs past the end of the file ({} bytes left)", file_, field(), len,
-           remaining());
+      Fail("{}: {}: string length {} runs past the end of the file ({} bytes left)", file_, field(), len, remaining());
     std::string s(reinterpret_cast<const char*>(p_ + pos_), len);
     pos_ += len;
     return s;
@@ -159,8 +170,8 @@ class Cursor {
   template <typename F>
   void CheckFits(uint64_t n, size_t min_bytes, F&& field) {
     if (n * min_bytes > remaining())
-      Fail("{}: {}: {} items cannot fit in the {} bytes left (corrupt count or truncated file)", file_, field(),
-           n, remaining());
+      Fail("{}: {}: {} items cannot fit in the {} bytes left (corrupt count or truncated file)", file_, field(), n,
+           remaining());
   }
 
  private:
@@ -176,8 +187,7 @@ class Cursor {
 };
 
 GgufValueType CheckValueType(Cursor& c, uint32_t t, const std::string& field) {
-  if (t > static_cast<uint32_t>(GgufValueType::F64))
-    Fail("{}: {}: unknown value type {}", c.file(), field, t);
+  if (t > static_cast<uint32_t>(GgufValueType::F64)) Fail("{}: {}: unknown value type {}", c.file(), field, t);
   return static_cast<GgufValueType>(t);
 }
 
@@ -272,16 +282,17 @@ GgufTensorInfo ReadTensorInfo(Cursor& c, uint64_t k, uint32_t alignment, std::se
   if (!Geometry(ti.type, &g)) {
     std::string_view tn = GgmlTypeName(ti.type);
     if (tn.empty()) Fail("{}: {}.type: unknown ggml tensor type {}", file, field, ti.type);
-    Fail("{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS)", file, field, tn,
-         ti.type);
+    Fail(
+        "{}: {}.type: ggml type {} ({}) is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, "
+        "IQ4_NL, IQ4_XS)",
+        file, field, tn, ti.type);
   }
   if (ti.ne[0] % g.block)
     Fail("{}: {}.ne[0]: {} columns are not a multiple of the {} block size {}", file, field, ti.ne[0],
          GgmlTypeName(ti.type), g.block);
   ti.bytes = elems / g.block * g.bytes;
   ti.offset = c.Read<uint64_t>([&] { return field + ".offset"; });
-  if (ti.offset % alignment)
-    Fail("{}: {}.offset: {} is not aligned to {}", file, field, ti.offset, alignment);
+  if (ti.offset % alignment) Fail("{}: {}.offset: {} is not aligned to {}", file, field, ti.offset, alignment);
   return ti;
 }
 
@@ -289,12 +300,12 @@ GgufTensorInfo ReadTensorInfo(Cursor& c, uint64_t k, uint32_t alignment, std::se
 void CheckDataSection(const GgufHeader& h, size_t size, const std::string& file) {
   const uint64_t data_size = h.data_offset <= size ? size - h.data_offset : 0;
   if (!h.tensors.empty() && h.data_offset > size)
-    Fail("{}: header.data_offset: data section starts at {} beyond the end of the file ({})", file,
-         h.data_offset, size);
+    Fail("{}: header.data_offset: data section starts at {} beyond the end of the file ({})", file, h.data_offset,
+         size);
   for (const auto& ti : h.tensors)
     if (ti.offset > data_size || ti.bytes > data_size - ti.offset)
-      Fail("{}: tensor '{}'.offset: data [{}, {}) is outside the data section ({} bytes)", file, ti.name,
-           ti.offset, ti.offset + ti.bytes, data_size);
+      Fail("{}: tensor '{}'.offset: data [{}, {}) is outside the data section ({} bytes)", file, ti.name, ti.offset,
+           ti.offset + ti.bytes, data_size);
   std::vector<const GgufTensorInfo*> by_off;
   for (const auto& ti : h.tensors) by_off.push_back(&ti);
   std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
@@ -312,12 +323,10 @@ GgufHeader ParseGgufHeader(const uint8_t* bytes, size_t size, const std::string&
   if (magic != 0x46554747u)  // "GGUF" little endian
     Fail("{}: header.magic: not a GGUF file (first bytes {:08x}, expected 'GGUF')", file, magic);
   h.version = c.Read<uint32_t>([] { return "header.version"; });
-  if (h.version != 2 && h.version != 3)
-    Fail("{}: header.version: {} is not supported (2 or 3)", file, h.version);
+  if (h.version != 2 && h.version != 3) Fail("{}: header.version: {} is not supported (2 or 3)", file, h.version);
   // Tensor infos follow the metadata: their count is checked against the bytes left after it.
   const uint64_t n_tensors = c.Read<uint64_t>([] { return "header.tensor_count"; });
-  if (n_tensors > kMaxCount)
-    Fail("{}: header.tensor_count: count {} is absurd (limit {})", file, n_tensors, kMaxCount);
+  if (n_tensors > kMaxCount) Fail("{}: header.tensor_count: count {} is absurd (limit {})", file, n_tensors, kMaxCount);
   // Minimum kv: key length + 1 byte, value type, one byte of value.
   uint64_t n_kv = c.ReadCount(8 + 1 + 4 + 1, [] { return "header.kv_count"; });
   ReadKvs(c, n_kv, h);

@@ -18,8 +18,8 @@ namespace specsweep::gguf_detail {
 // Tensor types the loader can hold in a QMatrix, with their ggml block geometry.
 struct GgmlGeometry {
   QType qtype;
-  int block;     // elements per block
-  int bytes;     // bytes per block
+  int block;  // elements per block
+  int bytes;  // bytes per block
 };
 bool Geometry(uint32_t t, GgmlGeometry* g);
 
@@ -44,8 +44,8 @@ class Meta {
   }
   int64_t Int(const GgufValue& v, const std::string& key) const {
     if (!v.is_int()) Fail("{}: {}: expected an integer, got {}", file_, key, GgufValueTypeName(v.type));
-    bool is_signed = v.type == GgufValueType::I8 || v.type == GgufValueType::I16 ||
-                     v.type == GgufValueType::I32 || v.type == GgufValueType::I64;
+    bool is_signed = v.type == GgufValueType::I8 || v.type == GgufValueType::I16 || v.type == GgufValueType::I32 ||
+                     v.type == GgufValueType::I64;
     if (!is_signed && v.u > uint64_t{1} << 31) Fail("{}: {}: {} is out of range", file_, key, v.u);
     int64_t x = is_signed ? v.i : static_cast<int64_t>(v.u);
     if (x < INT32_MIN || x > INT32_MAX) Fail("{}: {}: {} is out of range", file_, key, x);
@@ -63,7 +63,8 @@ class Meta {
       Fail("{}: {}: required key is missing", file_, key);
     }
     if (!v->is_float()) Fail("{}: {}: expected a float, got {}", file_, key, GgufValueTypeName(v->type));
-    if (!std::isfinite(v->f) || std::abs(v->f) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", file_, key, v->f);
+    if (!std::isfinite(v->f) || std::abs(v->f) > 3.0e38)
+      Fail("{}: {}: {} is not finite or does not fit a float", file_, key, v->f);
     return static_cast<float>(v->f);
   }
   const std::vector<GgufValue>* Array(const std::string& key, GgufValueType elem, bool required) const {

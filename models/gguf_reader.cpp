@@ -24,8 +24,8 @@
 namespace specsweep {
 namespace {
 
-using gguf_detail::GgmlGeometry;
 using gguf_detail::Geometry;
+using gguf_detail::GgmlGeometry;
 using gguf_detail::Meta;
 
 // The rope scaling of rope.scaling.type (llama3 scaling comes as a tensor instead).
@@ -71,8 +71,7 @@ ModelConfig ReadConfig(const Meta& meta, const std::string& arch, const Vocab& v
   c.Validate(path);
   const int hd = c.head_dim();
   if (int rd = meta.Int(key("rope.dimension_count"), hd); rd != hd)
-    Fail("{}: {}: {} != head dimension {} (partial RoPE is not supported)", path, key("rope.dimension_count"), rd,
-         hd);
+    Fail("{}: {}: {} != head dimension {} (partial RoPE is not supported)", path, key("rope.dimension_count"), rd, hd);
   return c;
 }
 
@@ -180,8 +179,8 @@ void LoadMatrix(const MatrixJob& j, const std::shared_ptr<const MappedFile>& fil
   const size_t row_bytes = static_cast<size_t>(j.cols) / g.block * g.bytes;
   if (j.pack) mf.Populate(src, j.ti->bytes);  // read whole: map it in one call
   QMatrix rows;
-  const bool viewable = !j.row_of && reinterpret_cast<uintptr_t>(src) % 32 == 0 &&
-                        !(j.pack && UninitializedOnHugePages(j.ti->bytes));
+  const bool viewable =
+      !j.row_of && reinterpret_cast<uintptr_t>(src) % 32 == 0 && !(j.pack && UninitializedOnHugePages(j.ti->bytes));
   if (viewable) {
     rows = MakeQMatrix(g.qtype, j.rows, j.cols, AlignedBuffer::View(src, j.ti->bytes, file));
   } else {
@@ -199,8 +198,7 @@ void LoadMatrix(const MatrixJob& j, const std::shared_ptr<const MappedFile>& fil
 // Block l's vectors (read now) and matrices (queued). llama files hold q/k rows
 // interleaved (the converter permutes them); qwen2/qwen3 files keep HF's rotate_half
 // order, which qk_row permutes here.
-void QueueLayer(TensorTable& t, const ModelConfig& c, int l, const std::function<int(int)>& qk_row,
-                LayerWeights& L) {
+void QueueLayer(TensorTable& t, const ModelConfig& c, int l, const std::function<int(int)>& qk_row, LayerWeights& L) {
   const int hd = c.head_dim();
   const std::function<int(int)> identity_row;  // empty: identity
   auto qk_vec = [&](int r) { return qk_row ? qk_row(r) : r; };
@@ -238,15 +236,18 @@ void QueueWeights(TensorTable& t, Model& m) {
   m.tied_embeddings = !t.Find("output.weight", {uint64_t(c.dim), uint64_t(c.vocab_size)}, false);
   // A tied classifier is packed from the embedding's tensor; the embedding then shares
   // the classifier's bytes (LoadGguf).
-  if (m.tied_embeddings) t.jobs().front().pack = true, t.jobs().front().out = &m.output;
-  else t.Matrix(&m.output, "output.weight", c.vocab_size, c.dim, identity_row);
+  if (m.tied_embeddings)
+    t.jobs().front().pack = true, t.jobs().front().out = &m.output;
+  else
+    t.Matrix(&m.output, "output.weight", c.vocab_size, c.dim, identity_row);
 }
 
 // In file order (sequential reads when the file is not cached), one tensor per thread
 // at a time. The first failing tensor in that order is reported, whatever the timing.
 void RunJobs(std::vector<MatrixJob>& jobs, const std::shared_ptr<const MappedFile>& file, const uint8_t* data,
              const std::string& path) {
-  std::sort(jobs.begin(), jobs.end(), [](const MatrixJob& a, const MatrixJob& b) { return a.ti->offset < b.ti->offset; });
+  std::sort(jobs.begin(), jobs.end(),
+            [](const MatrixJob& a, const MatrixJob& b) { return a.ti->offset < b.ti->offset; });
   std::vector<std::exception_ptr> errors(jobs.size());
   uint64_t total_bytes = 0;
   for (const MatrixJob& j : jobs) total_bytes += j.ti->bytes;

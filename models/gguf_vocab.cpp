@@ -16,8 +16,8 @@ namespace gguf_detail {
 Vocab ReadVocab(const Meta& meta, const std::string& file) {
   std::string model = meta.String("tokenizer.ggml.model");
   if (model != "llama" && model != "gpt2")
-    Fail("{}: tokenizer.ggml.model: {} is not supported (SentencePiece 'llama' or byte-level BPE 'gpt2')",
-         file, Quoted(model));
+    Fail("{}: tokenizer.ggml.model: {} is not supported (SentencePiece 'llama' or byte-level BPE 'gpt2')", file,
+         Quoted(model));
   Vocab v;
   v.model = model;
   if (model == "gpt2") {

@@ -22,7 +22,9 @@ constexpr uint32_t kAlignment = 32;
 struct Buf {
   std::string b;
   template <typename T>
-  void Put(T v) { b.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  void Put(T v) {
+    b.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
   void Str(std::string_view s) {
     Put<uint64_t>(s.size());
     b.append(s);
@@ -37,10 +39,26 @@ struct Buf {
 struct Kv {
   Buf buf;
   uint64_t count = 0;
-  void U32(std::string_view k, uint32_t v) { buf.Key(k, GgufValueType::U32); buf.Put(v); ++count; }
-  void F32(std::string_view k, float v) { buf.Key(k, GgufValueType::F32); buf.Put(v); ++count; }
-  void Bool(std::string_view k, bool v) { buf.Key(k, GgufValueType::BOOL); buf.Put<uint8_t>(v); ++count; }
-  void Str(std::string_view k, std::string_view v) { buf.Key(k, GgufValueType::STRING); buf.Str(v); ++count; }
+  void U32(std::string_view k, uint32_t v) {
+    buf.Key(k, GgufValueType::U32);
+    buf.Put(v);
+    ++count;
+  }
+  void F32(std::string_view k, float v) {
+    buf.Key(k, GgufValueType::F32);
+    buf.Put(v);
+    ++count;
+  }
+  void Bool(std::string_view k, bool v) {
+    buf.Key(k, GgufValueType::BOOL);
+    buf.Put<uint8_t>(v);
+    ++count;
+  }
+  void Str(std::string_view k, std::string_view v) {
+    buf.Key(k, GgufValueType::STRING);
+    buf.Str(v);
+    ++count;
+  }
   void ArrayHead(std::string_view k, GgufValueType elem, uint64_t n) {
     buf.Key(k, GgufValueType::ARRAY);
     buf.Put(static_cast<uint32_t>(elem));
@@ -58,17 +76,15 @@ struct Pending {
   const QMatrix* m = nullptr;
   std::vector<int> order;  // stored row k is the matrix's row order[k]; empty: identity
   const std::vector<float>* v = nullptr;
-  uint64_t bytes = 0;        // ggml size
-  uint64_t offset = 0;       // in the data section
+  uint64_t bytes = 0;   // ggml size
+  uint64_t offset = 0;  // in the data section
   std::string note;
 };
 
 uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 // Ggml row size of a matrix stored as `t` (no padding: cols % block == 0 here).
-uint64_t GgmlRowBytes(QType t, int cols) {
-  return static_cast<uint64_t>(cols) / BlockSize(t) * BlockBytes(t);
-}
+uint64_t GgmlRowBytes(QType t, int cols) { return static_cast<uint64_t>(cols) / BlockSize(t) * BlockBytes(t); }
 
 class File {
  public:
@@ -77,7 +93,9 @@ class File {
     if (!f_) Fail("{}: cannot create: {}", name_, std::strerror(errno));
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   }
-  ~File() { if (f_) std::fclose(f_); }
+  ~File() {
+    if (f_) std::fclose(f_);
+  }
   void Write(const void* p, size_t n) {
     if (n && std::fwrite(p, 1, n, f_) != n) Fail("{}: write failed: {}", name_, std::strerror(errno));
     pos_ += n;
@@ -117,12 +135,12 @@ class TensorList {
       converted_.push_back(packed::Unpack(m));
       p.m = &converted_.back();
     }
-    if (m.padded()) {  // F16 holds the padded matrix's values exactly
+    if (m.padded()) {                                         // F16 holds the padded matrix's values exactly
       ToGgmlType(m.type, path_ + ": tensor '" + name + "'");  // Q4_G64/G128 remain an error
       converted_.push_back(Convert(*p.m, QType::F16));
       p.m = &converted_.back();
-      p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type),
-                           m.cols, BlockSize(m.type));
+      p.note = fmt::format("{} with {} columns (not a multiple of {}): written as F16", QTypeName(m.type), m.cols,
+                           BlockSize(m.type));
     }
     p.type = ToGgmlType(p.m->type, path_ + ": tensor '" + name + "'");
     any_quantized_ |= IsQuantized(p.m->type);
@@ -192,8 +210,8 @@ Vocab PaddedVocab(const ModelConfig& c, const Tokenizer& tokenizer, const std::s
   }
   const size_t nv = vocab.pieces.size();
   if (vocab.scores.size() != nv || vocab.types.size() != nv)
-    Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv,
-         vocab.scores.size(), vocab.types.size());
+    Fail("{}: tokenizer.ggml.scores: vocabulary has {} pieces, {} scores, {} types", path, nv, vocab.scores.size(),
+         vocab.types.size());
   return vocab;
 }
 
@@ -292,9 +310,10 @@ void PutVocab(Kv& kv, const Vocab& vocab, const std::string& path) {
   kv.Str("tokenizer.ggml.model", vocab.model);
   if (vocab.model == "gpt2") {
     if (vocab.pre.empty())
-      Fail("{}: tokenizer.ggml.pre: the tokenizer's pipeline (normalizer, pre-tokenizer, ignore_merges, added "
-           "tokens) is none of the llama.cpp pre-tokenizers (llama-bpe, qwen2, gpt2)",
-           path);
+      Fail(
+          "{}: tokenizer.ggml.pre: the tokenizer's pipeline (normalizer, pre-tokenizer, ignore_merges, added "
+          "tokens) is none of the llama.cpp pre-tokenizers (llama-bpe, qwen2, gpt2)",
+          path);
     kv.Str("tokenizer.ggml.pre", vocab.pre);
     kv.ArrayHead("tokenizer.ggml.merges", GgufValueType::STRING, vocab.merges.size());
     for (const auto& m : vocab.merges) kv.buf.Str(m);
@@ -385,8 +404,7 @@ void WriteFile(const std::string& path, const Buf& head, const std::vector<Pendi
 
 }  // namespace
 
-std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer,
-                                         const std::string& path) {
+std::vector<GgufWrittenTensor> WriteGguf(const Model& model, const Tokenizer& tokenizer, const std::string& path) {
   const ModelConfig& c = model.config;
   c.Validate(path);
   const Vocab vocab = PaddedVocab(c, tokenizer, path);

@@ -66,7 +66,8 @@ class Fields {
     if (!Present(j_, key)) return def;
     if (!j_[key].is_number()) Fail("{}: {}: expected a number", path_, key);
     const double d = j_[key].get<double>();
-    if (!std::isfinite(d) || std::abs(d) > 3.0e38) Fail("{}: {}: {} is not finite or does not fit a float", path_, key, d);
+    if (!std::isfinite(d) || std::abs(d) > 3.0e38)
+      Fail("{}: {}: {} is not finite or does not fit a float", path_, key, d);
     return static_cast<float>(d);
   }
   bool Bool(const char* key) const {
@@ -120,8 +121,7 @@ void ReadLlama3Scaling(const json& rs, const std::string& path, ModelConfig& c) 
   const double orig = num("original_max_position_embeddings");
   if (!(factor >= 1)) Fail("{}: rope_scaling.factor: {} must be >= 1", path, factor);
   if (!(low > 0 && high > low))
-    Fail("{}: rope_scaling.high_freq_factor: needs 0 < low_freq_factor ({}) < high_freq_factor ({})", path, low,
-         high);
+    Fail("{}: rope_scaling.high_freq_factor: needs 0 < low_freq_factor ({}) < high_freq_factor ({})", path, low, high);
   if (!(orig >= 1 && orig <= (1 << 22)))
     Fail("{}: rope_scaling.original_max_position_embeddings: {} is out of range", path, orig);
   c.rope_scaling = "llama3";
@@ -139,8 +139,7 @@ void ReadRopeScaling(const json& j, const std::string& path, ModelConfig& c) {
   const json& rs = j["rope_scaling"];
   if (!rs.is_object()) Fail("{}: rope_scaling: expected an object", path);
   const char* type_key = rs.contains("rope_type") ? "rope_type" : "type";
-  if (!rs.contains(type_key) || !rs[type_key].is_string())
-    Fail("{}: rope_scaling.rope_type: missing", path);
+  if (!rs.contains(type_key) || !rs[type_key].is_string()) Fail("{}: rope_scaling.rope_type: missing", path);
   const std::string type = rs[type_key].get<std::string>();
   if (type == "default") {
     // plain RoPE
@@ -187,8 +186,9 @@ ModelConfig HfConfigFromJson(const json& j, const std::string& path) {
 }
 
 json HfConfigJson(const ModelConfig& c, bool tied) {
-  static const char* kClass[][2] = {
-      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  static const char* kClass[][2] = {{"llama", "LlamaForCausalLM"},
+                                    {"qwen2", "Qwen2ForCausalLM"},
+                                    {"qwen3", "Qwen3ForCausalLM"}};
   std::string cls;
   for (auto& [a, k] : kClass)
     if (c.arch == a) cls = k;
@@ -213,8 +213,9 @@ json HfConfigJson(const ModelConfig& c, bool tied) {
   if (c.rope_scaling == "linear") j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_scaling_factor}};
   if (c.rope_scaling == "llama3") {
     if (c.rope_original_context <= 0)
-      Fail("config.json: rope_scaling: this model's llama3 parameters are unknown (a GGUF file holds only the "
-           "frequency factors)");
+      Fail(
+          "config.json: rope_scaling: this model's llama3 parameters are unknown (a GGUF file holds only the "
+          "frequency factors)");
     j["rope_scaling"] = {{"rope_type", "llama3"},
                          {"factor", c.rope_scaling_factor},
                          {"low_freq_factor", c.rope_low_freq_factor},

@@ -21,16 +21,14 @@ KVCache::KVCache(const ModelConfig& c, int n_layers, int capacity, KvType type)
       n_kv_heads_(c.n_kv_heads),
       head_dim_(c.head_dim()),
       type_(type) {
-  if (n_layers_ > c.n_layers)
-    Fail("kv cache: n_layers: {} exceeds the model's {} layers", n_layers_, c.n_layers);
+  if (n_layers_ > c.n_layers) Fail("kv cache: n_layers: {} exceeds the model's {} layers", n_layers_, c.n_layers);
   if (capacity_ > c.max_seq_len)
     Fail("kv cache: capacity: {} exceeds the model's context length {}", capacity_, c.max_seq_len);
 }
 
 void KVCache::Reserve(int positions) {
   if (positions <= reserved_) return;
-  if (positions > capacity_)
-    Fail("kv cache: {} positions exceed the context length {}", positions, capacity_);
+  if (positions > capacity_) Fail("kv cache: {} positions exceed the context length {}", positions, capacity_);
   // Doubling (from 256) keeps the copies amortized; never beyond the context.
   int grown = reserved_ > 0 ? reserved_ : 256;
   while (grown < positions) grown = grown > capacity_ / 2 ? capacity_ : grown * 2;
@@ -40,8 +38,7 @@ void KVCache::Reserve(int positions) {
   auto regrow = [&](Bytes& b) {
     Bytes fresh(heads * grown * row, 0);  // zero bits: 0.0 in either type
     for (size_t h = 0; h < heads && reserved_ > 0; ++h)
-      std::memcpy(fresh.data() + h * grown * row, b.data() + h * reserved_ * row,
-                  static_cast<size_t>(length_) * row);
+      std::memcpy(fresh.data() + h * grown * row, b.data() + h * reserved_ * row, static_cast<size_t>(length_) * row);
     b.swap(fresh);
   };
   regrow(k_);
@@ -74,8 +71,8 @@ void KVCache::AddTreeNodes(int start, std::span<const int> parents) {
     if (p != tree_from_ - 1 && (p < tree_from_ || p >= slot)) {
       const int before = tree_from_ - 1;
       Truncate(start);  // nothing half-recorded
-      Fail("kv cache: tree node {}: parent {} is neither slot {} (before the tree) nor an earlier tree node",
-           slot, p, before);
+      Fail("kv cache: tree node {}: parent {} is neither slot {} (before the tree) nor an earlier tree node", slot, p,
+           before);
     }
     tree_parent_.push_back(p);
     tree_pos_.push_back(p < tree_from_ ? tree_from_ : tree_pos_[p - tree_from_] + 1);

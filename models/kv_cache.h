@@ -36,8 +36,7 @@ using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 class KVCache {
  public:
   // n_layers <= 0: all layers; capacity <= 0: config.max_seq_len.
-  explicit KVCache(const ModelConfig& config, int n_layers = 0, int capacity = 0,
-                   KvType type = KvType::F32);
+  explicit KVCache(const ModelConfig& config, int n_layers = 0, int capacity = 0, KvType type = KvType::F32);
 
   int length() const { return length_; }      // positions held
   int capacity() const { return capacity_; }  // context limit: most positions it may hold
@@ -49,9 +48,7 @@ class KVCache {
   KvType type() const { return type_; }
   size_t bytes() const { return k_.size() + v_.size(); }  // keys and values as allocated
   // Keys and values of one position over all layers.
-  size_t bytes_per_position() const {
-    return size_t{2} * n_layers_ * kv_dim() * KvElementBytes(type_);
-  }
+  size_t bytes_per_position() const { return size_t{2} * n_layers_ * kv_dim() * KvElementBytes(type_); }
   // Room for `positions` (<= capacity()) without moving storage later; Forward calls it
   // for each batch, decoders may call it once with their expected length.
   void Reserve(int positions);
@@ -82,9 +79,13 @@ class KVCache {
   // attention streams each head's keys and values sequentially. E is the element type
   // of type(): float for KvType::F32, uint16_t (IEEE half bits) for KvType::F16.
   template <class E>
-  E* K(int layer, int kv_head, int pos) { return Row<E>(k_, layer, kv_head, pos); }  // [head_dim]
+  E* K(int layer, int kv_head, int pos) {
+    return Row<E>(k_, layer, kv_head, pos);
+  }  // [head_dim]
   template <class E>
-  E* V(int layer, int kv_head, int pos) { return Row<E>(v_, layer, kv_head, pos); }  // [head_dim]
+  E* V(int layer, int kv_head, int pos) {
+    return Row<E>(v_, layer, kv_head, pos);
+  }  // [head_dim]
 
  private:
   using Bytes = std::vector<unsigned char, CacheLineAllocator<unsigned char>>;
@@ -99,9 +100,9 @@ class KVCache {
   int reserved_ = 0;
   KvType type_;
   int length_ = 0;
-  int tree_from_ = INT_MAX;                 // first tree slot (INT_MAX: none)
+  int tree_from_ = INT_MAX;                  // first tree slot (INT_MAX: none)
   std::vector<int> tree_parent_, tree_pos_;  // [slot - tree_from_] of tree slots
-  Bytes k_, v_;  // [n_layers][n_kv_heads][reserved][head_dim] elements of type_
+  Bytes k_, v_;                              // [n_layers][n_kv_heads][reserved][head_dim] elements of type_
 
  public:
   // Forward-pass scratch, grown on demand to the largest batch seen.

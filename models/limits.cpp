@@ -61,7 +61,8 @@ void CheckFinite(const QMatrix& w, std::string_view file, std::string_view tenso
     std::vector<float> row(w.cols);  // [cols]
     for (int r = 0; r < w.rows; ++r) {
       DequantizeRow(w, r, row.data());
-      const size_t bad = FirstNonFinite<uint32_t>(reinterpret_cast<const uint8_t*>(row.data()), row.size(), 0x7F800000u);
+      const size_t bad =
+          FirstNonFinite<uint32_t>(reinterpret_cast<const uint8_t*>(row.data()), row.size(), 0x7F800000u);
       if (bad < row.size()) NonFinite(file, tensor, r, bad);
     }
     return;
@@ -96,7 +97,8 @@ void CheckFinite(QType type, const uint8_t* data, size_t count, std::string_view
     case QType::BF16: bad = FirstNonFinite<uint16_t>(data, count, 0x7F80u); break;
     default: Fail("{}: tensor '{}': {} is not a float type", file, tensor, QTypeName(type));
   }
-  if (bad < count) Fail("{}: tensor '{}': element {} is NaN or Inf (non-finite weights are refused)", file, tensor, bad);
+  if (bad < count)
+    Fail("{}: tensor '{}': element {} is NaN or Inf (non-finite weights are refused)", file, tensor, bad);
 }
 
 void CheckFinite(std::span<const float> v, std::string_view file, std::string_view tensor) {

@@ -56,16 +56,21 @@ struct Section {
 };
 
 std::vector<Section> Sections(const ModelConfig& c, bool shared_classifier) {
-  const size_t dim = c.dim, hd = c.head_dim(), kv = c.kv_dim(), hid = c.hidden_dim, L = c.n_layers,
-               V = c.vocab_size, T = c.max_seq_len;
-  std::vector<Section> sections = {
-      {"token_embedding_table", V, dim, 1}, {"rms_att_weight", 1, dim, L},
-      {"wq", dim, dim, L},                  {"wk", kv, dim, L},
-      {"wv", kv, dim, L},                   {"wo", dim, dim, L},
-      {"rms_ffn_weight", 1, dim, L},        {"w1", hid, dim, L},
-      {"w2", dim, hid, L},                  {"w3", hid, dim, L},
-      {"rms_final_weight", 1, dim, 1},      {"freq_cis_real", T, hd / 2, 1},
-      {"freq_cis_imag", T, hd / 2, 1}};
+  const size_t dim = c.dim, hd = c.head_dim(), kv = c.kv_dim(), hid = c.hidden_dim, L = c.n_layers, V = c.vocab_size,
+               T = c.max_seq_len;
+  std::vector<Section> sections = {{"token_embedding_table", V, dim, 1},
+                                   {"rms_att_weight", 1, dim, L},
+                                   {"wq", dim, dim, L},
+                                   {"wk", kv, dim, L},
+                                   {"wv", kv, dim, L},
+                                   {"wo", dim, dim, L},
+                                   {"rms_ffn_weight", 1, dim, L},
+                                   {"w1", hid, dim, L},
+                                   {"w2", dim, hid, L},
+                                   {"w3", hid, dim, L},
+                                   {"rms_final_weight", 1, dim, 1},
+                                   {"freq_cis_real", T, hd / 2, 1},
+                                   {"freq_cis_imag", T, hd / 2, 1}};
   if (!shared_classifier) sections.push_back({"wcls", V, dim, 1});
   return sections;
 }
@@ -92,8 +97,7 @@ struct SectionReader {
 
 void ReadWeights(SectionReader& r, bool shared_classifier, Model& m) {
   const ModelConfig& c = m.config;
-  const size_t dim = c.dim, hd = c.head_dim(), kv = c.kv_dim(), hid = c.hidden_dim, V = c.vocab_size,
-               T = c.max_seq_len;
+  const size_t dim = c.dim, hd = c.head_dim(), kv = c.kv_dim(), hid = c.hidden_dim, V = c.vocab_size, T = c.max_seq_len;
   m.layers.resize(c.n_layers);
   r.section = "token_embedding_table";
   m.tok_embeddings = r.Matrix(V, dim);
@@ -135,8 +139,8 @@ Model LoadLlama2cCheckpoint(const std::string& path) {
   size_t expected = kHeader;
   for (auto& s : sections) expected += s.rows * s.cols * s.count * sizeof(float);
   if (f.size() != expected)
-    Fail("{}: size: file has {} bytes but the header (dim {}, layers {}, vocab {}) implies {}{}", path,
-         f.size(), c.dim, c.n_layers, h.vocab_field, expected, f.size() < expected ? " (truncated)" : "");
+    Fail("{}: size: file has {} bytes but the header (dim {}, layers {}, vocab {}) implies {}{}", path, f.size(), c.dim,
+         c.n_layers, h.vocab_field, expected, f.size() < expected ? " (truncated)" : "");
 
   SectionReader reader{reinterpret_cast<const float*>(f.data() + kHeader), path};
   ReadWeights(reader, h.shared_classifier, m);

@@ -29,15 +29,17 @@ std::string ResolveModelsDir(const std::string& explicit_dir) {
 std::string WhyModelNotFound(const std::string& name, const std::string& models_dir) {
   const std::string dir = ResolveModelsDir(models_dir);
   if (!fs::is_directory(dir))
-    return fmt::format("not a path, and the models directory {} does not exist (give --models DIR or set "
-                       "$SPECSWEEP_MODELS)", dir);
+    return fmt::format(
+        "not a path, and the models directory {} does not exist (give --models DIR or set "
+        "$SPECSWEEP_MODELS)",
+        dir);
   std::vector<std::string> known;
   for (auto& e : fs::directory_iterator(dir))
     if (e.is_directory()) known.push_back(e.path().filename().string());
   std::sort(known.begin(), known.end());
   if (known.empty()) return fmt::format("not a path, and the models directory {} holds no model folder", dir);
-  return fmt::format("not a path nor a folder of the models directory {}{} (folders: {})", dir,
-                     DidYouMean(name, known), fmt::join(known, ", "));
+  return fmt::format("not a path nor a folder of the models directory {}{} (folders: {})", dir, DidYouMean(name, known),
+                     fmt::join(known, ", "));
 }
 
 namespace {
@@ -58,8 +60,8 @@ std::unique_ptr<Tokenizer> LoadLlama2cSideTokenizer(const fs::path& ckpt, int vo
       *file = (dir / name).string();
       return LoadSentencePieceTokenizer(*file);
     }
-  Fail("{}: tokenizer: no tok{}.bin, tokenizer.bin, tokenizer.model or {}.model beside the checkpoint",
-       dir.string(), vocab, ckpt.stem().string());
+  Fail("{}: tokenizer: no tok{}.bin, tokenizer.bin, tokenizer.model or {}.model beside the checkpoint", dir.string(),
+       vocab, ckpt.stem().string());
 }
 
 LoadedModel LoadLlama2cWithTokenizer(const fs::path& ckpt) {
@@ -114,14 +116,15 @@ DirFiles ListDir(const fs::path& p) {
   for (auto& e : fs::directory_iterator(p)) {
     if (!e.is_regular_file()) continue;
     const std::string name = e.path().filename().string();
-    if (e.path().extension() == ".gguf") d.ggufs.push_back(e.path());
-    else if (e.path().extension() == ".bin" && !StartsWith(name, "tok")) d.ckpts.push_back(e.path());
+    if (e.path().extension() == ".gguf")
+      d.ggufs.push_back(e.path());
+    else if (e.path().extension() == ".bin" && !StartsWith(name, "tok"))
+      d.ckpts.push_back(e.path());
   }
   return d;
 }
 [[noreturn]] void UnknownFormat(const fs::path& p) {
-  Fail("{}: format: expected config.json + model.safetensors, one .gguf, or one llama2.c .bin checkpoint",
-       p.string());
+  Fail("{}: format: expected config.json + model.safetensors, one .gguf, or one llama2.c .bin checkpoint", p.string());
 }
 
 LoadedModel LoadPath(const fs::path& p) {
@@ -180,8 +183,7 @@ LoadedModel LoadModel(const std::string& name_or_path, const std::string& models
   LoadedModel lm = LoadPath(p);
   lm.name = name_or_path;
   const int tv = lm.tokenizer->vocab_size(), mv = lm.model->config.vocab_size;
-  if (tv != mv)
-    Fail("{}: tokenizer: vocabulary has {} tokens but the model has {}", p.string(), tv, mv);
+  if (tv != mv) Fail("{}: tokenizer: vocabulary has {} tokens but the model has {}", p.string(), tv, mv);
   return lm;
 }
 

@@ -29,8 +29,8 @@ LoadedModel LoadModel(const std::string& name_or_path, const std::string& models
 
 // Individual formats (used by LoadModel).
 Model LoadLlama2cCheckpoint(const std::string& path);
-Model LoadHfSafetensors(const std::string& dir);  // config.json + model.safetensors
-LoadedModel LoadGguf(const std::string& path);     // weights + embedded vocabulary
+Model LoadHfSafetensors(const std::string& dir);                        // config.json + model.safetensors
+LoadedModel LoadGguf(const std::string& path);                          // weights + embedded vocabulary
 std::unique_ptr<Tokenizer> LoadGgufTokenizer(const std::string& path);  // vocabulary only
 
 // The tokenizer of a model (any form LoadModel accepts) without loading its weights,

@@ -18,18 +18,18 @@
 namespace specsweep {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [dim]
-  QMatrix wq;                    // [n_heads*head_dim][dim]
-  QMatrix wk;                    // [kv_dim][dim]
-  QMatrix wv;                    // [kv_dim][dim]
+  std::vector<float> attn_norm;   // [dim]
+  QMatrix wq;                     // [n_heads*head_dim][dim]
+  QMatrix wk;                     // [kv_dim][dim]
+  QMatrix wv;                     // [kv_dim][dim]
   std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] biases (qwen2); empty: none
   std::vector<float> q_norm;      // [head_dim] per-head RMSNorm of q before RoPE (qwen3); empty: none
   std::vector<float> k_norm;      // [head_dim] same for k
-  QMatrix wo;                    // [dim][n_heads*head_dim]
-  std::vector<float> ffn_norm;   // [dim]
-  QMatrix w1;                    // gate [hidden_dim][dim]
-  QMatrix w2;                    // down [dim][hidden_dim]
-  QMatrix w3;                    // up   [hidden_dim][dim]
+  QMatrix wo;                     // [dim][n_heads*head_dim]
+  std::vector<float> ffn_norm;    // [dim]
+  QMatrix w1;                     // gate [hidden_dim][dim]
+  QMatrix w2;                     // down [dim][hidden_dim]
+  QMatrix w3;                     // up   [hidden_dim][dim]
 };
 
 // One tensor as it was stored in the source file (for `inspect`).
@@ -41,8 +41,8 @@ struct TensorRecord {
 };
 
 struct ModelSource {
-  std::string format;  // "llama2c", "hf-safetensors", "gguf", "synthetic"
-  std::string path;    // file or directory loaded
+  std::string format;              // "llama2c", "hf-safetensors", "gguf", "synthetic"
+  std::string path;                // file or directory loaded
   std::vector<std::string> files;  // every file read (for hashes in results)
   std::vector<TensorRecord> tensors;
   int vocab_rows = 0;  // embedding rows in the file when DropPaddingRows cut them; 0: none cut

@@ -12,8 +12,7 @@ void QuantErrorStats::Finish() {
   if (count == 0) return;
   mean_abs = sum_abs / static_cast<double>(count);
   rmse = std::sqrt(sum_sq_err / static_cast<double>(count));
-  snr_db = sum_sq_err > 0.0 ? 10.0 * std::log10(sum_sq_ref / sum_sq_err)
-                            : std::numeric_limits<double>::infinity();
+  snr_db = sum_sq_err > 0.0 ? 10.0 * std::log10(sum_sq_ref / sum_sq_err) : std::numeric_limits<double>::infinity();
 }
 
 void QuantErrorStats::Add(const QuantErrorStats& o) {

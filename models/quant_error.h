@@ -11,11 +11,11 @@ namespace specsweep {
 struct Model;
 
 struct QuantErrorStats {
-  size_t count = 0;        // elements compared
-  double max_abs = 0.0;    // max |q - ref|
-  double mean_abs = 0.0;   // mean |q - ref|
-  double rmse = 0.0;       // sqrt(mean (q - ref)^2)
-  double snr_db = 0.0;     // 10 log10(sum ref^2 / sum (q - ref)^2); +inf when exact
+  size_t count = 0;                                          // elements compared
+  double max_abs = 0.0;                                      // max |q - ref|
+  double mean_abs = 0.0;                                     // mean |q - ref|
+  double rmse = 0.0;                                         // sqrt(mean (q - ref)^2)
+  double snr_db = 0.0;                                       // 10 log10(sum ref^2 / sum (q - ref)^2); +inf when exact
   double sum_abs = 0.0, sum_sq_err = 0.0, sum_sq_ref = 0.0;  // raw sums (for totals)
 
   void Add(const QuantErrorStats& o);  // merges raw sums, recomputes the derived fields
@@ -28,7 +28,7 @@ QuantErrorStats MeasureQuantError(const float* ref, const QMatrix& q);
 QuantErrorStats MeasureQuantError(const QMatrix& m, QType type);
 
 struct TensorQuantError {
-  std::string name;  // "layers.0.wq", ..., "output"
+  std::string name;           // "layers.0.wq", ..., "output"
   QType stored = QType::F32;  // what QuantizeModel stores it as (StoredQType: F16 when no block fits)
   QuantErrorStats stats;
 };

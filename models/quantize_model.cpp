@@ -91,13 +91,13 @@ std::string StoredTypesLabel(const std::string& asked, const std::map<std::strin
     others.push_back(fmt::format("{} {}", n, type));
   }
   if (others.empty()) return asked;
-  if (others.size() == 1) return fmt::format("{} ({} of {} {})", asked, not_asked, total, others[0].substr(others[0].find(' ') + 1));
+  if (others.size() == 1)
+    return fmt::format("{} ({} of {} {})", asked, not_asked, total, others[0].substr(others[0].find(' ') + 1));
   return fmt::format("{} ({} of {}: {})", asked, not_asked, total, fmt::join(others, ", "));
 }
 
 void CheckQuantizable(const Model& m, QType type) {
-  if (!CanQuantizeTo(type))
-    Fail("{}: quantizing to {}: {}", m.source.path, QTypeName(type), LoadOnlyReason(type));
+  if (!CanQuantizeTo(type)) Fail("{}: quantizing to {}: {}", m.source.path, QTypeName(type), LoadOnlyReason(type));
   if (IsQuantized(type)) {
     std::set<int> widths;
     bool covered = false;
@@ -107,10 +107,11 @@ void CheckQuantizable(const Model& m, QType type) {
       covered |= IsQuantized(StoredQType(type, w.cols));  // the type or its quantized fallback
     });
     if (!covered)
-      Fail("{}: {} covers no matrix: rows of {} values are not a whole number of its {}-value blocks nor of its "
-           "fallback type's (every matrix would stay {}); pick a type with smaller blocks (q8_0, q4_0)",
-           m.source.path.empty() ? m.source.format : m.source.path, QTypeName(type), fmt::join(widths, ", "),
-           BlockSize(type), QTypeName(StoredQType(type, *widths.begin())));
+      Fail(
+          "{}: {} covers no matrix: rows of {} values are not a whole number of its {}-value blocks nor of its "
+          "fallback type's (every matrix would stay {}); pick a type with smaller blocks (q8_0, q4_0)",
+          m.source.path.empty() ? m.source.format : m.source.path, QTypeName(type), fmt::join(widths, ", "),
+          BlockSize(type), QTypeName(StoredQType(type, *widths.begin())));
   }
 }
 
@@ -149,7 +150,7 @@ Model QuantizeModel(const Model& m, QType type) {
 
 void DropPaddingRows(Model& m, int vocab) {
   auto first_rows = [vocab](const QMatrix& q) {
-    const QMatrix rows = packed::Unpack(q);  // [q.rows][cols]
+    const QMatrix rows = packed::Unpack(q);                  // [q.rows][cols]
     QMatrix out = MakeQMatrix(rows.type, vocab, rows.cols);  // [vocab][cols]
     std::memcpy(out.data.data(), rows.data.data(), size_t(vocab) * rows.row_bytes);
     return out;
@@ -174,11 +175,12 @@ void PackForKernels(Model& m) {
 std::vector<std::string> DescribeWeights(const Model& m) {
   std::vector<std::string> out;
   ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
-    std::string line = fmt::format("{:<18} [{} x {}] {:<7} {:>12} bytes", name, w.rows, w.cols,
-                                   QTypeName(w.type), w.bytes());
+    std::string line =
+        fmt::format("{:<18} [{} x {}] {:<7} {:>12} bytes", name, w.rows, w.cols, QTypeName(w.type), w.bytes());
     if (w.padded()) line += fmt::format("  padded {}->{}", w.cols, w.cols_padded);
     if (w.layout == Layout::kPacked16) line += "  (16-row interleaved for the VNNI kernels)";
-    if (w.layout == Layout::kColChunks) line += fmt::format("  (16-row blocks in {}-column chunks)", QMatrix::kColChunk);
+    if (w.layout == Layout::kColChunks)
+      line += fmt::format("  (16-row blocks in {}-column chunks)", QMatrix::kColChunk);
     if (name == "output" && m.tied_embeddings) line += "  (tied to tok_embeddings in the file)";
     out.push_back(std::move(line));
   });

@@ -39,17 +39,14 @@ size_t DtypeSize(const std::string& dt) {
   return 0;
 }
 
-QType StorageType(const std::string& dt) {
-  return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16;
-}
+QType StorageType(const std::string& dt) { return dt == "F32" ? QType::F32 : dt == "F16" ? QType::F16 : QType::BF16; }
 
 std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& metadata) {
   const std::string& path = f.path();
   if (f.size() < 8) Fail("{}: header: file has {} bytes, too short for the header length", path, f.size());
   uint64_t n = 0;
   std::memcpy(&n, f.data(), 8);
-  if (n > f.size() - 8)
-    Fail("{}: header: header length {} is larger than the file ({} bytes)", path, n, f.size());
+  if (n > f.size() - 8) Fail("{}: header: header length {} is larger than the file ({} bytes)", path, n, f.size());
   json h;
   try {
     h = json::parse(f.data() + 8, f.data() + 8 + n);
@@ -91,8 +88,7 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
       Fail("{}: {}: data_offsets: expected [begin, end]", path, field);
     uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     if (b > e || e > data_size)
-      Fail("{}: {}: data_offsets: [{}, {}] out of range (data block is {} bytes)", path, field, b, e,
-           data_size);
+      Fail("{}: {}: data_offsets: [{}, {}] out of range (data block is {} bytes)", path, field, b, e, data_size);
     if (e - b != numel * es)
       Fail("{}: {}: data_offsets: {} bytes but shape and dtype need {}", path, field, e - b, numel * es);
     st.data = base + b;
@@ -163,7 +159,6 @@ StFolder OpenSafetensors(const fs::path& dir) {
   return f;
 }
 
-
 // Reads a folder's tensors into Model matrices, checking names and shapes and tracking
 // which were used. The source pages of a tensor are dropped from this process once
 // copied: the file stays in the page cache, and peak memory is the model plus one tensor.
@@ -193,8 +188,8 @@ class StReader {
     const StTensor* t = Find(name);
     if (!t) Fail("{}: tensor '{}': missing", FileOf(name), name);
     if (t->shape != shape)
-      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", FileOf(name), name,
-           fmt::join(t->shape, ", "), fmt::join(shape, ", "));
+      Fail("{}: tensor '{}': shape [{}] but config.json implies [{}]", FileOf(name), name, fmt::join(t->shape, ", "),
+           fmt::join(shape, ", "));
     used_.insert(name);
     return *t;
   }
@@ -228,8 +223,7 @@ class StReader {
   void CheckAllUsed(const std::string& arch) const {
     for (auto& [name, t] : folder_.tensors)
       if (!used_.count(name) && !name.ends_with("rotary_emb.inv_freq"))
-        Fail("{}: tensor '{}': not used by the {} architecture as configured in config.json", FileOf(name), name,
-             arch);
+        Fail("{}: tensor '{}': not used by the {} architecture as configured in config.json", FileOf(name), name, arch);
   }
 
  private:
@@ -315,8 +309,7 @@ Model LoadHfSafetensors(const std::string& dir) {
   m.source.path = dir;
   m.source.files = {cfg_path};
   for (auto& f : folder.files) m.source.files.push_back(f->path());
-  for (auto& [name, t] : folder.tensors)
-    m.source.tensors.push_back({name, t.shape, t.dtype, t.bytes});
+  for (auto& [name, t] : folder.tensors) m.source.tensors.push_back({name, t.shape, t.dtype, t.bytes});
   return m;
 }
 

@@ -99,8 +99,8 @@ ModelConfig SyntheticShape(std::string_view name) {
       if (key == "rope_theta") idx = 7;
       if (key == "eps") idx = 8;
       if (idx < 0)
-        Fail("{}: field '{}': unknown (expected dim, layers, heads, kv_heads, ffn, vocab, ctx, rope_theta, eps)",
-             what, key);
+        Fail("{}: field '{}': unknown (expected dim, layers, heads, kv_heads, ffn, vocab, ctx, rope_theta, eps)", what,
+             key);
       if (seen[idx]) Fail("{}: field '{}': given twice", what, key);
       seen[idx] = true;
       bool ok;
@@ -118,9 +118,10 @@ ModelConfig SyntheticShape(std::string_view name) {
       if (!seen[k] && k != 3) Fail("{}: field '{}': missing", what, kInt[k]);
     c.n_kv_heads = seen[3] ? kv_heads : c.n_heads;
   } else {
-    Fail("{}: unknown shape (expected tiny, 134m, 1b, tinyllama-1.1b, llama-2-7b, llama-3.2-1b, llama-3.1-8b, "
-         "qwen2.5-0.5b, qwen2.5-7b or dim=..,layers=..,heads=..,ffn=..,vocab=..,ctx=..)",
-         what);
+    Fail(
+        "{}: unknown shape (expected tiny, 134m, 1b, tinyllama-1.1b, llama-2-7b, llama-3.2-1b, llama-3.1-8b, "
+        "qwen2.5-0.5b, qwen2.5-7b or dim=..,layers=..,heads=..,ffn=..,vocab=..,ctx=..)",
+        what);
   }
   c.Validate(what);
   return c;

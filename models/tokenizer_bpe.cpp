@@ -91,8 +91,7 @@ class RankBpeTokenizer final : public Tokenizer {
   std::string Decode(std::span<const int> ids, Specials specials) const override {
     std::vector<Tok> toks;  // [kept ids] piece text, then transformed by the steps
     for (int id : ids) {
-      if (id < 0 || id >= vocab_size())
-        Fail("{}: decode: id {} outside vocabulary of {}", s_.source, id, vocab_size());
+      if (id < 0 || id >= vocab_size()) Fail("{}: decode: id {} outside vocabulary of {}", s_.source, id, vocab_size());
       if (specials == Specials::kSkip && (special_[id] || id == s_.bos_id || id == s_.eos_id)) continue;
       toks.push_back({s_.pieces[id], added_id_[id] != 0});
     }
@@ -155,12 +154,8 @@ class RankBpeTokenizer final : public Tokenizer {
         case NormStep::kPrepend:
           if (!out.empty()) out = n.a + out;  // HF prepends only to non-empty text
           break;
-        case NormStep::kReplace:
-          out = ReplaceAll(out, n.a, n.b);
-          break;
-        case NormStep::kNfc:
-          out = NfcNormalize(out, s_.source + ": normalizer NFC");
-          break;
+        case NormStep::kReplace: out = ReplaceAll(out, n.a, n.b); break;
+        case NormStep::kNfc: out = NfcNormalize(out, s_.source + ": normalizer NFC"); break;
       }
     }
     return out;
@@ -271,8 +266,10 @@ class RankBpeTokenizer final : public Tokenizer {
         std::string bytes;
         auto flush = [&] {
           if (bytes.empty()) return;
-          if (ValidUtf8(bytes)) out.push_back({bytes});
-          else for (size_t i = 0; i < bytes.size(); ++i) out.push_back({"\xEF\xBF\xBD"});
+          if (ValidUtf8(bytes))
+            out.push_back({bytes});
+          else
+            for (size_t i = 0; i < bytes.size(); ++i) out.push_back({"\xEF\xBF\xBD"});
           bytes.clear();
         };
         for (auto& t : toks) {

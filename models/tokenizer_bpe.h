@@ -17,8 +17,8 @@ namespace specsweep {
 struct AddedToken {
   std::string content;
   int id = 0;
-  bool special = false;     // a control token: Decode(kSkip) drops it
-  bool normalized = false;  // matched in the normalized text rather than the raw text
+  bool special = false;                 // a control token: Decode(kSkip) drops it
+  bool normalized = false;              // matched in the normalized text rather than the raw text
   bool lstrip = false, rstrip = false;  // the match absorbs whitespace on that side
 };
 
@@ -44,10 +44,10 @@ struct DecodeStep {
 };
 
 struct BpeSpec {
-  std::string source;  // file named in errors
-  std::string kind;    // Tokenizer::kind()
-  std::vector<std::string> pieces;   // [vocab] id -> piece, added tokens included
-  std::vector<char> in_model;        // [vocab] piece takes part in BPE (not an added-only token)
+  std::string source;                      // file named in errors
+  std::string kind;                        // Tokenizer::kind()
+  std::vector<std::string> pieces;         // [vocab] id -> piece, added tokens included
+  std::vector<char> in_model;              // [vocab] piece takes part in BPE (not an added-only token)
   std::vector<std::array<int, 3>> merges;  // by rank: {left id, right id, merged id}
   std::vector<AddedToken> added;
   std::vector<NormStep> norm;

@@ -12,12 +12,12 @@ namespace specsweep {
 namespace {
 
 struct PreTokenizerDef {
-  const char* name;          // tokenizer.ggml.pre
-  const char* regex;         // as llama.cpp applies it
-  const char* hf_regex;      // as the model's tokenizer.json spells it
-  bool ignore_merges;        // llama.cpp: llama-bpe looks whole words up first
-  bool add_bos;              // default when tokenizer.ggml.add_bos_token is absent
-  bool nfc;                  // the HF tokenizer normalizes to NFC (Qwen)
+  const char* name;      // tokenizer.ggml.pre
+  const char* regex;     // as llama.cpp applies it
+  const char* hf_regex;  // as the model's tokenizer.json spells it
+  bool ignore_merges;    // llama.cpp: llama-bpe looks whole words up first
+  bool add_bos;          // default when tokenizer.ggml.add_bos_token is absent
+  bool nfc;              // the HF tokenizer normalizes to NFC (Qwen)
 };
 
 constexpr PreTokenizerDef kPreTokenizers[] = {
@@ -63,8 +63,7 @@ std::string GgufPreFor(const BpeSpec& s) {
   return "";
 }
 
-std::unique_ptr<Tokenizer> MakeGgufBpeTokenizer(const Vocab& v, const std::string& file,
-                                                std::optional<bool> add_bos) {
+std::unique_ptr<Tokenizer> MakeGgufBpeTokenizer(const Vocab& v, const std::string& file, std::optional<bool> add_bos) {
   const PreTokenizerDef* def = FindPre(v.pre);
   if (!def) {
     std::string known;

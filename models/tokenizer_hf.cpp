@@ -27,8 +27,7 @@ struct StrHash {
 using PieceIds = std::unordered_map<std::string, int, StrHash, std::equal_to<>>;
 
 // HF ByteLevel(use_regex=true) splits with GPT-2's pattern first.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // Field access with errors naming the file and the JSON path.
 class Reader {
@@ -154,8 +153,7 @@ void ParsePreTokenizer(const Reader& r, const json& j, const std::string& field,
     out.push_back(PreStep(PreStep::kByteLevel));
   } else if (type == "Digits") {
     PreStep s{PreStep::kSplit};  // HF: char::is_numeric runs (or single digits), isolated
-    s.re = std::make_shared<Regex>(r.Bool(j, "individual_digits", field, false) ? "\\p{N}" : "\\p{N}+", false,
-                                   field);
+    s.re = std::make_shared<Regex>(r.Bool(j, "individual_digits", field, false) ? "\\p{N}" : "\\p{N}+", false, field);
     out.push_back(s);
   } else {
     r.Bad(field + ".type", fmt::format("unsupported pre_tokenizer '{}'", type));
@@ -279,8 +277,7 @@ void ParseVocabAndMerges(const Reader& r, const json& root, const json& model, B
   }
   for (const AddedToken& t : s.added) {
     if (seen[t.id] && s.pieces[t.id] != t.content)
-      r.Bad("added_tokens",
-            fmt::format("id {} is '{}' in model.vocab but '{}' here", t.id, s.pieces[t.id], t.content));
+      r.Bad("added_tokens", fmt::format("id {} is '{}' in model.vocab but '{}' here", t.id, s.pieces[t.id], t.content));
     s.pieces[t.id] = t.content;
     seen[t.id] = 1;
   }

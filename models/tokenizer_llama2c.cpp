@@ -34,11 +34,9 @@ class ScoreBpeTokenizer final : public Tokenizer {
       : v_(std::move(v)), space_(std::move(space)) {
     const int n = static_cast<int>(v_.pieces.size());
     if (n < 1) Fail("{}: pieces: empty vocabulary", origin);
-    if (v_.scores.size() != v_.pieces.size())
-      Fail("{}: scores: {} scores for {} pieces", origin, v_.scores.size(), n);
+    if (v_.scores.size() != v_.pieces.size()) Fail("{}: scores: {} scores for {} pieces", origin, v_.scores.size(), n);
     if (v_.types.empty()) v_.types = InferTypes(v_);
-    if (v_.types.size() != v_.pieces.size())
-      Fail("{}: types: {} types for {} pieces", origin, v_.types.size(), n);
+    if (v_.types.size() != v_.pieces.size()) Fail("{}: types: {} types for {} pieces", origin, v_.types.size(), n);
     for (auto [name, id] : {std::pair{"bos_id", v_.bos_id}, {"eos_id", v_.eos_id}})
       if (id < 0 || id >= n) Fail("{}: {}: {} outside vocabulary of {}", origin, name, id, n);
     if (v_.unk_id >= n) Fail("{}: unk_id: {} outside vocabulary of {}", origin, v_.unk_id, n);
@@ -60,12 +58,8 @@ class ScoreBpeTokenizer final : public Tokenizer {
           break;
         }
         case TokenType::Control:
-        case TokenType::Unused:
-          skip_[id] = 1;
-          break;
-        case TokenType::Unknown:
-          decoded_[id] = p;
-          break;
+        case TokenType::Unused: skip_[id] = 1; break;
+        case TokenType::Unknown: decoded_[id] = p; break;
         case TokenType::Normal:
         case TokenType::UserDefined:
           if (p.empty()) Fail("{}: pieces: piece {} is empty", origin, id);
@@ -97,8 +91,7 @@ class ScoreBpeTokenizer final : public Tokenizer {
         continue;
       }
       size_t len = 1;
-      while (len < 4 && i + len < norm.size() && (static_cast<unsigned char>(norm[i + len]) & 0xC0) == 0x80)
-        ++len;
+      while (len < 4 && i + len < norm.size() && (static_cast<unsigned char>(norm[i + len]) & 0xC0) == 0x80) ++len;
       std::string_view ch(norm.data() + i, len);
       if (auto it = piece_id_.find(ch); it != piece_id_.end()) {
         ids.push_back(it->second);
@@ -181,11 +174,11 @@ class ScoreBpeTokenizer final : public Tokenizer {
 
   Vocab v_;
   std::string space_;
-  PieceMap piece_id_;                           // normal pieces -> id
-  std::vector<int> user_defined_;               // ids of UserDefined pieces
-  std::array<int, 256> byte_id_;                // byte -> <0xNN> id, -1 if absent
-  std::vector<std::string> decoded_;            // [vocab] decoded text per id
-  std::vector<char> skip_;                      // [vocab] control ids
+  PieceMap piece_id_;                 // normal pieces -> id
+  std::vector<int> user_defined_;     // ids of UserDefined pieces
+  std::array<int, 256> byte_id_;      // byte -> <0xNN> id, -1 if absent
+  std::vector<std::string> decoded_;  // [vocab] decoded text per id
+  std::vector<char> skip_;            // [vocab] control ids
 };
 
 int32_t ReadI32(const std::string& d, size_t pos) {
@@ -221,8 +214,8 @@ std::unique_ptr<Tokenizer> LoadLlama2cTokenizer(const std::string& path, int voc
   // A tokenizer for a larger vocabulary (tokenizer.bin of 32000 beside a 512-token
   // checkpoint) would load its first pieces and decode garbage.
   if (vocab_size > 0 && pos != d.size())
-    Fail("{}: vocab_size: the model has {} tokens but the file holds more pieces ({} bytes left after token {})",
-         path, vocab_size, d.size() - pos, vocab_size - 1);
+    Fail("{}: vocab_size: the model has {} tokens but the file holds more pieces ({} bytes left after token {})", path,
+         vocab_size, d.size() - pos, vocab_size - 1);
   if (v.pieces.size() < 3) Fail("{}: vocab_size: {} pieces, need <unk>, <s>, </s> at 0..2", path, v.pieces.size());
   // llama2.c's export spells BOS/EOS "\n<s>\n" and "\n</s>\n"; use SPM's names.
   for (int id : {1, 2}) {

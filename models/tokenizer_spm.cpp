@@ -60,10 +60,14 @@ class SentencePieceTokenizer final : public Tokenizer {
       v.pieces.push_back(sp_.IdToPiece(i));
       v.scores.push_back(sp_.GetScore(i));
       TokenType t = TokenType::Normal;
-      if (sp_.IsControl(i)) t = TokenType::Control;
-      else if (sp_.IsUnknown(i)) t = TokenType::Unknown;
-      else if (sp_.IsByte(i)) t = TokenType::Byte;
-      else if (sp_.IsUnused(i)) t = TokenType::Unused;
+      if (sp_.IsControl(i))
+        t = TokenType::Control;
+      else if (sp_.IsUnknown(i))
+        t = TokenType::Unknown;
+      else if (sp_.IsByte(i))
+        t = TokenType::Byte;
+      else if (sp_.IsUnused(i))
+        t = TokenType::Unused;
       v.types.push_back(t);
     }
     v.bos_id = bos_;

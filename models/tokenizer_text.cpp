@@ -24,8 +24,7 @@ Regex::Regex(const std::string& pattern, bool literal, const std::string& where)
   uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   int err = 0;
   PCRE2_SIZE off = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), opts, &err, &off,
-                              nullptr);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), opts, &err, &off, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
@@ -38,8 +37,9 @@ Regex::~Regex() { pcre2_code_free(impl_->code); }
 
 std::vector<TextSpan> Regex::FindAll(std::string_view s) const {
   std::vector<TextSpan> out;
-  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(
-      pcre2_match_data_create_from_pattern(impl_->code, nullptr), pcre2_match_data_free);
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(pcre2_match_data_create_from_pattern(impl_->code,
+                                                                                                         nullptr),
+                                                                    pcre2_match_data_free);
   if (!md) Fail("regex '{}': out of memory", pattern_);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0, prev = 0;
@@ -75,14 +75,14 @@ void SplitByRegex(const Regex& re, SplitBehavior behavior, bool invert, std::str
       for (const TextSpan& t : spans)
         if (!t.match) merged.push_back(t);
       break;
-    case SplitBehavior::kIsolated:
-      merged = spans;
-      break;
+    case SplitBehavior::kIsolated: merged = spans; break;
     case SplitBehavior::kMergedWithPrevious: {
       bool prev_match = false;
       for (const TextSpan& t : spans) {
-        if (t.match && !prev_match && !merged.empty()) merged.back().end = t.end;
-        else merged.push_back(t);
+        if (t.match && !prev_match && !merged.empty())
+          merged.back().end = t.end;
+        else
+          merged.push_back(t);
         prev_match = t.match;
       }
       break;
@@ -90,8 +90,10 @@ void SplitByRegex(const Regex& re, SplitBehavior behavior, bool invert, std::str
     case SplitBehavior::kMergedWithNext: {
       bool prev_match = false;
       for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-        if (it->match && !prev_match && !merged.empty()) merged.back().begin = it->begin;
-        else merged.push_back(*it);
+        if (it->match && !prev_match && !merged.empty())
+          merged.back().begin = it->begin;
+        else
+          merged.push_back(*it);
         prev_match = it->match;
       }
       std::reverse(merged.begin(), merged.end());
@@ -99,8 +101,10 @@ void SplitByRegex(const Regex& re, SplitBehavior behavior, bool invert, std::str
     }
     case SplitBehavior::kContiguous:
       for (size_t k = 0; k < spans.size(); ++k) {
-        if (k > 0 && spans[k].match == spans[k - 1].match) merged.back().end = spans[k].end;
-        else merged.push_back(spans[k]);
+        if (k > 0 && spans[k].match == spans[k - 1].match)
+          merged.back().end = spans[k].end;
+        else
+          merged.push_back(spans[k]);
       }
       break;
   }
@@ -113,9 +117,9 @@ std::string NfcNormalize(std::string_view s, const std::string& where) {
   for (char c : s) ascii &= static_cast<unsigned char>(c) < 0x80;
   if (ascii) return std::string(s);  // NFC leaves ASCII alone
   utf8proc_uint8_t* dst = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                    static_cast<utf8proc_ssize_t>(s.size()), &dst,
-                                    static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &dst,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) Fail("{}: text is not valid UTF-8 ({})", where, utf8proc_errmsg(n));
   std::string out(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
   std::free(dst);
@@ -206,13 +210,20 @@ std::string Utf8Lossy(std::string_view s) {
     // surrogates or code points past U+10FFFF).
     int need = 0;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c == 0xE0) need = 2, lo = 0xA0;
-    else if (c == 0xED) need = 2, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF) need = 2;
-    else if (c == 0xF0) need = 3, lo = 0x90;
-    else if (c == 0xF4) need = 3, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3) need = 3;
+    if (c >= 0xC2 && c <= 0xDF)
+      need = 1;
+    else if (c == 0xE0)
+      need = 2, lo = 0xA0;
+    else if (c == 0xED)
+      need = 2, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF)
+      need = 2;
+    else if (c == 0xF0)
+      need = 3, lo = 0x90;
+    else if (c == 0xF4)
+      need = 3, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3)
+      need = 3;
     size_t j = i + 1;
     int k = 0;
     while (k < need && j < s.size()) {
@@ -221,8 +232,10 @@ std::string Utf8Lossy(std::string_view s) {
       ++j;
       ++k;
     }
-    if (need > 0 && k == need) out.append(s.substr(i, j - i));
-    else out.append(kReplacement);
+    if (need > 0 && k == need)
+      out.append(s.substr(i, j - i));
+    else
+      out.append(kReplacement);
     i = j;  // past the maximal invalid subpart (at least one byte)
   }
   return out;

@@ -30,8 +30,8 @@ bool SameVocabulary(const Tokenizer& a, const Tokenizer& b, std::string* why) {
   for (size_t id = 0; id < va.pieces.size(); ++id)
     if (va.pieces[id] != vb.pieces[id] && differ++ == 0) first = id;
   if (differ > 0)
-    return say(fmt::format("{} of {} ids have different pieces, first id {}: '{}' vs '{}'", differ,
-                           va.pieces.size(), first, Printable(va.pieces[first]), Printable(vb.pieces[first])));
+    return say(fmt::format("{} of {} ids have different pieces, first id {}: '{}' vs '{}'", differ, va.pieces.size(),
+                           first, Printable(va.pieces[first]), Printable(vb.pieces[first])));
   if (why) why->clear();
   return true;
 }

@@ -83,8 +83,9 @@ inline float LaneTreeSum(Lanes16 s) {
 inline Lanes16 LaneTreeSums16(const Lanes16 (&v)[16]) {
   Lanes16 c[8], d[4], e[2];
   for (int m = 0; m < 8; ++m)  // [s8 of v[2m] | s8 of v[2m+1]]
-    c[m] = __builtin_shufflevector(v[2 * m], v[2 * m + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-           __builtin_shufflevector(v[2 * m], v[2 * m + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    c[m] =
+        __builtin_shufflevector(v[2 * m], v[2 * m + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+        __builtin_shufflevector(v[2 * m], v[2 * m + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
   for (int p = 0; p < 4; ++p)  // s4 of v[4p], .., v[4p+3]
     d[p] = __builtin_shufflevector(c[2 * p], c[2 * p + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
            __builtin_shufflevector(c[2 * p], c[2 * p + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
@@ -116,7 +117,7 @@ inline float ExpF(float x) {
   x = std::min(std::max(x, -87.3f), 88.3f);
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float kf = x * 1.44269504f + kRound;
-  const float n = kf - kRound;                            // round(x / ln 2)
+  const float n = kf - kRound;                                   // round(x / ln 2)
   const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // x - n ln 2, two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;

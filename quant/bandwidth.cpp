@@ -79,7 +79,7 @@ namespace {
 // Median of `passes` calls of pass() after one warm-up call.
 template <class Pass>
 double MedianPass(int passes, Pass pass) {
-  pass();  // warm-up (TLB, frequency)
+  pass();                 // warm-up (TLB, frequency)
   std::vector<double> v;  // [passes]
   for (int i = 0; i < passes; ++i) v.push_back(pass());
   std::sort(v.begin(), v.end());

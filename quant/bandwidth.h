@@ -9,7 +9,7 @@
 namespace specsweep {
 
 constexpr size_t kReadProbeBytes = size_t{256} << 20;  // far beyond any last-level cache
-constexpr int kReadProbePatterns = 5;                   // ReadPassGBs patterns
+constexpr int kReadProbePatterns = 5;                  // ReadPassGBs patterns
 
 // The probe's 256 MiB, written (its pages faulted in) and on transparent huge pages where
 // the kernel gives them, as the weights quantized or packed in memory are: huge pages

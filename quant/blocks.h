@@ -28,8 +28,8 @@ struct BlockBF16 {
 
 struct BlockQ8_0 {
   static constexpr int kValues = 32;
-  Half d;             // scale = amax / 127
-  int8_t qs[32];      // value = qs[j] * d
+  Half d;         // scale = amax / 127
+  int8_t qs[32];  // value = qs[j] * d
 };
 static_assert(sizeof(BlockQ8_0) == 34, "block_q8_0 must match ggml");
 

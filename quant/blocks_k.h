@@ -53,16 +53,16 @@ struct BlockQ5_K {
   Half d;
   Half dmin;
   uint8_t scales[12];
-  uint8_t qh[32];      // bit 4 of the quants
-  uint8_t qs[128];     // low 4 bits
+  uint8_t qh[32];   // bit 4 of the quants
+  uint8_t qs[128];  // low 4 bits
 };
 static_assert(sizeof(BlockQ5_K) == 176, "block_q5_K must match ggml");
 
 struct BlockQ6_K {
   static constexpr int kValues = kQK;
-  uint8_t ql[128];     // low 4 bits
-  uint8_t qh[64];      // high 2 bits
-  int8_t scales[16];   // one per 16 values
+  uint8_t ql[128];    // low 4 bits
+  uint8_t qh[64];     // high 2 bits
+  int8_t scales[16];  // one per 16 values
   Half d;
 };
 static_assert(sizeof(BlockQ6_K) == 210, "block_q6_K must match ggml");

@@ -16,12 +16,11 @@
 namespace specsweep {
 
 // ggml's kvalues_iq4nl: the non-linear 4-bit code book of IQ4_NL and IQ4_XS.
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 struct BlockQ4_1 {
   static constexpr int kValues = 32;
-  Half d, m;          // scale, minimum
+  Half d, m;  // scale, minimum
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockQ4_1) == 20, "block_q4_1 must match ggml");
@@ -29,7 +28,7 @@ static_assert(sizeof(BlockQ4_1) == 20, "block_q4_1 must match ggml");
 struct BlockQ5_0 {
   static constexpr int kValues = 32;
   Half d;
-  uint8_t qh[4];      // bit 4 of the 32 values
+  uint8_t qh[4];  // bit 4 of the 32 values
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 must match ggml");
@@ -45,14 +44,14 @@ static_assert(sizeof(BlockQ5_1) == 24, "block_q5_1 must match ggml");
 struct BlockIQ4_NL {
   static constexpr int kValues = 32;
   Half d;
-  uint8_t qs[16];     // indices into kIq4nlValues
+  uint8_t qs[16];  // indices into kIq4nlValues
 };
 static_assert(sizeof(BlockIQ4_NL) == 18, "block_iq4_nl must match ggml");
 
 struct BlockIQ4_XS {
   static constexpr int kValues = 256;  // 8 sub-blocks of 32
   Half d;
-  uint16_t scales_h;  // high 2 bits of the 8 sub-block scales
+  uint16_t scales_h;    // high 2 bits of the 8 sub-block scales
   uint8_t scales_l[4];  // low 4 bits, two per byte
   uint8_t qs[128];
 };

@@ -31,8 +31,7 @@ class ChunkQueue {
       heap_size_ = threads_;
     }
     for (int t = 0; t < threads_; ++t)
-      At(t).v.store(Pack(int64_t(n) * t / threads_, int64_t(n) * (t + 1) / threads_),
-                    std::memory_order_relaxed);
+      At(t).v.store(Pack(int64_t(n) * t / threads_, int64_t(n) * (t + 1) / threads_), std::memory_order_relaxed);
   }
 
   // Next chunk for thread t (0 <= t < threads), or -1 when every chunk is taken.

@@ -109,7 +109,7 @@ std::vector<double> BestSecondsPerRow(const CalibrationRun& run, int rows, size_
   std::vector<float> x(size_t(run.n) * kCalibrationCols);  // [n][cols]
   for (float& v : x) v = dist(rng);
   std::vector<float> y(size_t(run.n) * rows);  // [n][rows]
-  std::vector<double> best(variants, 1e30);  // [variant] seconds per row
+  std::vector<double> best(variants, 1e30);    // [variant] seconds per row
   for (int r = -1; r < rounds; ++r) {
     for (size_t i = 0; i < variants; ++i) {
       const size_t j = r % 2 ? variants - 1 - i : i;
@@ -142,9 +142,10 @@ json CalibrateKernels(const std::vector<const KernelFamily*>& candidates, int te
         for (const KernelFamily* k : candidates)
           if (packed.empty() || !IsLegacyQuant(t)) packed.push_back(PackFor(*k, rowwise));
       }
-      const std::vector<double> best = BestSecondsPerRow(run, rows, candidates.size(), rounds, [&](size_t j, const float* x, float* y) {
-        MatMulWith(*candidates[j], packed[std::min(j, packed.size() - 1)], x, run.n, y, run.team ? team : 1);
-      });
+      const std::vector<double> best =
+          BestSecondsPerRow(run, rows, candidates.size(), rounds, [&](size_t j, const float* x, float* y) {
+            MatMulWith(*candidates[j], packed[std::min(j, packed.size() - 1)], x, run.n, y, run.team ? team : 1);
+          });
       for (size_t j = 0; j < candidates.size(); ++j) log_sum[j] += std::log(best[j]);
     }
     json& e = out[std::string(QTypeName(t))];
@@ -182,7 +183,8 @@ std::string CpuIdentity() {
   unsigned r[12] = {};
   std::string brand;
   if (__get_cpuid(0x80000000, &r[0], &r[1], &r[2], &r[3]) && r[0] >= 0x80000004) {
-    for (unsigned leaf = 0; leaf < 3; ++leaf) __get_cpuid(0x80000002 + leaf, &r[4 * leaf], &r[4 * leaf + 1], &r[4 * leaf + 2], &r[4 * leaf + 3]);
+    for (unsigned leaf = 0; leaf < 3; ++leaf)
+      __get_cpuid(0x80000002 + leaf, &r[4 * leaf], &r[4 * leaf + 1], &r[4 * leaf + 2], &r[4 * leaf + 3]);
     brand.assign(reinterpret_cast<const char*>(r), sizeof r);
     brand = brand.c_str();  // up to the first NUL
     brand.erase(0, brand.find_first_not_of(' '));
@@ -192,7 +194,8 @@ std::string CpuIdentity() {
   const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
   const unsigned family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
   const unsigned model = base_family == 0x6 || base_family == 0xF ? base_model | (((a >> 16) & 0xF) << 4) : base_model;
-  return fmt::format("{} (family {} model {} stepping {})", brand.empty() ? "unknown CPU" : brand, family, model, a & 0xF);
+  return fmt::format("{} (family {} model {} stepping {})", brand.empty() ? "unknown CPU" : brand, family, model,
+                     a & 0xF);
 }
 
 std::string DescribeChoice(const KernelChoice& c) {

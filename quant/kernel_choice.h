@@ -24,11 +24,11 @@
 namespace specsweep {
 
 struct KernelChoice {
-  const KernelFamily* base = nullptr;  // activation quantization, FMA probe, the name
+  const KernelFamily* base = nullptr;                       // activation quantization, FMA probe, the name
   std::array<const KernelFamily*, kQTypeCount> per_type{};  // the family per weight format
-  std::string source;  // "forced", "default", "calibrated", "cached <path>"
-  PrefetchPattern prefetch = PrefetchPattern::kWindow;  // of every kernel
-  std::string prefetch_source;  // "forced", "default", "rule for this CPU's vendor"
+  std::string source;                                       // "forced", "default", "calibrated", "cached <path>"
+  PrefetchPattern prefetch = PrefetchPattern::kWindow;      // of every kernel
+  std::string prefetch_source;                              // "forced", "default", "rule for this CPU's vendor"
 };
 
 // Every format on one family.

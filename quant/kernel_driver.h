@@ -21,7 +21,7 @@ double FmaProbe(long steps, V b, V c, int lanes, Fma fma) {
   V a[12];
   for (V& v : a) v = c;
   for (long s = 0; s < steps; ++s) {
-    #pragma GCC unroll 12
+#pragma GCC unroll 12
     for (V& v : a) v = fma(v, b, c);
   }
   V sum = a[0];
@@ -49,16 +49,14 @@ inline void Tile4(const QMatrix& W, int r, const float* X, const QuantActs* A, i
 
 // The last `left` (< C) columns of a row group: one tile of exactly `left` columns.
 template <class Blk, int C>
-inline void TailTile4(int left, const QMatrix& W, int r, const float* X, const QuantActs* A, int i,
-                      float* Y) {
+inline void TailTile4(int left, const QMatrix& W, int r, const float* X, const QuantActs* A, int i, float* Y) {
   if constexpr (C >= 1) {
     if (left == C) return Tile4<Blk, C>(W, r, X, A, i, Y);
     TailTile4<Blk, C - 1>(left, W, r, X, A, i, Y);
   }
 }
 template <class Blk, int C>
-inline void TailRow(int left, const QMatrix& W, int r, const float* X, const QuantActs* A, int i,
-                    float* Y) {
+inline void TailRow(int left, const QMatrix& W, int r, const float* X, const QuantActs* A, int i, float* Y) {
   if constexpr (C >= 1) {
     if (left == C) return Blk::template Run<1, C>(W, r, X, A, i, Y);
     TailRow<Blk, C - 1>(left, W, r, X, A, i, Y);
@@ -122,8 +120,7 @@ void DriveRowsBlocked(const QMatrix& W, int r0, int r1, const float* X, int n, f
 }
 
 template <class Blk>
-void DriveRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, int n,
-               float* Y) {
+void DriveRows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, int n, float* Y) {
   if constexpr (requires { Blk::kBlockRows; }) {
     DriveRowsBlocked<Blk>(W, r0, r1, X, n, Y);
   } else {

@@ -31,7 +31,7 @@ namespace specsweep {
 // Activation rows quantized to int8 blocks for the integer kernels.
 struct QuantActs {
   int n = 0;
-  int cols = 0;  // padded row length: multiple of 128 (widest kernel step), zeros beyond
+  int cols = 0;        // padded row length: multiple of 128 (widest kernel step), zeros beyond
   AlignedBuffer q;     // [n][cols] int8 values
   AlignedBuffer d;     // [n][cols/32] float block scales
   AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
@@ -49,12 +49,8 @@ struct QuantActs {
 
   const int8_t* Q(int i) const { return reinterpret_cast<const int8_t*>(q.data()) + size_t(i) * cols; }
   const float* D(int i) const { return reinterpret_cast<const float*>(d.data()) + size_t(i) * (cols / 32); }
-  const int32_t* Corr(int i) const {
-    return reinterpret_cast<const int32_t*>(corr.data()) + size_t(i) * (cols / 4);
-  }
-  const int32_t* BSum(int i) const {
-    return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32);
-  }
+  const int32_t* Corr(int i) const { return reinterpret_cast<const int32_t*>(corr.data()) + size_t(i) * (cols / 4); }
+  const int32_t* BSum(int i) const { return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32); }
   const float* XSum(int i) const { return reinterpret_cast<const float*>(xsum.data()) + size_t(i) * (cols / 4); }
   const int32_t* Offsets(int i, int shift) const {  // shift 1 or 4
     return reinterpret_cast<const int32_t*>(offsets.data()) + (2 * size_t(i) + (shift == 4)) * (cols / 4);
@@ -71,19 +67,17 @@ struct QuantActs {
 
 // Quantizes x[cols] into q[cols_padded], d[cols_padded/32], corr[cols_padded/4];
 // cols_padded is a multiple of 128 >= cols, the tail is zero.
-using QuantizeActsFn = void (*)(const float* x, int cols, int cols_padded, int8_t* q, float* d,
-                                int32_t* corr);
+using QuantizeActsFn = void (*)(const float* x, int cols, int cols_padded, int8_t* q, float* d, int32_t* corr);
 
 // Computes Y[i][r] for rows r in [r0, r1) and all i < n. X is [n][W.cols] (float
 // types) and A the quantized X (integer types).
-using RowsKernelFn = void (*)(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A,
-                              int n, float* Y);
+using RowsKernelFn = void (*)(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, int n, float* Y);
 
 // Per-block integer dot products of weight row `row` (quantized type) with quantized
 // activations: out[b] = isum_b for b < nblocks (32-wide blocks). Test hook for the
 // bit-exactness of the integer part; uses the family's own instruction sequence.
-using BlockDotsFn = void (*)(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr,
-                             int nblocks, int32_t* out);
+using BlockDotsFn = void (*)(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr, int nblocks,
+                             int32_t* out);
 
 // Runs `steps` rounds of the family's widest float multiply-add on 12 independent
 // accumulators and returns the multiply-adds done: timed, it is the compute ceiling of

@@ -46,9 +46,7 @@ struct F32W {
 };
 struct F16W {
   using Elem = uint16_t;
-  static __m256 Load(const void* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-  }
+  static __m256 Load(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
 };
 struct BF16W {
   using Elem = uint16_t;
@@ -72,7 +70,7 @@ struct FloatBlk {
   static void Run(const QMatrix& W, int r, const float* X, const QuantActs*, int i0, float* Y) {
     using E = typename WL::Elem;
     const int cols = W.cols;
-    const E* w[R];  // [R] row pointers
+    const E* w[R];      // [R] row pointers
     const float* x[C];  // [C] activation rows
     for (int a = 0; a < R; ++a) w[a] = reinterpret_cast<const E*>(W.Row(r + a));
     for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols;
@@ -148,7 +146,9 @@ struct QW<QType::Q4_G64> {
     if (s & 1) q = _mm256_srli_epi16(q, 4);  // elements 32..63 are the high nibbles
     return _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
   }
-  static float Scale(const uint8_t* row, int s) { return _cvtsh_ss(reinterpret_cast<const BlockQ4_G64*>(row)[s / 2].d); }
+  static float Scale(const uint8_t* row, int s) {
+    return _cvtsh_ss(reinterpret_cast<const BlockQ4_G64*>(row)[s / 2].d);
+  }
 };
 template <>
 struct QW<QType::Q4_G128> {
@@ -160,7 +160,9 @@ struct QW<QType::Q4_G128> {
     if (s & 2) q = _mm256_srli_epi16(q, 4);
     return _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
   }
-  static float Scale(const uint8_t* row, int s) { return _cvtsh_ss(reinterpret_cast<const BlockQ4_G128*>(row)[s / 4].d); }
+  static float Scale(const uint8_t* row, int s) {
+    return _cvtsh_ss(reinterpret_cast<const BlockQ4_G128*>(row)[s / 4].d);
+  }
 };
 
 // 8 int32 lanes whose sum is the exact block dot product; lane k covers elements 4k..4k+3.
@@ -199,8 +201,9 @@ struct QuantBlk {
       for (int b = 0; b < C; ++b) {
         const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(A->Q(i0 + b) + 32 * s));
         const __m256 dx = _mm256_set1_ps(A->D(i0 + b)[s]);
-        const __m256i corr = QW<T>::kSigned ? _mm256_setzero_si256()
-            : _mm256_load_si256(reinterpret_cast<const __m256i*>(A->Corr(i0 + b) + 8 * s));
+        const __m256i corr = QW<T>::kSigned
+                                 ? _mm256_setzero_si256()
+                                 : _mm256_load_si256(reinterpret_cast<const __m256i*>(A->Corr(i0 + b) + 8 * s));
         for (int a = 0; a < R; ++a) {
           const __m256 lanes = _mm256_cvtepi32_ps(Isum<T>(wv[a], xv, corr));
           acc[a][b] = _mm256_fmadd_ps(lanes, _mm256_mul_ps(dw[a], dx), acc[a][b]);
@@ -240,8 +243,8 @@ void QuantizeActsAvx2(const float* x, int cols, int cols_padded, int8_t* q, floa
     const __m256 id = _mm256_set1_ps(dd != 0.0f ? 1.0f / dd : 0.0f);
     __m256i iv[4];
     for (int k = 0; k < 4; ++k)
-      iv[k] = _mm256_cvtps_epi32(
-          _mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      iv[k] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     // int32 -> int8 with lane-crossing fix-up (values are within [-127, 127]).
     const __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]);
     const __m256i p16b = _mm256_packs_epi32(iv[2], iv[3]);
@@ -264,8 +267,7 @@ void BlockDotsT(const uint8_t* row, const int8_t* xq, const int32_t* corr, int n
   }
 }
 
-void BlockDotsAvx2(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr, int nblocks,
-                   int32_t* out) {
+void BlockDotsAvx2(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr, int nblocks, int32_t* out) {
   switch (type) {
     case QType::Q8_0: BlockDotsT<QType::Q8_0>(row, xq, corr, nblocks, out); break;
     case QType::Q4_0: BlockDotsT<QType::Q4_0>(row, xq, corr, nblocks, out); break;
@@ -284,7 +286,9 @@ double FmaProbeAvx2(long steps) {
 
 const KernelFamily& Avx2Kernels() {
   static const KernelFamily k = [] {
-    KernelFamily f{.name = "avx2", .quantize_acts = QuantizeActsAvx2, .block_dots = BlockDotsAvx2,
+    KernelFamily f{.name = "avx2",
+                   .quantize_acts = QuantizeActsAvx2,
+                   .block_dots = BlockDotsAvx2,
                    .fma_probe = FmaProbeAvx2};
     // Floats keep the row layout on this family.
     f.Set(QType::F32, Rows<FloatBlk<F32W>>, nullptr);

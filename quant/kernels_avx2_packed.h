@@ -58,16 +58,16 @@ template <QType T, int C0, int C, int NH>
   const __m256i nibble = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   constexpr int kPlanes = T == QType::Q4_0 ? 2 : 1;
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
     __m256i v[NH];
-    #pragma GCC unroll 2
+#pragma GCC unroll 2
     for (int hh = 0; hh < NH; ++hh)
       v[hh] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * ch + 32 * (h0 + hh)));
-    #pragma GCC unroll 2
+#pragma GCC unroll 2
     for (int plane = 0; plane < kPlanes; ++plane) {
       __m256i w[NH], aw[NH];  // Q4_0: the plane's nibbles; Q8_0: signed values, |values|
-      #pragma GCC unroll 2
+#pragma GCC unroll 2
       for (int hh = 0; hh < NH; ++hh) {
         if constexpr (T == QType::Q4_0) {
           w[hh] = _mm256_and_si256(plane ? _mm256_srli_epi16(v[hh], 4) : v[hh], nibble);
@@ -76,11 +76,11 @@ template <QType T, int C0, int C, int NH>
           aw[hh] = _mm256_abs_epi8(w[hh]);
         }
       }
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int b = 0; b < C; ++b) {
         // Q4_0 chunk ch: elements 8ch..8ch+3 (low plane), 8ch+4..8ch+7 (high); Q8_0: 4ch..4ch+3.
         const __m256i xb = Bcast4(x[C0 + b] + xk + (T == QType::Q4_0 ? 8 * ch + 4 * plane : 4 * ch));
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int hh = 0; hh < NH; ++hh) {
           if constexpr (T == QType::Q4_0) {
             const __m256i p = _mm256_maddubs_epi16(w[hh], xb);
@@ -102,9 +102,9 @@ template <QType T, int C0, int C, int NH>
                                                 __m256i (&is)[NH][C], __m256i (&ih)[NH][C]) {
   constexpr int kQuantBytes = packed::QuantBytes(T);
   const __m256i nibble = _mm256_set1_epi8(0x0F);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
-    #pragma GCC unroll 2
+#pragma GCC unroll 2
     for (int hh = 0; hh < NH; ++hh) {
       const int h = h0 + hh;
       const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * ch + 32 * h));
@@ -112,7 +112,7 @@ template <QType T, int C0, int C, int NH>
         // The high nibbles stay in place (16 x value; one vpandn, no shift): that chain
         // is divided by 16 at the end, exactly.
         const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_andnot_si256(nibble, v);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int b = 0; b < C; ++b) {
           const int8_t* xp = x[C0 + b] + xk + 8 * ch;
           is[hh][b] = _mm256_dpbusd_avx_epi32(is[hh][b], lo, Bcast4(xp));
@@ -120,7 +120,7 @@ template <QType T, int C0, int C, int NH>
           Pin(is[hh][b]), Pin(ih[hh][b]);
         }
       } else {
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int b = 0; b < C; ++b) {
           __m256i& chain = ch % 2 ? ih[hh][b] : is[hh][b];
           chain = _mm256_dpbusd_avx_epi32(chain, v, Bcast4(x[C0 + b] + xk + 4 * ch));
@@ -140,20 +140,22 @@ template <QType T, bool kVnni, int NC, int C0, int C, int NH>
                                               const int32_t (&off)[NC][kOffsetSeg], __m256 (&acc)[2][NC]) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i is[NH][C], ih[NH][C];  // integer block sums: VNNI two chains; plain one (int16 for Q4_0)
-  #pragma GCC unroll 2
+#pragma GCC unroll 2
   for (int hh = 0; hh < NH; ++hh)
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int b = 0; b < C; ++b) {
       is[hh][b] = kVnni ? _mm256_set1_epi32(off[C0 + b][kk]) : _mm256_setzero_si256();
       ih[hh][b] = _mm256_setzero_si256();
     }
-  if constexpr (!kVnni) TileSumsPlain<T, C0, C, NH>(q, h0, x, xk, is);
-  else TileSumsVnni<T, C0, C, NH>(q, h0, x, xk, is, ih);
-  #pragma GCC unroll 2
+  if constexpr (!kVnni)
+    TileSumsPlain<T, C0, C, NH>(q, h0, x, xk, is);
+  else
+    TileSumsVnni<T, C0, C, NH>(q, h0, x, xk, is, ih);
+#pragma GCC unroll 2
   for (int hh = 0; hh < NH; ++hh) {
     const int h = h0 + hh;
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * k + 8 * h)));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int b = 0; b < C; ++b) {
       __m256i sum;
       if constexpr (T == QType::Q4_0 && kVnni)
@@ -194,7 +196,7 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
   const float* dx[NC];    // [NC] their block scales
   const int32_t* bs[NC];  // [NC] their block sums
   __m256 acc[2][NC];      // [half][column] 8 rows each
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int b = 0; b < NC; ++b) {
     x[b] = A.Q(i0 + b);
     dx[b] = A.D(i0 + b);
@@ -216,9 +218,10 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
         // Both halves per chunk, sharing the broadcasts, in tiles of up to 4 columns (plain
         // Q8_0 holds two vectors per half, w and |w|, and at n > 2 does better per half).
         PackedTile<T, kVnni, NC, 0, std::min(NC, 4), 2>(q, sc, k, k - k0, 0, 32 * size_t(k), x, dx, off, acc);
-        if constexpr (NC > 4) PackedTile<T, kVnni, NC, 4, NC - 4, 2>(q, sc, k, k - k0, 0, 32 * size_t(k), x, dx, off, acc);
+        if constexpr (NC > 4)
+          PackedTile<T, kVnni, NC, 4, NC - 4, 2>(q, sc, k, k - k0, 0, 32 * size_t(k), x, dx, off, acc);
       } else {
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int h = 0; h < 2; ++h) {
           // The two halves broadcast the same activation bytes: GCC would share them, hold
           // 8 NC broadcasts at once and spill most; the opaque offset keeps them per half.
@@ -234,9 +237,8 @@ void PackedPass(const QMatrix& W, int g, const QuantActs& A, int i0, bool stream
     const int row0 = packed::kGroupRows * g + 8 * h;
     const int valid = std::clamp(W.rows - row0, 0, 8);
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    #pragma GCC unroll 8
-    for (int b = 0; b < NC; ++b)
-      _mm256_maskstore_ps(Y + static_cast<size_t>(i0 + b) * W.rows + row0, mask, acc[h][b]);
+#pragma GCC unroll 8
+    for (int b = 0; b < NC; ++b) _mm256_maskstore_ps(Y + static_cast<size_t>(i0 + b) * W.rows + row0, mask, acc[h][b]);
   }
 }
 
@@ -248,8 +250,7 @@ template <QType T, bool kVnni>
 void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
   for (int g = r0 / packed::kGroupRows; g * packed::kGroupRows < r1; ++g)
     for (int i = 0; i < n; i += 8)
-      kernel_driver::WithCols<8>(std::min(8, n - i),
-                                 [&]<int C>() { PackedPass<T, kVnni, C>(W, g, *A, i, i == 0, Y); });
+      kernel_driver::WithCols<8>(std::min(8, n - i), [&]<int C>() { PackedPass<T, kVnni, C>(W, g, *A, i, i == 0, Y); });
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // The avx2vnni kernel family: the avx2 family with the packed Q8_0/Q4_0 kernels (and the
-// K-quant and legacy ones of their files) on AVX-VNNI's 256-bit vpdpbusd (one instruction per 4-byte dot product instead of the
-// vpmaddubsw/vpmaddwd pair; Intel since Alder Lake / Sapphire Rapids, AMD since Zen 5).
-// Everything else is the avx2 family's; results are bit-identical to it and to the scalar
-// reference. Compiled for those features regardless of the build flags and only selected
-// when cpuid has them.
+// K-quant and legacy ones of their files) on AVX-VNNI's 256-bit vpdpbusd (one instruction per 4-byte dot product
+// instead of the vpmaddubsw/vpmaddwd pair; Intel since Alder Lake / Sapphire Rapids, AMD since Zen 5). Everything else
+// is the avx2 family's; results are bit-identical to it and to the scalar reference. Compiled for those features
+// regardless of the build flags and only selected when cpuid has them.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -43,18 +43,12 @@ struct F32W {
   static const uint8_t* At(const uint8_t* row, int c) { return row + 4 * c; }
 };
 struct F16W {
-  static __m512 Load(const void* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-  }
-  static __m512 LoadMasked(const void* p, __mmask16 m) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  }
+  static __m512 Load(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static __m512 LoadMasked(const void* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
   static const uint8_t* At(const uint8_t* row, int c) { return row + 2 * c; }
 };
 struct BF16W {
-  static __m512 Widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
+  static __m512 Widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
   static __m512 Load(const void* p) { return Widen(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
   static __m512 LoadMasked(const void* p, __mmask16 m) { return Widen(_mm256_maskz_loadu_epi16(m, p)); }
   static const uint8_t* At(const uint8_t* row, int c) { return row + 2 * c; }
@@ -71,28 +65,27 @@ inline void HSums(const __m512 (&v)[N], float* out) {
   auto at = [&](int k) { return k < N ? v[k] : _mm512_setzero_ps(); };
   constexpr int n1 = (N + 1) / 2, n2 = (n1 + 1) / 2;
   __m512 l1[n1], l2[n2], l3[2];
-  // l1[m]: 256-bit halves = pair sums (i, i+8) of v[2m], v[2m+1]
-  #pragma GCC unroll 8
+// l1[m]: 256-bit halves = pair sums (i, i+8) of v[2m], v[2m+1]
+#pragma GCC unroll 8
   for (int m = 0; m < n1; ++m) {
     const __m512 a = at(2 * m), b = at(2 * m + 1);
     l1[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
   }
-  // l2[p]: quad q = sums (j, j+4) of v[4p + q]
-  #pragma GCC unroll 4
+// l2[p]: quad q = sums (j, j+4) of v[4p + q]
+#pragma GCC unroll 4
   for (int p = 0; p < n2; ++p) {
     const __m512 a = l1[2 * p], b = 2 * p + 1 < n1 ? l1[2 * p + 1] : _mm512_setzero_ps();
     l2[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
   }
-  // l3[s]: quad q = [sums (0,2), (1,3) of v[8s + q], the same of v[8s + 4 + q]]
-  #pragma GCC unroll 2
+// l3[s]: quad q = [sums (0,2), (1,3) of v[8s + q], the same of v[8s + 4 + q]]
+#pragma GCC unroll 2
   for (int s = 0; s < 2; ++s) {
     const __m512 a = 2 * s < n2 ? l2[2 * s] : _mm512_setzero_ps();
     const __m512 b = 2 * s + 1 < n2 ? l2[2 * s + 1] : _mm512_setzero_ps();
     l3[s] = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
   }
   // quad q = totals of v[q], v[4 + q], v[8 + q], v[12 + q]
-  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(l3[0], l3[1], 0x88),
-                                      _mm512_shuffle_ps(l3[0], l3[1], 0xDD)));
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(l3[0], l3[1], 0x88), _mm512_shuffle_ps(l3[0], l3[1], 0xDD)));
 }
 
 template <class WL>
@@ -105,34 +98,30 @@ struct FloatBlk {
   static constexpr int kBlockRows = 16;
   // Column chunk: kMaxCols activation rows of 768 columns (12 KB) stay in L1 while every
   // row tile of a 16-row block uses them; 768-column matrices are never chunked.
-  static constexpr int ChunkCols(int cols, int) {
-    return cols <= QMatrix::kColChunk ? cols : QMatrix::kColChunk;
-  }
+  static constexpr int ChunkCols(int cols, int) { return cols <= QMatrix::kColChunk ? cols : QMatrix::kColChunk; }
   // Columns [c0, c1) of the R x C tile. Accumulators start at zero (c0 == 0) or from
   // park[a][b] ([R][kMaxCols][16] floats), are parked again if c1 < cols (c1 then a
   // multiple of 16), else reduced into Y.
   template <int R, int C>
-  static void RunSpan(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park,
-                      float* Y) {
+  static void RunSpan(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park, float* Y) {
     if (ActivePrefetchPattern() == PrefetchPattern::kLead)
       RunSpanWith<R, C, PrefetchBinding::kLead>(W, r, X, i0, c0, c1, park, Y);
     else
       RunSpanWith<R, C, PrefetchBinding::kWindow>(W, r, X, i0, c0, c1, park, Y);
   }
   template <int R, int C, PrefetchBinding kBinding>
-  static void RunSpanWith(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park,
-                          float* Y) {
+  static void RunSpanWith(const QMatrix& W, int r, const float* X, int i0, int c0, int c1, float* park, float* Y) {
     const int cols = W.cols;
     const uint8_t* w[R];  // [R] rows from column c0 (either layout: c0 starts a span)
     const float* x[C];    // [C] activation rows from column c0
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a) w[a] = W.Span(r + a, c0);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int b = 0; b < C; ++b) x[b] = X + static_cast<size_t>(i0 + b) * cols + c0;
     __m512 acc[R][C];  // one 16-lane accumulator per output element
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b)
         acc[a][b] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(park + (a * kMaxCols + b) * 16);
     const int full = std::min(c1, cols & ~15) - c0;  // columns from c0 in whole vectors
@@ -147,7 +136,7 @@ struct FloatBlk {
     for (int c = 0; c < full; c += 16) {
       if constexpr (kBinding == PrefetchBinding::kLead) {
         if ((c & 63) == 0)
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int a = 0; a < R; ++a)
             for (const uint8_t *p = WL::At(w[a], c) + tile_bytes, *e = p + (WL::At(w[a], 64) - w[a]); p < e; p += 64)
               _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
@@ -155,44 +144,44 @@ struct FloatBlk {
         window.Reach(WL::At(w[0], R * c));
       }
       __m512 wv[R];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int a = 0; a < R; ++a) {
         wv[a] = WL::Load(WL::At(w[a], c));
       }
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         __m512 xv = _mm512_loadu_ps(x[b] + c);
         // One load per activation vector, not one per FMA; not at n = 1, where keeping
         // it in a register made 1.1B F16 decode 1.10x slower (two interleaved runs).
         if constexpr (C > 1) asm("" : "+v"(xv));
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < R; ++a) acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
       }
     }
     if (c1 < cols) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int a = 0; a < R; ++a)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int b = 0; b < C; ++b) _mm512_store_ps(park + (a * kMaxCols + b) * 16, acc[a][b]);
       return;
     }
     if (c0 + full < cols) {  // masked last vector: zeros in both operands
       const __mmask16 m = FirstLanes(cols - c0 - full);
       __m512 wv[R];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int a = 0; a < R; ++a) wv[a] = WL::LoadMasked(WL::At(w[a], full), m);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const __m512 xv = _mm512_maskz_loadu_ps(m, x[b] + full);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < R; ++a) acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
       }
     }
     alignas(64) float sums[16];
     HSums<R * C>(reinterpret_cast<const __m512(&)[R * C]>(acc), sums);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const int k = a * C + b;
         Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = sums[4 * (k % 4) + k / 4];
@@ -206,9 +195,7 @@ struct FloatBlk {
 // 64 weights in element order (unsigned nibbles for Q4 types, int8 for Q8_0), Scales16
 // the weight scales of 16 consecutive 32-wide blocks. LoadHalf covers a last odd 32-wide block
 // (Q8_0/Q4_0 rows with an odd block count).
-inline __mmask64 FirstBytes(int n) {
-  return n >= 64 ? ~__mmask64(0) : n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1;
-}
+inline __mmask64 FirstBytes(int n) { return n >= 64 ? ~__mmask64(0) : n <= 0 ? __mmask64(0) : (__mmask64(1) << n) - 1; }
 
 // Weight scales of `count` (<= 16, may be <= 0) 32-wide blocks from block k0 as floats,
 // zeros beyond count. The row is a sequence of blocks of S bytes starting with their f16
@@ -220,7 +207,9 @@ inline __m512 GatherScales16(const uint8_t* row, int k0, int count) {
   constexpr int P = (128 - 2) / S + 1 < 16 / Rep ? (128 - 2) / S + 1 : 16 / Rep;
   constexpr int kWindows = (16 / Rep + P - 1) / P;
   alignas(64) static constexpr auto idx = [] {
-    struct { uint16_t w[32]; } v{};  // [32] word indices: word i <- block (i / Rep) % P
+    struct {
+      uint16_t w[32];
+    } v{};  // [32] word indices: word i <- block (i / Rep) % P
     for (int i = 0; i < 16; ++i) v.w[i] = static_cast<uint16_t>((i / Rep) % P * (S / 2));
     return v;
   }();
@@ -325,7 +314,7 @@ inline __m512i RowCorr(__m512i w) {
 template <QType T>
 inline __m512i Isum(__m512i w, __m512i wcorr, const ActStep& a) {
   if constexpr (QW<T>::kSigned) return _mm512_dpbusd_epi32(wcorr, a.x, w);  // (x+128) w - 128 w
-  return _mm512_dpbusd_epi32(a.corr, w, a.x);                              // nib x - 8 x
+  return _mm512_dpbusd_epi32(a.corr, w, a.x);                               // nib x - 8 x
 }
 
 // Scale segment: per (row, column) the products dw_k * dx_k of kSegBlocks consecutive
@@ -342,24 +331,24 @@ struct QuantBlk {
   static void Run(const QMatrix& W, int r, const float*, const QuantActs* A, int i0, float* Y) {
     const int nb = W.cols_padded / 32;
     const uint8_t* w[R];  // [R] rows
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a) w[a] = W.Row(r + a);
     __m512 acc[R][C];  // lane partial sums per output element
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) acc[a][b] = _mm512_setzero_ps();
     const size_t step_bytes = W.row_bytes * 2 / nb;  // weight bytes per 64 elements (approx.)
-    alignas(64) float sc[R][C][kSegBlocks];  // dw_k * dx_k of the segment, 0 beyond nb
+    alignas(64) float sc[R][C][kSegBlocks];          // dw_k * dx_k of the segment, 0 beyond nb
     WindowPrefetcher window(w[0]);
     for (int b0 = 0; b0 < nb; b0 += kSegBlocks) {
       const int bn = std::min(kSegBlocks, nb - b0);  // blocks in this segment
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int a = 0; a < R; ++a) {
         for (int v = 0; v < bn; v += 16) {  // sc beyond bn: only index bn (odd) is read
           const __m512 dw = QW<T>::Scales16(w[a], b0 + v, std::min(16, bn - v));
           const __mmask16 m = FirstLanes(bn - v);
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int b = 0; b < C; ++b) {
             const __m512 dx = _mm512_maskz_loadu_ps(m, A->D(i0 + b) + b0 + v);
             _mm512_store_ps(sc[a][b] + v, _mm512_mul_ps(dw, dx));
@@ -368,20 +357,20 @@ struct QuantBlk {
       }
       auto step = [&](int s, bool half) {
         window.Reach(w[0] + R * s * step_bytes);  // the R rows are adjacent
-        const int k = 2 * s - b0;  // segment index of the step's first block
+        const int k = 2 * s - b0;                 // segment index of the step's first block
         __m512i wv[R], wc[R];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int a = 0; a < R; ++a) {
           wv[a] = half ? QW<T>::LoadHalf(w[a], s) : QW<T>::Load(w[a], s);
           wc[a] = RowCorr<T>(wv[a]);
         }
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int b = 0; b < C; ++b) {
           ActStep act;
           act.x = _mm512_load_si512(A->Q(i0 + b) + 64 * s);
           if (QW<T>::kSigned) act.x = _mm512_xor_si512(act.x, _mm512_set1_epi8(static_cast<char>(0x80)));
           act.corr = QW<T>::kSigned ? _mm512_setzero_si512() : _mm512_load_si512(A->Corr(i0 + b) + 16 * s);
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int a = 0; a < R; ++a) {
             // [s_k x8, s_k+1 x8]: broadcast loads, no lane shuffle
             __m512 sv = _mm512_set1_ps(sc[a][b][k]);
@@ -395,11 +384,10 @@ struct QuantBlk {
       for (int s = b0 / 2; s < s_end; ++s) step(s, false);
       if (bn & 1) step(s_end, true);  // only the row's last segment can be odd
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int a = 0; a < R; ++a)
-      #pragma GCC unroll 16
-      for (int b = 0; b < C; ++b)
-        Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+#pragma GCC unroll 16
+      for (int b = 0; b < C; ++b) Y[static_cast<size_t>(i0 + b) * W.rows + r + a] = _mm512_reduce_add_ps(acc[a][b]);
   }
 };
 
@@ -429,7 +417,7 @@ struct PackedBlk {
     const float* dx[C];    // [C] their block scales
     const int32_t* bs[C];  // [C] their block sums
     __m512 acc[C];         // [C] 16 rows each
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int b = 0; b < C; ++b) {
       x[b] = A.Q(i0 + b);
       dx[b] = A.D(i0 + b);
@@ -452,24 +440,24 @@ struct PackedBlk {
       // are the ones a single chain gives. L1-resident 16x768 Q4_0, n = 1: ~12.7 -> ~11 ns
       // per block.
       __m512i is[C], ih[C];  // [C] 16 rows each
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         is[b] = _mm512_set1_epi32(-kOffset * bs[b][k]);
         ih[b] = _mm512_setzero_si512();
       }
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
         const __m512i v = _mm512_load_si512(q + 64 * ch);
         if constexpr (T == QType::Q4_0) {
           const __m512i lo = _mm512_and_si512(v, nibble);     // elements 8ch..8ch+3
           const __m512i hi = _mm512_andnot_si512(nibble, v);  // 16 x elements 8ch+4..8ch+7
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int b = 0; b < C; ++b) {
             is[b] = _mm512_dpbusd_epi32(is[b], lo, Bcast4(x[b] + 32 * k + 8 * ch));
             ih[b] = _mm512_dpbusd_epi32(ih[b], hi, Bcast4(x[b] + 32 * k + 8 * ch + 4));
           }
         } else {
-          #pragma GCC unroll 16
+#pragma GCC unroll 16
           for (int b = 0; b < C; ++b) {
             __m512i& chain = ch % 2 ? ih[b] : is[b];
             chain = _mm512_dpbusd_epi32(chain, v, Bcast4(x[b] + 32 * k + 4 * ch));
@@ -477,7 +465,7 @@ struct PackedBlk {
         }
       }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 16 * k)));
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[b][k]));
         const __m512i sum = _mm512_add_epi32(is[b], T == QType::Q4_0 ? _mm512_srai_epi32(ih[b], 4) : ih[b]);
@@ -485,7 +473,7 @@ struct PackedBlk {
       }
     }
     const __mmask16 valid = FirstLanes(W.rows - packed::kGroupRows * g);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int b = 0; b < C; ++b)
       _mm512_mask_storeu_ps(Y + static_cast<size_t>(i0 + b) * W.rows + packed::kGroupRows * g, valid, acc[b]);
   }
@@ -497,8 +485,7 @@ template <QType T>
 void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
   for (int g = r0 / packed::kGroupRows; g * packed::kGroupRows < r1; ++g)
     for (int i = 0; i < n; i += 8)
-      kernel_driver::WithCols<8>(std::min(8, n - i),
-                                 [&]<int C>() { PackedBlk<T>::template Run<C>(W, g, *A, i, Y); });
+      kernel_driver::WithCols<8>(std::min(8, n - i), [&]<int C>() { PackedBlk<T>::template Run<C>(W, g, *A, i, Y); });
 }
 
 template <class Blk>
@@ -506,8 +493,7 @@ void Rows(const QMatrix& W, int r0, int r1, const float* X, const QuantActs* A, 
   kernel_driver::DriveRows<Blk>(W, r0, r1, X, A, n, Y);
 }
 
-void QuantizeActsAvx512(const float* x, int cols, int cols_padded, int8_t* q, float* d,
-                        int32_t* corr) {
+void QuantizeActsAvx512(const float* x, int cols, int cols_padded, int8_t* q, float* d, int32_t* corr) {
   for (int b = 0; b < cols_padded / 32; ++b) {
     const int left = cols - 32 * b;  // valid elements from the block start
     const __m512 v0 = _mm512_maskz_loadu_ps(FirstLanes(left), x + 32 * b);
@@ -518,8 +504,8 @@ void QuantizeActsAvx512(const float* x, int cols, int cols_padded, int8_t* q, fl
     const __m512 id = _mm512_set1_ps(dd != 0.0f ? 1.0f / dd : 0.0f);
     const __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(i0)),
-                                               _mm512_cvtepi32_epi8(i1), 1);
+    const __m256i q8 =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(i0)), _mm512_cvtepi32_epi8(i1), 1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), q8);
     d[b] = dd;
     const __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8);
@@ -536,16 +522,14 @@ void BlockDotsT(const uint8_t* row, const int8_t* xq, const int32_t* corr, int n
     ActStep a;
     a.x = half ? _mm512_maskz_loadu_epi8(0xFFFFFFFFull, xq + 64 * s) : _mm512_loadu_si512(xq + 64 * s);
     if (QW<T>::kSigned) a.x = _mm512_xor_si512(a.x, _mm512_set1_epi8(static_cast<char>(0x80)));
-    a.corr = QW<T>::kSigned ? _mm512_setzero_si512()
-                            : _mm512_maskz_loadu_epi32(half ? 0x00FF : 0xFFFF, corr + 16 * s);
+    a.corr = QW<T>::kSigned ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi32(half ? 0x00FF : 0xFFFF, corr + 16 * s);
     const __m512i v = Isum<T>(w, RowCorr<T>(w), a);
     out[2 * s] = _mm512_mask_reduce_add_epi32(0x00FF, v);
     if (!half) out[2 * s + 1] = _mm512_mask_reduce_add_epi32(0xFF00, v);
   }
 }
 
-void BlockDotsAvx512(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr,
-                     int nblocks, int32_t* out) {
+void BlockDotsAvx512(QType type, const uint8_t* row, const int8_t* xq, const int32_t* corr, int nblocks, int32_t* out) {
   switch (type) {
     case QType::Q8_0: BlockDotsT<QType::Q8_0>(row, xq, corr, nblocks, out); break;
     case QType::Q4_0: BlockDotsT<QType::Q4_0>(row, xq, corr, nblocks, out); break;
@@ -564,7 +548,9 @@ double FmaProbeAvx512(long steps) {
 
 const KernelFamily& Avx512Kernels() {
   static const KernelFamily k = [] {
-    KernelFamily f{.name = "avx512", .quantize_acts = QuantizeActsAvx512, .block_dots = BlockDotsAvx512,
+    KernelFamily f{.name = "avx512",
+                   .quantize_acts = QuantizeActsAvx512,
+                   .block_dots = BlockDotsAvx512,
                    .fma_probe = FmaProbeAvx512};
     f.Set(QType::F32, Rows<FloatBlk<F32W>>, Rows<FloatBlk<F32W>>);
     f.Set(QType::F16, Rows<FloatBlk<F16W>>, Rows<FloatBlk<F16W>>);

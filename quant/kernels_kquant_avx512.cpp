@@ -77,7 +77,7 @@ constexpr Index kIndex;
 
 // Two rows' super-blocks, unpacked.
 struct Pair {
-  __m512i q[2][4];  // [row][vector]: 64 unsigned quants (order above)
+  __m512i q[2][4];   // [row][vector]: 64 unsigned quants (order above)
   __m512i sc[2][4];  // [row][vector]: int16 scale of each quant pair
   __m512i m;         // [row 0: 16 groups | row 1: 16 groups] int16 mins (Q6_K: scales)
   __m512 d, dmin;    // [row 0 x 8 | row 1 x 8]
@@ -96,20 +96,19 @@ inline void UnpackNibbles(const uint8_t* qs, __m512i q[4]) {
 // [row 0: 8 scales, 8 mins | row 1: ...] as 32 int16 (ScalesMinsK4 shifted by the 4
 // header bytes, one row per 128-bit lane).
 inline __m512i ScalesMinsPair(__m256i h) {
-  const __m256i a = _mm256_shuffle_epi8(
-      h, _mm256_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15, 4, 5, 6, 7, 12, 13, 14, 15, 8, 9,
-                          10, 11, 12, 13, 14, 15));
-  const __m256i b = _mm256_shuffle_epi8(
-      h, _mm256_setr_epi8(4, 4, 4, 4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10, 11, 4, 4, 4, 4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10,
-                          11));
+  const __m256i a = _mm256_shuffle_epi8(h, _mm256_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15, 4,
+                                                            5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __m256i b = _mm256_shuffle_epi8(h, _mm256_setr_epi8(4, 4, 4, 4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10, 11, 4, 4, 4,
+                                                            4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10, 11));
   const __m256i lo = _mm256_and_si256(a, _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0,
                                                           63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m256i hi4 = _mm256_and_si256(_mm256_srli_epi16(a, 4),
-                                       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15, 0, 0, 0, 0,
-                                                        0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  const __m256i top = _mm256_and_si256(
-      _mm256_srli_epi16(b, 2), _mm256_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30,
-                                                0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30));
+  const __m256i hi4 =
+      _mm256_and_si256(_mm256_srli_epi16(a, 4), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15, 0,
+                                                                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m256i top =
+      _mm256_and_si256(_mm256_srli_epi16(b, 2),
+                       _mm256_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0,
+                                        0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30));
   return _mm512_cvtepu8_epi16(_mm256_or_si256(_mm256_or_si256(lo, hi4), top));
 }
 
@@ -134,9 +133,9 @@ inline void UnpackPair(const uint8_t* b0, const uint8_t* b1, Pair& u) {
     }
     const auto& q0 = *reinterpret_cast<const BlockQ6_K*>(b0);
     const auto& q1 = *reinterpret_cast<const BlockQ6_K*>(b1);
-    const __m256i s8 = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0.scales))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1.scales)), 1);
+    const __m256i s8 =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0.scales))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1.scales)), 1);
     u.m = _mm512_cvtepi8_epi16(s8);  // [row 0: 16 scales | row 1: 16 scales]
     for (int t = 0; t < 2; ++t)
       for (int v = 0; v < 4; ++v) u.sc[t][v] = _mm512_permutexvar_epi16(_mm512_load_si512(kIndex.s6[t][v]), u.m);
@@ -160,8 +159,9 @@ inline void UnpackPair(const uint8_t* b0, const uint8_t* b1, Pair& u) {
         }
       }
     }
-    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0))),
-                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1)), 1);
+    const __m256i h =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1)), 1);
     const __m512i sm = ScalesMinsPair(h);
     for (int t = 0; t < 2; ++t)
       for (int v = 0; v < 4; ++v) u.sc[t][v] = _mm512_permutexvar_epi16(_mm512_load_si512(kIndex.s4[t][v]), sm);
@@ -188,7 +188,8 @@ inline __m512 PairStep(__m512 lanes, const Pair& u, const int8_t* xq, const int1
   const __m512 vdx = _mm512_set1_ps(dx);
   lanes = _mm512_add_ps(lanes, _mm512_mul_ps(_mm512_mul_ps(u.d, vdx), _mm512_cvtepi32_ps(s)));
   if constexpr (T != QType::Q6_K)
-    lanes = _mm512_sub_ps(lanes, _mm512_mul_ps(_mm512_mul_ps(u.dmin, vdx), _mm512_cvtepi32_ps(_mm512_madd_epi16(b, u.m))));
+    lanes =
+        _mm512_sub_ps(lanes, _mm512_mul_ps(_mm512_mul_ps(u.dmin, vdx), _mm512_cvtepi32_ps(_mm512_madd_epi16(b, u.m))));
   return lanes;
 }
 
@@ -229,7 +230,9 @@ template <QType T, int C>
 inline void PairPass(const QMatrix& W, int r, int r1, int i0, int nc, const QuantActs* A, const Acts& X,
                      WindowPrefetcher& window, float* Y) {
   if constexpr (C > 0) nc = C;
-  constexpr size_t bytes = T == QType::Q4_K ? sizeof(BlockQ4_K) : T == QType::Q5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ6_K);
+  constexpr size_t bytes = T == QType::Q4_K   ? sizeof(BlockQ4_K)
+                           : T == QType::Q5_K ? sizeof(BlockQ5_K)
+                                              : sizeof(BlockQ6_K);
   const int nsb = W.cols_padded / kQK;
   const uint8_t* row0 = W.Row(r);
   const uint8_t* row1 = W.Row(r1);
@@ -262,8 +265,10 @@ void KRowsAvx512(const QMatrix& W, int r0, int r1, const float*, const QuantActs
     const int rb = std::min(r + 1, r1 - 1);
     for (int i0 = 0; i0 < n; i0 += kMaxCols) {
       const int nc = std::min(kMaxCols, n - i0);
-      if (nc == 1) PairPass<T, 1>(W, r, rb, i0, nc, A, X, window, Y);
-      else PairPass<T, 0>(W, r, rb, i0, nc, A, X, window, Y);
+      if (nc == 1)
+        PairPass<T, 1>(W, r, rb, i0, nc, A, X, window, Y);
+      else
+        PairPass<T, 0>(W, r, rb, i0, nc, A, X, window, Y);
     }
   }
 }

@@ -71,8 +71,9 @@ const PairDx& ExpandDx(const QuantActs* A, int n, int nb) {
   const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   for (int i = 0; i < n; ++i)
     for (int p = 0; p < dx.pairs; ++p)  // dx[2p + 1] exists: A's blocks cover ActsCols >= 64 p + 64
-      out[size_t(i) * dx.pairs + p] = _mm512_permutexvar_ps(
-          idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(A->D(i) + 2 * p)))));
+      out[size_t(i) * dx.pairs + p] =
+          _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(
+                                         _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(A->D(i) + 2 * p)))));
   return dx;
 }
 
@@ -82,7 +83,8 @@ template <QType T>
 inline void PairScales(const uint8_t* row, int b, bool lone, __m256 xs_scales, __m512* d, __m512* m) {
   if constexpr (T == QType::IQ4_XS) {
     const int k = b % 8;
-    *d = _mm512_permutexvar_ps(_mm512_set_epi32(k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k, k, k, k, k, k, k, k),
+    *d = _mm512_permutexvar_ps(_mm512_set_epi32(k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k + 1, k, k, k, k, k,
+                                                k, k, k),
                                _mm512_castps256_ps512(xs_scales));
   } else {
     constexpr int h = int(kBlockBytes<T> / 2);  // halves per block
@@ -90,7 +92,9 @@ inline void PairScales(const uint8_t* row, int b, bool lone, __m256 xs_scales, _
     const __m512 f = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(want, row + kBlockBytes<T> * b));
     *d = _mm512_permutexvar_ps(_mm512_set_epi32(h, h, h, h, h, h, h, h, 0, 0, 0, 0, 0, 0, 0, 0), f);
     if constexpr (HasMin(T))
-      *m = _mm512_permutexvar_ps(_mm512_set_epi32(h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, 1, 1, 1, 1, 1, 1, 1, 1), f);
+      *m = _mm512_permutexvar_ps(_mm512_set_epi32(h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, h + 1, 1, 1, 1, 1, 1,
+                                                  1, 1, 1),
+                                 f);
   }
 }
 
@@ -161,9 +165,12 @@ void LegacyRowsAvx512T(const QMatrix& W, int r0, int r1, const float*, const Qua
   for (int r = r0; r < r1; r += 2)
     for (int i0 = 0; i0 < n; i0 += kMaxCols) {
       const int nc = std::min(kMaxCols, n - i0);
-      if (r + 1 == r1) RowPass<T, 1, 0>(W, r, i0, nc, A, dx, window, Y);
-      else if (nc == 1) RowPass<T, 2, 1>(W, r, i0, nc, A, dx, window, Y);
-      else RowPass<T, 2, 0>(W, r, i0, nc, A, dx, window, Y);
+      if (r + 1 == r1)
+        RowPass<T, 1, 0>(W, r, i0, nc, A, dx, window, Y);
+      else if (nc == 1)
+        RowPass<T, 2, 1>(W, r, i0, nc, A, dx, window, Y);
+      else
+        RowPass<T, 2, 0>(W, r, i0, nc, A, dx, window, Y);
     }
 }
 

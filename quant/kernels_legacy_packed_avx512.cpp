@@ -19,7 +19,9 @@ namespace specsweep {
 
 RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi) {
   if (vbmi && type != QType::Q4_1) return LegacyPackedAvx512Vbmi(type);
-  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return legacy_avx512_packed::PackedRows<decltype(t)::value, false>; });
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn {
+    return legacy_avx512_packed::PackedRows<decltype(t)::value, false>;
+  });
 }
 
 namespace {

@@ -20,7 +20,9 @@ namespace specsweep {
 
 RowsKernelFn LegacyPackedAvx512Vbmi(QType type) {
   if (type == QType::Q4_1) return nullptr;
-  return ForLegacyType(type, [](auto t) -> RowsKernelFn { return legacy_avx512_packed::PackedRows<decltype(t)::value, true>; });
+  return ForLegacyType(type, [](auto t) -> RowsKernelFn {
+    return legacy_avx512_packed::PackedRows<decltype(t)::value, true>;
+  });
 }
 
 }  // namespace specsweep

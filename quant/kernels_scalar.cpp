@@ -13,8 +13,7 @@
 namespace specsweep {
 namespace {
 
-void QuantizeActsScalar(const float* x, int cols, int cols_padded, int8_t* q, float* d,
-                        int32_t* corr) {
+void QuantizeActsScalar(const float* x, int cols, int cols_padded, int8_t* q, float* d, int32_t* corr) {
   for (int b = 0; b < cols_padded / 32; ++b) {
     float xb[32];  // [32] block, zero beyond cols
     for (int j = 0; j < 32; ++j) xb[j] = 32 * b + j < cols ? x[32 * b + j] : 0.0f;
@@ -27,8 +26,7 @@ void QuantizeActsScalar(const float* x, int cols, int cols_padded, int8_t* q, fl
     for (int j = 0; j < 32; ++j) q[32 * b + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
     d[b] = dd;
   }
-  for (int k = 0; k < cols_padded / 4; ++k)
-    corr[k] = -8 * (q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3]);
+  for (int k = 0; k < cols_padded / 4; ++k) corr[k] = -8 * (q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3]);
 }
 
 // Float weights: element c of a row.
@@ -138,8 +136,7 @@ template <QType T>
 void BlockDotsT(const uint8_t* row, const int8_t* xq, int nblocks, int32_t* out) {
   for (int b = 0; b < nblocks; ++b) out[b] = BlockDot(RowWeights<T>{row}, xq, b);
 }
-void BlockDotsScalar(QType type, const uint8_t* row, const int8_t* xq, const int32_t*, int nblocks,
-                     int32_t* out) {
+void BlockDotsScalar(QType type, const uint8_t* row, const int8_t* xq, const int32_t*, int nblocks, int32_t* out) {
   switch (type) {
     case QType::Q8_0: return BlockDotsT<QType::Q8_0>(row, xq, nblocks, out);
     case QType::Q4_0: return BlockDotsT<QType::Q4_0>(row, xq, nblocks, out);
@@ -165,7 +162,9 @@ double FmaProbeScalar(long steps) {
 
 const KernelFamily& ScalarKernels() {
   static const KernelFamily k = [] {
-    KernelFamily f{.name = "scalar", .quantize_acts = QuantizeActsScalar, .block_dots = BlockDotsScalar,
+    KernelFamily f{.name = "scalar",
+                   .quantize_acts = QuantizeActsScalar,
+                   .block_dots = BlockDotsScalar,
                    .fma_probe = FmaProbeScalar};
     f.Set(QType::F32, FloatRows<QType::F32>, FloatRows<QType::F32>);
     f.Set(QType::F16, FloatRows<QType::F16>, FloatRows<QType::F16>);

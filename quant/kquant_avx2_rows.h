@@ -27,8 +27,8 @@ namespace kquant_avx2 {
 using namespace kquant_simd;
 
 struct Unpacked {
-  __m256i q[8];  // unit u: values 32 u .. 32 u + 31, unsigned
-  __m256i g, m;  // per 16-value group: scale, min (m: Q4_K/Q5_K)
+  __m256i q[8];   // unit u: values 32 u .. 32 u + 31, unsigned
+  __m256i g, m;   // per 16-value group: scale, min (m: Q4_K/Q5_K)
   __m256i sc[8];  // unit u: the int16 scale of each quant pair
   float d, dmin;
 };
@@ -53,18 +53,20 @@ inline void Unpack(const uint8_t* blk, Unpacked& u) {
     u.m = _mm256_setzero_si256();
     // Broadcasts int16 lane pair (2u, 2u + 1) of G: group 2u to the low 128-bit half
     // (values 0..15 of the unit), group 2u + 1 to the high half.
-    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
-                                         3, 2, 3, 2, 3, 2, 3);
+    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                         2, 3, 2, 3, 2, 3);
     for (int k = 0; k < 8; ++k)
       u.sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.g, _mm256_set1_epi32(k)), dup);
     u.dmin = 0;
     u.d = _cvtsh_ss(b.d);
   } else {
     const auto& b = *reinterpret_cast<const BlockQ4_K*>(blk);
-    if constexpr (T == QType::Q4_K) UnpackQ4(b.qs, u.q);
-    else UnpackQ5(*reinterpret_cast<const BlockQ5_K*>(blk), u.q);
+    if constexpr (T == QType::Q4_K)
+      UnpackQ4(b.qs, u.q);
+    else
+      UnpackQ5(*reinterpret_cast<const BlockQ5_K*>(blk), u.q);
     const __m128i r = ScalesMinsBytesK4(b.scales);  // [scales 0..7 | mins 0..7]
-    u.g = _mm256_setzero_si256();                    // unused: no bias
+    u.g = _mm256_setzero_si256();                   // unused: no bias
     u.m = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r, r));
     const __m256i r2 = _mm256_broadcastsi128_si256(r);
     for (int k = 0; k < 8; ++k)
@@ -82,7 +84,9 @@ template <class Dot, QType T, int C>
 inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
   if constexpr (C > 0) nc = C;
   const int nsb = W.cols_padded / kQK;
-  constexpr size_t bytes = T == QType::Q4_K ? sizeof(BlockQ4_K) : T == QType::Q5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ6_K);
+  constexpr size_t bytes = T == QType::Q4_K   ? sizeof(BlockQ4_K)
+                           : T == QType::Q5_K ? sizeof(BlockQ5_K)
+                                              : sizeof(BlockQ6_K);
   const uint8_t* row = W.Row(r);
   __m256 lanes[C > 0 ? C : kMaxCols];
   for (int c = 0; c < nc; ++c) lanes[c] = _mm256_setzero_ps();

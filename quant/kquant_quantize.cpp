@@ -169,7 +169,8 @@ void QuantizeQ6(const float* x, uint8_t* out, int row, int s) {
       const int* qq = q + 128 * h + l;  // qq[0], [32], [64], [96]
       b->ql[64 * h + l] = static_cast<uint8_t>((qq[0] & 0x0F) | (qq[64] & 0x0F) << 4);
       b->ql[64 * h + 32 + l] = static_cast<uint8_t>((qq[32] & 0x0F) | (qq[96] & 0x0F) << 4);
-      b->qh[32 * h + l] = static_cast<uint8_t>((qq[0] >> 4) | (qq[32] >> 4) << 2 | (qq[64] >> 4) << 4 | (qq[96] >> 4) << 6);
+      b->qh[32 * h + l] =
+          static_cast<uint8_t>((qq[0] >> 4) | (qq[32] >> 4) << 2 | (qq[64] >> 4) << 4 | (qq[96] >> 4) << 6);
     }
 }
 
@@ -177,12 +178,13 @@ void QuantizeQ6(const float* x, uint8_t* out, int row, int s) {
 
 void QuantizeRowK(QType type, const float* x, int cols_padded, uint8_t* out, int row) {
   if (!CanQuantizeK(type))
-    Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; use another type)",
-         QTypeName(type));
+    Fail("quantize: type {}: quantization is not implemented (it loads from GGUF; use another type)", QTypeName(type));
   for (int s = 0; s < cols_padded / kQK; ++s) {
     uint8_t* blk = out + s * BlockBytes(type);
-    if (type == QType::Q6_K) QuantizeQ6(x + kQK * s, blk, row, s);
-    else QuantizeQ45(type, x + kQK * s, blk, row, s);
+    if (type == QType::Q6_K)
+      QuantizeQ6(x + kQK * s, blk, row, s);
+    else
+      QuantizeQ45(type, x + kQK * s, blk, row, s);
   }
 }
 

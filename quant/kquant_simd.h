@@ -34,9 +34,10 @@ inline __m128i ScalesMinsBytesK4(const uint8_t* s) {
   const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
   const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7));
   const __m128i lo = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m128i hi4 = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m128i hi4 =
+      _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
   const __m128i top = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0,
-                                                                         0x30, 0x30, 0x30, 0x30));
+                                                                        0x30, 0x30, 0x30, 0x30));
   return _mm_or_si128(_mm_or_si128(lo, hi4), top);
 }
 inline void ScalesMinsK4(const uint8_t* s, __m256i* g, __m256i* m) {
@@ -77,8 +78,8 @@ inline void UnpackQ6(const BlockQ6_K& b, __m256i q[8]) {
     q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_slli_epi16(hq, 4), hi2));
     q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(c, low), _mm256_and_si256(_mm256_slli_epi16(hq, 2), hi2));
     q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low), _mm256_and_si256(hq, hi2));
-    q[4 * h + 3] =
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), low), _mm256_and_si256(_mm256_srli_epi16(hq, 2), hi2));
+    q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), low),
+                                   _mm256_and_si256(_mm256_srli_epi16(hq, 2), hi2));
   }
 }
 
@@ -89,7 +90,8 @@ inline __m256 LaneStep(__m256 lanes, __m256i a, __m256i bs, __m256i g, __m256i m
   if constexpr (T == QType::Q6_K) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bs, g), 5));  // bias 32
   lanes = _mm256_add_ps(lanes, _mm256_mul_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(a)));
   if constexpr (T != QType::Q6_K)
-    lanes = _mm256_sub_ps(lanes, _mm256_mul_ps(_mm256_set1_ps(dmin * dx), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, m))));
+    lanes =
+        _mm256_sub_ps(lanes, _mm256_mul_ps(_mm256_set1_ps(dmin * dx), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, m))));
   return lanes;
 }
 
@@ -111,8 +113,10 @@ inline void RowPasses(const QMatrix& W, int r0, int r1, int n, Pass&& pass) {
   for (int r = r0; r < r1; ++r)
     for (int i0 = 0; i0 < n; i0 += MaxCols) {
       const int nc = std::min(MaxCols, n - i0);
-      if (nc == 1) pass.template operator()<1>(r, i0, nc, window);
-      else pass.template operator()<0>(r, i0, nc, window);
+      if (nc == 1)
+        pass.template operator()<1>(r, i0, nc, window);
+      else
+        pass.template operator()<0>(r, i0, nc, window);
     }
 }
 

@@ -199,7 +199,9 @@ void KRowsScalar(const QMatrix& W, int r0, int r1, const float*, const QuantActs
 }  // namespace
 
 RowsKernelFn KQuantRowsScalar(QType type) {
-  return ForTypeIn<QGroup::kKQuant, RowsKernelFn>(type, [](auto t) -> RowsKernelFn { return KRowsScalar<decltype(t)::value>; });
+  return ForTypeIn<QGroup::kKQuant, RowsKernelFn>(type, [](auto t) -> RowsKernelFn {
+    return KRowsScalar<decltype(t)::value>;
+  });
 }
 
 }  // namespace specsweep

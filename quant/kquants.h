@@ -52,8 +52,8 @@ void QuantizeActsK(const float* x, int cols, int cols_padded, int8_t* q, float* 
 // (quant/kernels.h) puts in the family's tables: the SIMD one where the family has it
 // (avx2, avx2vnni, avx512: Q4_K, Q5_K, Q6_K), else the scalar reference.
 RowsKernelFn KQuantRowsScalar(QType type);
-RowsKernelFn KQuantRowsAvx2(QType type);    // nullptr: none
+RowsKernelFn KQuantRowsAvx2(QType type);      // nullptr: none
 RowsKernelFn KQuantRowsAvx2Vnni(QType type);  // nullptr: none
-RowsKernelFn KQuantRowsAvx512(QType type);  // nullptr: none
+RowsKernelFn KQuantRowsAvx512(QType type);    // nullptr: none
 
 }  // namespace specsweep

@@ -62,15 +62,18 @@ void PackedGroup(const QMatrix& W, int g, const QuantActs& A, int i, float* Y) {
           const __m128i ls8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * b + 8 * half));
           d = _mm256_mul_ps(ds, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(ls8), _mm256_set1_epi32(32))));
         } else {
-          d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + packed::ScaleBytes(T) * b + 16 * half)));
+          d = _mm256_cvtph_ps(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + packed::ScaleBytes(T) * b + 16 * half)));
         }
         const __m256 dd = _mm256_mul_ps(d, dxb);
         __m256 dm = _mm256_setzero_ps();
         if constexpr (HasMin(T))
-          dm = _mm256_mul_ps(
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 64 * b + 32 + 16 * half))), dxb);
+          dm = _mm256_mul_ps(_mm256_cvtph_ps(
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 64 * b + 32 + 16 * half))),
+                             dxb);
         __m256i h = _mm256_setzero_si256();
-        if constexpr (packed::HighBytes(T)) h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 64 * b + 32 * half));
+        if constexpr (packed::HighBytes(T))
+          h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 64 * b + 32 * half));
         const uint8_t* q = group + 256 * size_t(b) + 32 * half;
         [&]<int... K>(std::integer_sequence<int, K...>) __attribute__((always_inline)) {
           (
@@ -78,7 +81,9 @@ void PackedGroup(const QMatrix& W, int g, const QuantActs& A, int i, float* Y) {
                 const __m256i chunk = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * (K / 2)));
                 __m256i u = _mm256_and_si256(K % 2 ? _mm256_srli_epi16(chunk, 4) : chunk, nibble);
                 if constexpr (T == QType::Q5_0 || T == QType::Q5_1)  // bit K -> bit 4, see packed.h
-                  u = _mm256_or_si256(u, _mm256_and_si256(K < 4 ? _mm256_slli_epi16(h, 4 - K) : _mm256_srli_epi16(h, K - 4), bit4));
+                  u = _mm256_or_si256(u, _mm256_and_si256(K < 4 ? _mm256_slli_epi16(h, 4 - K)
+                                                                : _mm256_srli_epi16(h, K - 4),
+                                                          bit4));
                 if constexpr (T == QType::IQ4_NL || T == QType::IQ4_XS) u = _mm256_shuffle_epi8(table, u);
                 int32_t x4;
                 std::memcpy(&x4, x + 32 * b + 4 * K, 4);
@@ -92,10 +97,12 @@ void PackedGroup(const QMatrix& W, int g, const QuantActs& A, int i, float* Y) {
                   isum = Dot::Acc(init, u, xv);
                 }
                 s[K] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), s[K]);
-                if constexpr (HasMin(T)) s[K] = _mm256_fmadd_ps(dm, _mm256_set1_ps(xsum[8 * b + K]), s[K]);  // + (m dx) xsum
+                if constexpr (HasMin(T))
+                  s[K] = _mm256_fmadd_ps(dm, _mm256_set1_ps(xsum[8 * b + K]), s[K]);  // + (m dx) xsum
               }(),
               ...);
-        }(std::make_integer_sequence<int, 8>{});
+        }
+        (std::make_integer_sequence<int, 8>{});
       }
       if (parity == 0)
         for (int j = 0; j < 8; ++j) _mm256_store_ps(even[j], s[j]);

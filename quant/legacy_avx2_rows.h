@@ -26,9 +26,9 @@ constexpr int kMaxCols = 4;
 
 // Bytes e of `bits` set -> 0xFF (e < 32): broadcast the 4 bytes, select each byte's bit.
 inline __m256i BitsToBytes(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(int(bits)), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
-                                                     2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)),
+                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                                              2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
@@ -37,8 +37,7 @@ inline __m256i BitsToBytes(uint32_t bits) {
 using kquant_simd::LaneSum;
 
 template <class Dot, QType T, int C>
-inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window,
-                    float* Y) {
+inline void RowPass(const QMatrix& W, int r, int i0, int nc, const QuantActs* A, WindowPrefetcher& window, float* Y) {
   if constexpr (C > 0) nc = C;
   const int nb = W.cols_padded / 32;
   const uint8_t* row = W.Row(r);

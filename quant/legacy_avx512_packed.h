@@ -69,7 +69,8 @@ inline __m512 BlockScale(const packed::GroupSections& sec, int b, __m512 dsuper)
     const __m512i ls = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sec.scales + 16 * b)));
     return _mm512_mul_ps(dsuper, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
   } else {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sec.scales + packed::ScaleBytes(T) * b)));
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sec.scales + packed::ScaleBytes(T) * b)));
   }
 }
 inline __m512 BlockMin(const packed::GroupSections& sec, int b) {
@@ -85,7 +86,7 @@ struct StepArgs {
   const int32_t *off0, *off1;
   const float *xs0, *xs1;  // (min types) the 4-value sums
   __m512 dd0, dd1, dm0, dm1;
-  __mmask16 keep1;         // unit 1's lanes take part
+  __mmask16 keep1;  // unit 1's lanes take part
 };
 
 // Lane k of both units. A function of its accumulators (not a lambda capturing them):
@@ -143,7 +144,8 @@ inline void Pass(const QMatrix& W, const packed::GroupSections& sec, const ActRo
     window.Reach(sec.quants + block_share * (b1 + 1));
     if constexpr (T == QType::IQ4_XS)
       if (b % 8 < 2)  // the first block of its super-block in this pass
-        dsuper = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sec.super + packed::kSuperBytes * (b / 8))));
+        dsuper = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sec.super + packed::kSuperBytes * (b / 8))));
     const __m512 d0 = BlockScale<T>(sec, b, dsuper), d1 = kRows == 1 ? BlockScale<T>(sec, b1, dsuper) : d0;
     const __m512 dx0 = _mm512_set1_ps(act[0].dx[b]), dx1 = _mm512_set1_ps(x1.dx[b1]);
     a.dd0 = _mm512_mul_ps(d0, dx0), a.dd1 = _mm512_mul_ps(d1, dx1);

@@ -83,7 +83,7 @@ namespace {
 template <QType T>
 void LegacyRowsScalarT(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
   const int nb = W.cols_padded / 32;
-  std::vector<LegacyBlock> blocks(nb);  // [nb] one row, unpacked once for all n
+  std::vector<LegacyBlock> blocks(nb);                                          // [nb] one row, unpacked once for all n
   std::vector<uint8_t> bytes(W.layout == Layout::kPacked16 ? W.row_bytes : 0);  // [row_bytes] ggml row
   for (int r = r0; r < r1; ++r) {
     const uint8_t* row = W.Row(r);

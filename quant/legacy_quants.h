@@ -58,7 +58,7 @@ RowsKernelFn LegacyPackedAvx2Vnni(QType type);  // kPacked16; nullptr: none
 // kPacked16; nullptr: none. vbmi: the CPU has AVX512-VBMI and GFNI (IQ4 then takes
 // vpermb, Q5 gf2p8affineqb).
 RowsKernelFn LegacyPackedAvx512(QType type, bool vbmi);
-RowsKernelFn LegacyPackedAvx512Vbmi(QType type);  // not Q4_1; call only on VBMI + GFNI CPUs
+RowsKernelFn LegacyPackedAvx512Vbmi(QType type);    // not Q4_1; call only on VBMI + GFNI CPUs
 RowsKernelFn LegacyPackedAvx512ForCpu(QType type);  // LegacyPackedAvx512 for this CPU
 
 }  // namespace specsweep

@@ -22,24 +22,26 @@ namespace {
 namespace legacy_simd {
 
 template <QType T>
-constexpr size_t kBlockBytes = T == QType::Q4_1 ? sizeof(BlockQ4_1)
-                               : T == QType::Q5_0 ? sizeof(BlockQ5_0)
-                               : T == QType::Q5_1 ? sizeof(BlockQ5_1)
+constexpr size_t kBlockBytes = T == QType::Q4_1     ? sizeof(BlockQ4_1)
+                               : T == QType::Q5_0   ? sizeof(BlockQ5_0)
+                               : T == QType::Q5_1   ? sizeof(BlockQ5_1)
                                : T == QType::IQ4_NL ? sizeof(BlockIQ4_NL)
-                                                  : sizeof(BlockIQ4_XS);
+                                                    : sizeof(BlockIQ4_XS);
 // log2(off / 8) for the signed types' offset (above); -1: none.
 template <QType T>
-constexpr int kCorrShift = T == QType::Q5_0 ? 1 : T == QType::IQ4_NL || T == QType::IQ4_XS ? 4 : -1;
+constexpr int kCorrShift = T == QType::Q5_0                           ? 1
+                           : T == QType::IQ4_NL || T == QType::IQ4_XS ? 4
+                                                                      : -1;
 
 // Activation row i's inputs of the packed kernels: the int8 values and block scales, the
 // signed types' offset correction per 4 values (corr << kCorrShift) and the min types'
 // 4-value sums as floats (the min's term).
 template <QType T>
 struct ActRow {
-  const int8_t* x;      // [cols]
-  const float* dx;      // [cols/32]
+  const int8_t* x;        // [cols]
+  const float* dx;        // [cols/32]
   const int32_t* offset;  // [cols/4]
-  const float* xsum;    // [cols/4]
+  const float* xsum;      // [cols/4]
   ActRow(const QuantActs& A, int i)
       : x(A.Q(i)), dx(A.D(i)), offset(A.Offsets(i, kCorrShift<T> >= 0 ? kCorrShift<T> : 1)), xsum(A.XSum(i)) {}
 };
@@ -56,10 +58,14 @@ template <QType T>
 inline const uint8_t* Qs(const uint8_t* row, int b) {
   if constexpr (T == QType::IQ4_XS)
     return reinterpret_cast<const BlockIQ4_XS*>(row)[b / 8].qs + 16 * (b % 8);
-  else if constexpr (T == QType::Q4_1) return reinterpret_cast<const BlockQ4_1*>(row)[b].qs;
-  else if constexpr (T == QType::Q5_0) return reinterpret_cast<const BlockQ5_0*>(row)[b].qs;
-  else if constexpr (T == QType::Q5_1) return reinterpret_cast<const BlockQ5_1*>(row)[b].qs;
-  else return reinterpret_cast<const BlockIQ4_NL*>(row)[b].qs;
+  else if constexpr (T == QType::Q4_1)
+    return reinterpret_cast<const BlockQ4_1*>(row)[b].qs;
+  else if constexpr (T == QType::Q5_0)
+    return reinterpret_cast<const BlockQ5_0*>(row)[b].qs;
+  else if constexpr (T == QType::Q5_1)
+    return reinterpret_cast<const BlockQ5_1*>(row)[b].qs;
+  else
+    return reinterpret_cast<const BlockIQ4_NL*>(row)[b].qs;
 }
 template <QType T>
 inline uint32_t HighBits(const uint8_t* row, int b) {
@@ -74,10 +80,12 @@ inline __m256 Iq4XsScales(const uint8_t* blk) {
   const auto& k = *reinterpret_cast<const BlockIQ4_XS*>(blk);
   uint32_t lo;
   std::memcpy(&lo, k.scales_l, 4);
-  const __m256i l = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(lo)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                     _mm256_set1_epi32(15));
-  const __m256i h = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(k.scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                                     _mm256_set1_epi32(3));
+  const __m256i l =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(lo)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                       _mm256_set1_epi32(15));
+  const __m256i h =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(k.scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                       _mm256_set1_epi32(3));
   const __m256i ls = _mm256_or_si256(l, _mm256_slli_epi32(h, 4));
   return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(k.d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
 }

@@ -47,13 +47,12 @@ bool CpuHas(const char* isa) {
   std::string_view s(isa);
   __builtin_cpu_init();
   if (s == "scalar") return true;
-  if (s == "avx2")
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
+  if (s == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
   if (s == "avx2vnni") return CpuHas("avx2") && CpuHasAvxVnni();
   if (s == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-           CpuHasF16c() && __builtin_cpu_supports("fma");
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512vnni") && CpuHasF16c() && __builtin_cpu_supports("fma");
   return false;
 }
 

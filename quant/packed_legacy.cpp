@@ -133,7 +133,8 @@ void PackLegacyRow(const QMatrix& m, int r, QMatrix& p) {
     uint8_t* q = data + QuantsOffset(p, r, b);
     for (int j = 0; j < 32; ++j) q[QuantByte(p.type, j)] |= static_cast<uint8_t>(f.nibble[j] << NibbleShift(j));
     if (HighBytes(p.type))
-      for (int j = 0; j < 32; ++j) data[HighOffset(p, r, b) + j % 4] |= static_cast<uint8_t>((f.high >> j & 1) << (j / 4));
+      for (int j = 0; j < 32; ++j)
+        data[HighOffset(p, r, b) + j % 4] |= static_cast<uint8_t>((f.high >> j & 1) << (j / 4));
     if (p.type == QType::IQ4_XS) {
       data[ScaleOffset(p, r, b)] = f.ls;
       std::memcpy(data + SuperOffset(p, r, b), &f.d, 2);

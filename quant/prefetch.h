@@ -21,7 +21,7 @@ namespace specsweep {
 
 enum class PrefetchPattern : uint8_t { kWindow, kLead };
 
-constexpr uintptr_t kPrefetchPages = 8;                        // pages per window
+constexpr uintptr_t kPrefetchPages = 8;                          // pages per window
 constexpr uintptr_t kPrefetchWindowLines = 64 * kPrefetchPages;  // 64-byte lines per window
 constexpr uintptr_t kPrefetchWindowBytes = 64 * kPrefetchWindowLines;
 constexpr uintptr_t kLeadBytes = 8192;  // the lead pattern's distance
@@ -75,7 +75,7 @@ class BasicPrefetcher {
   void Reach(const void* consumed) {
     for (const uintptr_t a = reinterpret_cast<uintptr_t>(consumed); next_ <= a; next_ += kSlotMask + 1) {
       const Burst b = BurstOf(next_);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (uintptr_t p = 0; p < kPrefetchPages; ++p) _mm_prefetch(b.base + b.stride * p, _MM_HINT_T1);
     }
   }

@@ -25,11 +25,11 @@ struct QMatrix {
   QType type = QType::F32;
   Layout layout = Layout::kRows;
   int rows = 0;
-  int cols = 0;         // logical row length
-  int cols_padded = 0;  // row length in storage: cols rounded up to BlockSize(type)
-  size_t row_bytes = 0;     // as ggml rows (the weight bytes of a row in any layout)
-  size_t group_bytes = 0;   // kPacked16: bytes per 16-row group
-  AlignedBuffer data;       // kRows: [rows][row_bytes]; kPacked16: [groups][group_bytes]
+  int cols = 0;            // logical row length
+  int cols_padded = 0;     // row length in storage: cols rounded up to BlockSize(type)
+  size_t row_bytes = 0;    // as ggml rows (the weight bytes of a row in any layout)
+  size_t group_bytes = 0;  // kPacked16: bytes per 16-row group
+  AlignedBuffer data;      // kRows: [rows][row_bytes]; kPacked16: [groups][group_bytes]
 
   const uint8_t* Row(int r) const { return data.data() + static_cast<size_t>(r) * row_bytes; }
   uint8_t* Row(int r) { return data.data() + static_cast<size_t>(r) * row_bytes; }

@@ -20,8 +20,10 @@ QType ParseQType(std::string_view name, std::string_view what) {
 }
 
 std::string LoadOnlyReason(QType t) {
-  return fmt::format("{} is load-only (GGUF files of it are read and run; there is no quantizer for it): use "
-                     "q4_k, q5_k, q6_k, q4_0 or q8_0", QTypeName(t));
+  return fmt::format(
+      "{} is load-only (GGUF files of it are read and run; there is no quantizer for it): use "
+      "q4_k, q5_k, q6_k, q4_0 or q8_0",
+      QTypeName(t));
 }
 
 QType ParseQuantizeTarget(std::string_view name, std::string_view what) {

@@ -25,10 +25,10 @@ enum class QType : uint8_t {
   F32,
   F16,
   BF16,
-  Q8_0,    // ggml block_q8_0: 32 int8 + one f16 scale
-  Q4_0,    // ggml block_q4_0: 32 x 4 bit (j low nibble, j+16 high), f16 scale, offset 8
-  Q4_G64,  // Q4_0 semantics with 64-wide groups (specsweep level, not in GGUF)
-  Q4_G128, // Q4_0 semantics with 128-wide groups (specsweep level, not in GGUF)
+  Q8_0,     // ggml block_q8_0: 32 int8 + one f16 scale
+  Q4_0,     // ggml block_q4_0: 32 x 4 bit (j low nibble, j+16 high), f16 scale, offset 8
+  Q4_G64,   // Q4_0 semantics with 64-wide groups (specsweep level, not in GGUF)
+  Q4_G128,  // Q4_0 semantics with 128-wide groups (specsweep level, not in GGUF)
   // ggml K-quants: 256-wide super-blocks with per-sub-block scales (quant/blocks_k.h).
   Q2_K,
   Q3_K,
@@ -56,12 +56,12 @@ struct QTypeTraits {
   QType type;
   std::string_view name;  // as --quant and the records spell it
   QGroup group;
-  int block_size;            // elements per block (1 for the float types)
-  size_t block_bytes;        // bytes per block (element bytes for the float types)
-  bool quantizable = true;   // specsweep has a quantizer for it (else load-only)
-  bool packed16 = false;     // has the 16-row interleaved layout (quant/packed.h)
-  bool has_min = false;      // 32-value blocks of value = d q + m (Q4_1, Q5_1)
-  bool calibrated = false;   // its kernel family is chosen by calibration (quant/kernel_choice.h)
+  int block_size;           // elements per block (1 for the float types)
+  size_t block_bytes;       // bytes per block (element bytes for the float types)
+  bool quantizable = true;  // specsweep has a quantizer for it (else load-only)
+  bool packed16 = false;    // has the 16-row interleaved layout (quant/packed.h)
+  bool has_min = false;     // 32-value blocks of value = d q + m (Q4_1, Q5_1)
+  bool calibrated = false;  // its kernel family is chosen by calibration (quant/kernel_choice.h)
 
   constexpr QTypeTraits LoadOnly() const { return With(&QTypeTraits::quantizable, false); }
   constexpr QTypeTraits Packed16() const { return With(&QTypeTraits::packed16, true); }
@@ -124,9 +124,7 @@ constexpr size_t BlockBytes(QType t) { return Traits(t).block_bytes; }
 constexpr bool IsQuantized(QType t) { return GroupOf(t) != QGroup::kFloat; }
 // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_g64", "q4_g128", "q2_k", "q3_k", "q4_k",
 // "q5_k", "q6_k", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs"; "?" for no QType.
-constexpr std::string_view QTypeName(QType t) {
-  return static_cast<int>(t) < kQTypeCount ? Traits(t).name : "?";
-}
+constexpr std::string_view QTypeName(QType t) { return static_cast<int>(t) < kQTypeCount ? Traits(t).name : "?"; }
 // Parses a name as above (case-insensitive); throws Error naming `what` on failure.
 QType ParseQType(std::string_view name, std::string_view what = "quant type");
 // Whether weights can be quantized to t (--quant, --draft-quant, draft_quant,
@@ -141,8 +139,10 @@ QType ParseQuantizeTarget(std::string_view name, std::string_view what);
 namespace qtype_detail {
 template <QGroup G, QType T, class R, class F>
 R CallIfIn(F& f) {
-  if constexpr (Traits(T).group == G) return f(std::integral_constant<QType, T>{});
-  else return R{};
+  if constexpr (Traits(T).group == G)
+    return f(std::integral_constant<QType, T>{});
+  else
+    return R{};
 }
 }  // namespace qtype_detail
 
@@ -155,7 +155,8 @@ R ForTypeIn(QType type, F&& f) {
     (void)((static_cast<size_t>(type) == I && (r = qtype_detail::CallIfIn<G, static_cast<QType>(I), R>(f), true)) ||
            ...);
     return r;
-  }(std::make_index_sequence<kQTypeCount>{});
+  }
+  (std::make_index_sequence<kQTypeCount>{});
 }
 
 }  // namespace specsweep

@@ -27,8 +27,7 @@ void QuantizeGroupQ4(const float* x, BlockQ4<G>* y, int row, int group) {
   const float d = max / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   y->d = F32ToF16(d);
-  if (std::isinf(F16ToF32(y->d)))
-    Fail("quantize: row {} block {}: scale {} overflows f16", row, group, d);
+  if (std::isinf(F16ToF32(y->d))) Fail("quantize: row {} block {}: scale {} overflows f16", row, group, d);
   for (int j = 0; j < G / 2; ++j) {
     const float x0 = x[j] * id;
     const float x1 = x[G / 2 + j] * id;
@@ -45,8 +44,7 @@ void QuantizeBlockQ8_0(const float* x, BlockQ8_0* y, int row, int block) {
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   y->d = F32ToF16(d);
-  if (std::isinf(F16ToF32(y->d)))
-    Fail("quantize: row {} block {}: scale {} overflows f16", row, block, d);
+  if (std::isinf(F16ToF32(y->d))) Fail("quantize: row {} block {}: scale {} overflows f16", row, block, d);
   for (int j = 0; j < 32; ++j) y->qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
 }
 
@@ -78,9 +76,12 @@ void QuantizeRowFloat(QType type, const float* x, int cols, uint8_t* out, int ro
 
 void DequantizeRowFloat(QType type, const uint8_t* p, int cols, float* out) {
   const auto* h = reinterpret_cast<const uint16_t*>(p);
-  if (type == QType::F32) std::memcpy(out, p, sizeof(float) * cols);
-  else if (type == QType::F16) for (int c = 0; c < cols; ++c) out[c] = F16ToF32(h[c]);
-  else for (int c = 0; c < cols; ++c) out[c] = BF16ToF32(h[c]);
+  if (type == QType::F32)
+    std::memcpy(out, p, sizeof(float) * cols);
+  else if (type == QType::F16)
+    for (int c = 0; c < cols; ++c) out[c] = F16ToF32(h[c]);
+  else
+    for (int c = 0; c < cols; ++c) out[c] = BF16ToF32(h[c]);
 }
 
 void QuantizeRowQ8(QType type, const float* x, int cols_padded, uint8_t* out, int row) {

@@ -42,7 +42,8 @@ class GgufFixtureTest : public ::testing::TestWithParam<std::string> {
   nlohmann::json ref_;
 };
 
-inline void ExpectDequantizesBitIdentically(const std::string& gguf, const nlohmann::json& ref, const std::string& label) {
+inline void ExpectDequantizesBitIdentically(const std::string& gguf, const nlohmann::json& ref,
+                                            const std::string& label) {
   const std::string bytes = testing::ReadFile(gguf);
   const GgufHeader h = ParseGgufHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), gguf);
   ASSERT_EQ(h.tensors.size(), ref["tensors"].size());
@@ -105,9 +106,10 @@ inline void ExpectGreedyIdsMatch(const std::string& gguf, const nlohmann::json& 
   }
   const size_t exact = first_tie < 0 ? want.size() : size_t(first_tie);
   EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + exact), std::vector<int>(want.begin(), want.begin() + exact));
-  std::printf("%s: %zu of %zu greedy ids as llama.cpp before a near-tie (largest gap %.4f, logit spread %.2f); "
-              "free-running ids equal: %s\n",
-              label.c_str(), exact, want.size(), max_gap, spread, got == want ? "all" : "no");
+  std::printf(
+      "%s: %zu of %zu greedy ids as llama.cpp before a near-tie (largest gap %.4f, logit spread %.2f); "
+      "free-running ids equal: %s\n",
+      label.c_str(), exact, want.size(), max_gap, spread, got == want ? "all" : "no");
 }
 
 }  // namespace specsweep::testing_fixture

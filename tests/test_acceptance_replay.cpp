@@ -25,10 +25,10 @@ namespace specsweep {
 namespace {
 
 using testing::ExpectError;
-using testing::TempDir;
-using testing::WriteFile;
 using testing::PromptIds;
+using testing::TempDir;
 using testing::Tiny;
+using testing::WriteFile;
 
 DecoderOptions SelfSpec(int k, int new_tokens) {
   DecoderOptions o;
@@ -185,8 +185,8 @@ TEST(AcceptanceReplay, BadUsesFailWithOneLine) {
   DecoderOptions o = SelfSpec(2, 8);
   o.acceptance_source = ParseAcceptanceSource("trace=x", "test");
   ExpectError([&] { MakeDecoder(m, o); }, {"acceptance_source", "not loaded"});
-  o.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
-      std::vector<AcceptanceTrace>{{{4, 1}, {3, 3}}});
+  o.acceptance_source.traces =
+      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1}, {3, 3}}});
   ExpectError([&] { MakeDecoder(m, o); }, {"k", "up to 4", "got 2"});
 }
 

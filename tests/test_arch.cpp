@@ -303,7 +303,9 @@ TEST_F(ArchErrors, HfConfigFields) {
   ExpectError([&] { LoadHfSafetensors(WithConfig(c)); }, {"config.json", "rope_scaling.rope_type", "yarn"});
   c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 4.0}};  // the older key name
   ExpectError([&] { LoadHfSafetensors(WithConfig(c)); }, {"config.json", "rope_scaling.type", "dynamic"});
-  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0},
+  c["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
   ExpectError([&] { LoadHfSafetensors(WithConfig(c)); }, {"config.json", "rope_scaling.low_freq_factor"});
   c["rope_scaling"] = {{"rope_type", "linear"}};
@@ -445,7 +447,7 @@ TEST(ArchPairs, HfTargetWithGgufDraft) {
 
   auto run = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"generate", "--model", dir + "/target", "--prompt", "Once upon a time",
-                                     "-n", "12", "--temp", "0", "--json"};
+                                     "-n",       "12",      "--temp",        "0",        "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunCli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -18,7 +18,8 @@ namespace specsweep {
 namespace {
 
 TEST(BenchCompare, ParsesSpecs) {
-  const CompareVariant v = ParseCompareSpec("vnni=SPECSWEEP_KERNEL_ISA=avx2vnni  OMP_WAIT_POLICY=passive X=", "--compare");
+  const CompareVariant v =
+      ParseCompareSpec("vnni=SPECSWEEP_KERNEL_ISA=avx2vnni  OMP_WAIT_POLICY=passive X=", "--compare");
   EXPECT_EQ(v.label, "vnni");
   ASSERT_EQ(v.env.size(), 3u);
   EXPECT_EQ(v.env[0], (std::pair<std::string, std::string>{"SPECSWEEP_KERNEL_ISA", "avx2vnni"}));
@@ -29,7 +30,7 @@ TEST(BenchCompare, ParsesSpecs) {
   EXPECT_THROW(ParseCompareSpec("=A=1", "--compare"), Error);
   EXPECT_THROW(ParseCompareSpec("a=NOVALUE", "--compare"), Error);
   std::vector<CompareVariant> vs = {ParseCompareSpec("a=", "--compare")};
-  EXPECT_THROW(SetCompareBinary(vs, "b=/bin/sh", "--compare-bin"), Error);        // no variant b
+  EXPECT_THROW(SetCompareBinary(vs, "b=/bin/sh", "--compare-bin"), Error);         // no variant b
   EXPECT_THROW(SetCompareBinary(vs, "a=/nonexistent/x", "--compare-bin"), Error);  // not executable
   SetCompareBinary(vs, "a=/bin/sh", "--compare-bin");
   EXPECT_EQ(vs[0].binary, "/bin/sh");
@@ -62,9 +63,11 @@ TEST(BenchCompare, EndToEndOnTinyModel) {
   const std::string model = (dir / "tiny.gguf").string(), json = (dir / "cmp.json").string();
   const std::string bin = SPECSWEEP_BIN;
   ASSERT_EQ(0, std::system((bin + " synth --shape tiny -o " + model + " > /dev/null").c_str()));
-  const std::string cmd = bin + " --threads 1 bench-forward " + model +
-                          " --quant q4_0 --n 1,2 --reps 1 --ctx 4 --rounds 2 --compare 'ref=SPECSWEEP_KERNEL_ISA=scalar' "
-                          "'as-is=' --json " + json + " > /dev/null";
+  const std::string cmd =
+      bin + " --threads 1 bench-forward " + model +
+      " --quant q4_0 --n 1,2 --reps 1 --ctx 4 --rounds 2 --compare 'ref=SPECSWEEP_KERNEL_ISA=scalar' "
+      "'as-is=' --json " +
+      json + " > /dev/null";
   ASSERT_EQ(0, std::system(cmd.c_str()));
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);

@@ -89,10 +89,11 @@ TEST(CliRobust, ModelIsAnOptionEverywhereAndPositionalStillWorks) {
   // The file name is the GGUF's general.name: same name, three directories.
   const std::string a = testing::TempDir() + "/q.gguf", b = testing::TempDir() + "/q.gguf",
                     c = testing::TempDir() + "/q.gguf";
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"quantize", "--model", TinyModel(), "-o", a, "--quant", "q8_0"},
-           {"quantize", "--model", TinyModel(), "-o", b, "--type", "q8_0"},  // old name
-           {"quantize", TinyModel(), c, "--quant", "q8_0"}}) {
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"quantize", "--model", TinyModel(), "-o", a, "--quant", "q8_0"},
+                                             {"quantize", "--model", TinyModel(), "-o", b, "--type",
+                                              "q8_0"},  // old name
+                                             {"quantize", TinyModel(), c, "--quant", "q8_0"}}) {
     CliResult r = RunCli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }

@@ -78,8 +78,8 @@ std::string Runnable(const std::string& cmd) {
 TEST(DocsCommands, ShortCommandsRunAsWritten) {
   const std::vector<DocCommand> cmds = ExtractCommands();
   ASSERT_GT(cmds.size(), 10u) << "too few commands extracted: the extraction is broken";
-  const bool shared = fs::is_directory(ResolveModelsDir("")) &&
-                      fs::exists(fs::path(ResolveModelsDir("")) / "tinystories-260k");
+  const bool shared =
+      fs::is_directory(ResolveModelsDir("")) && fs::exists(fs::path(ResolveModelsDir("")) / "tinystories-260k");
   int ran = 0;
   for (const DocCommand& c : cmds) {
     const std::string run = Runnable(c.line);

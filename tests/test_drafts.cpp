@@ -155,7 +155,9 @@ TEST(Lookup, InvalidDraftsCannotBeBuilt) {
     f(p);
     EXPECT_EQ(err(p), "t: 'lookup': a lookup draft has no model, layers or quant type");
   }
-  EXPECT_EQ(ErrorOf([] { DraftSpec::Make(LookupDraft{2, 3}); }),
+  EXPECT_EQ(ErrorOf([] {
+              DraftSpec::Make(LookupDraft{2, 3});
+            }),
             "draft: 'lookup+max_ngram=2+min_ngram=3': min_ngram 3 is larger than max_ngram 2");
   EXPECT_NE(ErrorOf([] { DraftSpec::Make(LookupDraft{65, 1}); }).find("out of range"), std::string::npos);
   EXPECT_NE(ErrorOf([] { DraftSpec::Make(RecyclingDraft{}, DraftTree::Dynamic(8)); }).find("recycling draft has no"),
@@ -229,8 +231,10 @@ TEST_P(RealDrafts, GreedyEqualsAutoregressiveOnEveryPrompt) {
     // Both verification outcomes happened, or the comparison proves little.
     EXPECT_GT(accepted, 0) << (c.lookup ? "lookup" : "cross") << " K " << c.k;
     EXPECT_LT(accepted, drafted) << (c.lookup ? "lookup" : "cross") << " K " << c.k;
-    if (c.lookup) { EXPECT_EQ(retok, 0.0); }
-    else EXPECT_GT(retok, 0.0);
+    if (c.lookup) {
+      EXPECT_EQ(retok, 0.0);
+    } else
+      EXPECT_GT(retok, 0.0);
   }
 }
 
@@ -290,13 +294,14 @@ TEST(DraftsCli, LookupAndCrossTokenizer) {
   if (SharedModelsDir().empty()) GTEST_SKIP() << "no shared models (../shared/models)";
   const std::string m = SharedModelsDir();
   const std::string prompt = "Tom had a boat. Tom had a boat. Tom had";
-  auto ar = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt, "-n",
-                             "24", "--no-eos", "--json"});
+  auto ar = testing::RunCli(
+      {"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt, "-n", "24", "--no-eos", "--json"});
   ASSERT_EQ(ar.exit_code, 0) << ar.err;
   for (std::vector<std::string> extra : {std::vector<std::string>{"--draft-lookup", "--max-ngram", "4"},
                                          std::vector<std::string>{"--draft-model", "tinystories-260k"}}) {
-    std::vector<std::string> args{"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt,
-                                  "-n", "24", "--no-eos", "--json", "--decoder", "speculative"};
+    std::vector<std::string> args{"generate",   "--models", m,    "--model",  "tinystories-656k", "--prompt",
+                                  prompt,       "-n",       "24", "--no-eos", "--json",           "--decoder",
+                                  "speculative"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunCli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -304,8 +309,8 @@ TEST(DraftsCli, LookupAndCrossTokenizer) {
     EXPECT_EQ(a["tokens"], b["tokens"]) << extra[0];
     EXPECT_GT(b["stats"]["drafted"].get<int>(), 0) << extra[0];
   }
-  auto r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt,
-                            "--decoder", "assisted", "--draft-model", "tinystories-260k", "--temp", "0.7"});
+  auto r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt, "--decoder",
+                            "assisted", "--draft-model", "tinystories-260k", "--temp", "0.7"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("greedy"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -57,8 +57,8 @@ TEST(ExperimentDrafts, LookupLabelsParseBack) {
   EXPECT_EQ(ParseDraftSpec(d.Label(), "t").Label(), d.Label());
   EXPECT_EQ(ParseDraftSpec("lookup+min_ngram=2", "t").Label(), "lookup+max_ngram=3+min_ngram=2");
   EXPECT_EQ(ParseDraftSpec("lookup+min_ngram=5", "t").Label(), "lookup+max_ngram=5+min_ngram=5");
-  for (const char* bad : {"lookup+q4_0", "lookup+layers=1", "lookup+model=x", "max_ngram=2",
-                          "lookup+max_ngram=0", "lookup+max_ngram=2+min_ngram=3"}) {
+  for (const char* bad : {"lookup+q4_0", "lookup+layers=1", "lookup+model=x", "max_ngram=2", "lookup+max_ngram=0",
+                          "lookup+max_ngram=2+min_ngram=3"}) {
     try {
       ParseDraftSpec(bad, "draft");
       ADD_FAILURE() << bad << ": no error";
@@ -78,7 +78,8 @@ TEST(ExperimentDrafts, NgramAxesCrossDraftsAndCategory) {
   draft_quant: [q8_0]
 decoders:
   - decoder: speculative
-    draft: [lookup, layers=1, {model: ")" + f.model2 + R"("}]
+    draft: [lookup, layers=1, {model: ")" +
+                                       f.model2 + R"("}]
 )");
   EXPECT_EQ(e.prompts.category, "grounded");
   std::set<std::string> lookups;
@@ -138,7 +139,8 @@ TEST(ExperimentDrafts, RefusedCombinationsNameFileAndKey) {
   ExpectBad("selfspec.yaml", Head() + "decoders: [{decoder: self-spec, draft: [lookup]}]\n", "decoders[0].draft");
   ExpectBad("policy.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup], k_policy: [threshold]}]\n",
             "decoders[0].k_policy");
-  ExpectBad("ngram.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup], max_ngram: [1], min_ngram: [2]}]\n",
+  ExpectBad("ngram.yaml",
+            Head() + "decoders: [{decoder: speculative, draft: [lookup], max_ngram: [1], min_ngram: [2]}]\n",
             "min_ngram");
   ExpectBad("ngram0.yaml", Head() + "sweep: {max_ngram: [0]}\ndecoders: [speculative]\n", "sweep.max_ngram[0]");
   ExpectBad("mix.yaml", Head() + "decoders: [{decoder: speculative, draft: [lookup+q4_0]}]\n", "decoders[0].draft[0]");
@@ -170,13 +172,17 @@ decoders:
     EXPECT_EQ(PointFromParams(p.ParamsJson(), "t").Key(), p.Key());
     EXPECT_EQ(ParseDraftSpec(p.options.draft.Label(), "t").Label(), p.options.draft.Label());
   }
-  EXPECT_EQ(labels, (std::set<std::string>{"lookup+max_ngram=3+min_ngram=1",
-                                           "lookup+max_ngram=3+min_ngram=1+tree_budget=8", "q4_0",
-                                           "q4_0+tree_budget=8", "q4_0+branching=4,2,1"}));
+  EXPECT_EQ(labels,
+            (std::set<std::string>{"lookup+max_ngram=3+min_ngram=1", "lookup+max_ngram=3+min_ngram=1+tree_budget=8",
+                                   "q4_0", "q4_0+tree_budget=8", "q4_0+branching=4,2,1"}));
   testing::ExpectError([&] { Load("bad.yaml", Head() + "sweep: {branching: [\"4,x\"]}\ndecoders: [speculative]\n"); },
-              {"bad.yaml", "branching"});
-  testing::ExpectError([&] { Load("bad2.yaml", Head() + "decoders:\n  - decoder: speculative\n    draft: [\"q4_0+branching=2+tree_budget=4\"]\n"); },
-              {"bad2.yaml", "static (branching) or dynamic (tree_budget), not both"});
+                       {"bad.yaml", "branching"});
+  testing::ExpectError(
+      [&] {
+        Load("bad2.yaml",
+             Head() + "decoders:\n  - decoder: speculative\n    draft: [\"q4_0+branching=2+tree_budget=4\"]\n");
+      },
+      {"bad2.yaml", "static (branching) or dynamic (tree_budget), not both"});
 }
 
 }  // namespace

@@ -73,9 +73,10 @@ TEST(FirstHour, UnknownExperimentKeysGetSuggestions) {
 }
 
 TEST(FirstHour, HuggingFaceNamesAreAliases) {
-  Experiment e = LoadExperiment(Exp("hf.yaml",
-                                    "decoders:\n  - ar\n  - decoder: speculative\n    prompt_lookup_num_tokens: [2, 3]\n"
-                                    "  - decoder: speculative\n    draft: layers=1\n    num_assistant_tokens: 5\n"));
+  Experiment e =
+      LoadExperiment(Exp("hf.yaml",
+                         "decoders:\n  - ar\n  - decoder: speculative\n    prompt_lookup_num_tokens: [2, 3]\n"
+                         "  - decoder: speculative\n    draft: layers=1\n    num_assistant_tokens: 5\n"));
   std::vector<std::string> keys;
   for (auto& p : e.points) keys.push_back(p.Key());
   auto has = [&](const std::string& part) {
@@ -100,8 +101,8 @@ TEST(FirstHour, PromptsDirectoryAndMissingModelsFolderSaySo) {
 
 TEST(FirstHour, CliSpellingsOfHfAndLlamaCpp) {
   // A draft alone selects the speculative decoder; -p, -md and --draft-max are ours.
-  CliResult r = RunCli({"generate", "--model", F().model, "-p", "a b", "-n", "6", "--draft", "q4_0", "--draft-max",
-                        "3", "--json"});
+  CliResult r = RunCli(
+      {"generate", "--model", F().model, "-p", "a b", "-n", "6", "--draft", "q4_0", "--draft-max", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["decoder"], "speculative");
@@ -137,8 +138,9 @@ TEST(FirstHour, VersionNamesBuildAndKernelFamilies) {
 }
 
 TEST(FirstHour, RunPrintsPlanRecordsPromptsAndTableWhereErrors) {
-  const std::string exp = Exp("plan.yaml", "repetitions: 2\nsweep: {k: 2, max_new_tokens: 4}\n"
-                                           "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
+  const std::string exp = Exp("plan.yaml",
+                              "repetitions: 2\nsweep: {k: 2, max_new_tokens: 4}\n"
+                              "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
   const std::string out = F().dir + "/plan_out";
   CliResult r = RunCli({"run", exp, "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -181,8 +181,8 @@ TEST(VecOps, ExpFWithinStatedErrorOfLibm) {
   EXPECT_LT(worst, 4e-7);
   EXPECT_GT(worst, 0.0);  // not libm itself
   EXPECT_EQ(ExpF(0.0f), 1.0f);
-  EXPECT_TRUE(std::isfinite(ExpF(INFINITY)));   // clamped: 2.2e38
-  EXPECT_GT(ExpF(-INFINITY), 0.0f);             // clamped: ~1.2e-38
+  EXPECT_TRUE(std::isfinite(ExpF(INFINITY)));  // clamped: 2.2e38
+  EXPECT_GT(ExpF(-INFINITY), 0.0f);            // clamped: ~1.2e-38
   EXPECT_TRUE(std::isnan(ExpF(NAN)));
   EXPECT_EQ(SwiGlu(0.0f, 3.0f), 0.0f);
   EXPECT_NEAR(SwiGlu(-200.0f, 1.0f), 0.0f, 1e-30f);
@@ -215,32 +215,32 @@ INSTANTIATE_TEST_SUITE_P(KvTypes, ForwardKv, ::testing::Values(KvType::F32, KvTy
 // Head sizes 16 and 64 run attention in groups of up to 16 and 4 queries (a batch of 5
 // is a group and a single query, 3 a group of 3), head size 8 one query at a time.
 TEST_P(ForwardKv, BatchOfNBitIdenticalToSingleSteps) {
- for (int heads : {4, 1, 8}) {  // head size 16, 64, 8
-  ModelConfig c = TinyTestConfig();
-  c.n_heads = heads;
-  c.n_kv_heads = heads > 1 ? heads / 2 : 1;
-  SCOPED_TRACE("head size " + std::to_string(c.head_dim()));
-  Model m = MakeSyntheticModel(c, 3);
-  const int V = m.config.vocab_size;
-  auto toks = SomeTokens(33, V);
-  KVCache single(m.config, 0, 0, GetParam());
-  std::vector<float> one_by_one;
-  for (int i = 0; i < 33; ++i) {
-    auto l = Forward(testing::Serial(), m, std::span(toks).subspan(i, 1), i, single);
-    one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+  for (int heads : {4, 1, 8}) {  // head size 16, 64, 8
+    ModelConfig c = TinyTestConfig();
+    c.n_heads = heads;
+    c.n_kv_heads = heads > 1 ? heads / 2 : 1;
+    SCOPED_TRACE("head size " + std::to_string(c.head_dim()));
+    Model m = MakeSyntheticModel(c, 3);
+    const int V = m.config.vocab_size;
+    auto toks = SomeTokens(33, V);
+    KVCache single(m.config, 0, 0, GetParam());
+    std::vector<float> one_by_one;
+    for (int i = 0; i < 33; ++i) {
+      auto l = Forward(testing::Serial(), m, std::span(toks).subspan(i, 1), i, single);
+      one_by_one.insert(one_by_one.end(), l.begin(), l.end());
+    }
+    // Mixed batch sizes: prefill 5, then 1, 8, 3, 16.
+    KVCache mixed(m.config, 0, 0, GetParam());
+    std::vector<float> batched;
+    int pos = 0;
+    for (int n : {5, 1, 8, 3, 16}) {
+      auto l = Forward(testing::Serial(), m, std::span(toks).subspan(pos, n), pos, mixed);
+      batched.insert(batched.end(), l.begin(), l.end());
+      pos += n;
+    }
+    ASSERT_EQ(batched.size(), one_by_one.size());
+    EXPECT_EQ(0, std::memcmp(batched.data(), one_by_one.data(), batched.size() * sizeof(float)));
   }
-  // Mixed batch sizes: prefill 5, then 1, 8, 3, 16.
-  KVCache mixed(m.config, 0, 0, GetParam());
-  std::vector<float> batched;
-  int pos = 0;
-  for (int n : {5, 1, 8, 3, 16}) {
-    auto l = Forward(testing::Serial(), m, std::span(toks).subspan(pos, n), pos, mixed);
-    batched.insert(batched.end(), l.begin(), l.end());
-    pos += n;
-  }
-  ASSERT_EQ(batched.size(), one_by_one.size());
-  EXPECT_EQ(0, std::memcmp(batched.data(), one_by_one.data(), batched.size() * sizeof(float)));
- }
 }
 
 TEST_P(ForwardKv, ThreadCountDoesNotChangeLogits) {
@@ -410,7 +410,9 @@ TEST(RealModels, Stories260kGreedyContinuation) {
   if (dir.empty()) GTEST_SKIP() << "shared models not present";
   auto lm = LoadModel("tinystories-260k", dir);
   std::string text = GreedyContinuation(lm, "Once upon a time", 40);
-  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0), 0u)
+  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.",
+                       0),
+            0u)
       << text;
 }
 
@@ -428,7 +430,9 @@ TEST(RealModels, Stories656kGreedyIsFluentEnglish) {
   EXPECT_GE(common, 4) << text;
   EXPECT_NE(text.find('.'), std::string::npos) << text;
   size_t letters = 0;
-  for (unsigned char ch : text) letters += std::isalpha(ch) || ch == ' ' || ch == '.' || ch == ',' || ch == '\'' || ch == '!' || ch == '"' || ch == '\n' || ch == '?';
+  for (unsigned char ch : text)
+    letters += std::isalpha(ch) || ch == ' ' || ch == '.' || ch == ',' || ch == '\'' || ch == '!' || ch == '"' ||
+               ch == '\n' || ch == '?';
   EXPECT_EQ(letters, text.size()) << text;
 }
 

@@ -151,7 +151,7 @@ TEST(Gguf, PaddedQuantizedMatrixIsWrittenAsF16) {
   Model m = MakeSyntheticModel(SyntheticShape("dim=64,layers=1,heads=4,kv_heads=2,ffn=80,vocab=128,ctx=64"), 5);
   Model q = QuantizeModel(m, QType::Q4_0);
   ASSERT_EQ(q.layers[0].w2.cols, 80);
-  EXPECT_EQ(q.layers[0].w2.type, QType::F16);  // QuantizeModel never pads (StoredQType)
+  EXPECT_EQ(q.layers[0].w2.type, QType::F16);             // QuantizeModel never pads (StoredQType)
   q.layers[0].w2 = Convert(m.layers[0].w2, QType::Q4_0);  // a padded matrix made by hand
   ASSERT_TRUE(q.layers[0].w2.padded());
   auto tok = MakeScoreBpeTokenizer(SyntheticVocab(128));
@@ -215,7 +215,9 @@ class GgufCorrupt : public ::testing::Test {
     return msg;
   }
   template <typename T>
-  static void Poke(std::string& s, size_t pos, T v) { std::memcpy(s.data() + pos, &v, sizeof v); }
+  static void Poke(std::string& s, size_t pos, T v) {
+    std::memcpy(s.data() + pos, &v, sizeof v);
+  }
   // Offset just after the name of tensor `name` in the tensor infos.
   size_t AfterTensorName(const std::string& name) const {
     std::string key(8, '\0');
@@ -387,14 +389,12 @@ TEST(SyntheticShape, Errors) {
   EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("2b"); }), "synthetic shape '2b': unknown shape");
   EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,layers=1,heads=4,ffn=96,vocab=128,ctx=64,foo=3"); }),
                   "field 'foo': unknown");
-  EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,layers=1,heads=4,ffn=96,vocab=128"); }),
-                  "field 'ctx': missing");
+  EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,layers=1,heads=4,ffn=96,vocab=128"); }), "field 'ctx': missing");
   EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64x,layers=1,heads=4,ffn=96,vocab=128,ctx=64"); }),
                   "field 'dim': '64x' is not a number");
   EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,dim=64,layers=1,heads=4,ffn=96,vocab=128,ctx=64"); }),
                   "given twice");
-  EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,layers=1,heads=5,ffn=96,vocab=128,ctx=64"); }),
-                  "n_heads");
+  EXPECT_CONTAINS(ErrorOf([] { SyntheticShape("dim=64,layers=1,heads=5,ffn=96,vocab=128,ctx=64"); }), "n_heads");
 }
 
 TEST(SyntheticVocab, CoversTextAndRoundTrips) {
@@ -436,8 +436,8 @@ TEST(GgufCli, SynthQuantizeBench) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "--tokenizer");
 
-  r = RunCli({"bench-forward", dir + "/q.gguf", "--n", "2,4", "--reps", "2", "--ctx", "8", "--json",
-              dir + "/b.json", "--threads", "1"});
+  r = RunCli({"bench-forward", dir + "/q.gguf", "--n", "2,4", "--reps", "2", "--ctx", "8", "--json", dir + "/b.json",
+              "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
   EXPECT_EQ(j["context"]["schema_version"], 6);
@@ -465,8 +465,7 @@ TEST(GgufCli, SynthQuantizeBench) {
     EXPECT_EQ(b["float_macs_per_token"], 0.0);
     EXPECT_EQ(b["floor_bound"], "memory");
     EXPECT_NEAR(b["floor_ms"].get<double>(), b["streamed_bytes"].get<double>() / (bw * 1e9) * 1e3, 1e-9);
-    EXPECT_NEAR(b["roofline_fraction"].get<double>(), b["floor_ms"].get<double>() / b["real_time"].get<double>(),
-                1e-9);
+    EXPECT_NEAR(b["roofline_fraction"].get<double>(), b["floor_ms"].get<double>() / b["real_time"].get<double>(), 1e-9);
   }
   EXPECT_EQ(j["benchmarks"][2]["name"], "bench_forward/q8_0/n:4");
   EXPECT_GT(j["benchmarks"][2]["tokens_per_s"].get<double>(), 0.0);

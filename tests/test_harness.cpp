@@ -90,7 +90,9 @@ decoders:
     if (pt.speculative()) {
       EXPECT_EQ(pt.Baseline().Key(), e.points[0].Key());
     }
-    if (pt.speculative()) { EXPECT_EQ(pt.options.kind, DecoderKind::Speculative); }
+    if (pt.speculative()) {
+      EXPECT_EQ(pt.options.kind, DecoderKind::Speculative);
+    }
     if (pt.speculative() && pt.options.draft.Label() == "q4_0") ++self_spec;  // the self-spec default, made explicit
   }
   EXPECT_EQ(self_spec, 2);
@@ -406,26 +408,31 @@ TEST(Check, PassesIdenticalFailsWorseAndMissing) {
   auto id = CheckRegressions(RecordsFromJson(swapped), RecordsFromJson(ided), 0.5);
   ASSERT_EQ(id.failures.size(), 1u);
   EXPECT_NE(id.failures[0].metric.find("m.gguf has sha256 bbbb..., the results were measured with aaaa..."),
-            std::string::npos) << id.failures[0].metric;
+            std::string::npos)
+      << id.failures[0].metric;
   // The same bytes at another path are the same point (old path-keyed records, new ones).
   auto moved = ided;
   for (auto& x : moved) x["model_sha256"] = json{{"/elsewhere/models/m.gguf", "aaaa"}};
   EXPECT_TRUE(CheckRegressions(RecordsFromJson(moved), RecordsFromJson(ided), 0.5).ok());
-  for (auto& x : moved) x.erase("model_sha256"), x["model_files"] = json::array({json{{"role", "target"}, {"file", "m.gguf"}, {"sha256", "aaaa"}}});
+  for (auto& x : moved)
+    x.erase("model_sha256"),
+        x["model_files"] = json::array({json{{"role", "target"}, {"file", "m.gguf"}, {"sha256", "aaaa"}}});
   EXPECT_TRUE(CheckRegressions(RecordsFromJson(moved), RecordsFromJson(ided), 0.5).ok());
 }
 
 // A gate that cannot fail is refused.
 TEST(Check, RefusesGatesThatCannotFail) {
   std::vector<json> base = {Rec("a", "ar", 0, 1), Rec("b", "speculative", 0.8, 3.0)};
-  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), {}, 0.02), Error);                        // empty baseline
-  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson({Rec("a", "ar", 0, 1)}), 0.02), Error);   // AR only
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), {}, 0.02), Error);  // empty baseline
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson({Rec("a", "ar", 0, 1)}), 0.02),
+               Error);  // AR only
   auto str = base;
   str[1]["acceptance_rate"] = "0.8";
-  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(str), 0.02), Error);                       // not a number
-  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), std::nan("")), Error);              // --tolerance nan
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(str), 0.02), Error);           // not a number
+  EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), std::nan("")), Error);  // --tolerance nan
   EXPECT_THROW(CheckRegressions(RecordsFromJson(base), RecordsFromJson(base), -0.1), Error);
-  EXPECT_THROW(CheckRegressions(RecordsFromJson({Rec("x", "speculative", 0.9, 3)}), RecordsFromJson(base), 0.02), Error);  // no overlap
+  EXPECT_THROW(CheckRegressions(RecordsFromJson({Rec("x", "speculative", 0.9, 3)}), RecordsFromJson(base), 0.02),
+               Error);  // no overlap
 }
 
 // --------------------------------------------------------------------------- prompts
@@ -570,10 +577,18 @@ TEST(Plot, SeriesFromRecords) {
   std::vector<json> recs;
   for (int k : {2, 4})
     for (const char* d : {"q4_0", "q8_0"}) {
-      json r = {{"key", fmt::format("{}{}", k, d)}, {"model", "m"}, {"decoder", "speculative"}, {"k", k},
-                {"draft_base", "self"}, {"draft_quant", d}, {"speedup", k * 0.5}, {"acceptance_rate", 0.5},
-                {"predicted_speedup", 1.0}, {"acceptance_at_pos_conditional", std::vector<double>(k, 0.5)},
-                {"prompt_tokens", 5.0}, {"mean_next_token_latency_s", 0.001}};
+      json r = {{"key", fmt::format("{}{}", k, d)},
+                {"model", "m"},
+                {"decoder", "speculative"},
+                {"k", k},
+                {"draft_base", "self"},
+                {"draft_quant", d},
+                {"speedup", k * 0.5},
+                {"acceptance_rate", 0.5},
+                {"predicted_speedup", 1.0},
+                {"acceptance_at_pos_conditional", std::vector<double>(k, 0.5)},
+                {"prompt_tokens", 5.0},
+                {"mean_next_token_latency_s", 0.001}};
       recs.push_back(r);
     }
   auto s = SpeedupVsK(RecordsFromJson(recs));

@@ -81,7 +81,7 @@ TEST(StoredQType, InMemoryQuantEqualsQuantizedFile) {
     for (const Model* m : {mem.model.get(), file.model.get()}) {
       EXPECT_EQ(m->layers[0].w2.type, QType::F16);  // 172 columns
       EXPECT_FALSE(m->layers[0].w2.padded());
-      EXPECT_EQ(m->layers[0].w1.type, t);           // 64 columns
+      EXPECT_EQ(m->layers[0].w1.type, t);  // 64 columns
       EXPECT_EQ(m->output.type, t);
     }
     const std::vector<float> a = Logits(*mem.model, tokens), b = Logits(*file.model, tokens);
@@ -93,9 +93,8 @@ TEST(StoredQType, InMemoryQuantEqualsQuantizedFile) {
 // ---- one speculative decoder; assisted and self-spec name kinds of draft ----
 
 std::string AliasError(std::string_view decoder, DraftSpec d) {
-  return ErrorOf([&] {
-    ApplyDecoderAlias(decoder, d, [](std::string_view part) { return "OPT(" + std::string(part) + ")"; });
-  });
+  return ErrorOf(
+      [&] { ApplyDecoderAlias(decoder, d, [](std::string_view part) { return "OPT(" + std::string(part) + ")"; }); });
 }
 
 TEST(DecoderAlias, SettlesTheDraftAndNamesTheContradictingOption) {
@@ -144,7 +143,8 @@ TEST(DecoderAlias, GenerateCli) {
   fails({"--decoder", "assisted", "--draft-quant", "q4_0"}, "--draft-model: assisted needs a separate draft model");
   fails({"--decoder", "assisted", "--draft-lookup"}, "--draft-lookup: assisted");
   fails({"--decoder", "self-spec", "--draft", "layers=1"}, "--draft layers=1 (layers): self-spec");
-  fails({"--decoder", "speculative", "--draft", "layers=1", "--draft-quant", "q4_0"}, "--draft-quant: not with --draft");
+  fails({"--decoder", "speculative", "--draft", "layers=1", "--draft-quant", "q4_0"},
+        "--draft-quant: not with --draft");
   fails({"--decoder", "speculative", "--max-ngram", "4"}, "--max-ngram: applies only to --draft-lookup");
   fails({"--decoder", "speculative", "--draft", "tiny"}, "--draft: 'tiny' is not self");
   fails({"--decoder", "speculative"}, "decoder: draft: speculative decoding needs a draft");
@@ -194,11 +194,14 @@ TEST(DecoderAlias, ExperimentFiles) {
             keys("d.yaml", "[{decoder: speculative, draft: [q8_0]}]"));
   const std::string draft = dir + "/draft.gguf";
   testing::WriteTinyGguf(draft, 7);
-  const std::set<std::string> assisted = keys("e.yaml", "[{decoder: assisted, draft: [\"model=" + draft + "+layers=1\"]}]");
+  const std::set<std::string> assisted =
+      keys("e.yaml", "[{decoder: assisted, draft: [\"model=" + draft + "+layers=1\"]}]");
   EXPECT_EQ(assisted.size(), 2u);  // baseline and one point
   EXPECT_EQ(assisted, keys("f.yaml", "[{decoder: speculative, draft: [\"model=" + draft + "+layers=1\"]}]"));
   for (const std::string& k : keys("g.yaml", "[self-spec]"))
-    if (k.find(";dec=ar;") == std::string::npos) { EXPECT_NE(k.find(";dec=speculative;"), std::string::npos) << k; }
+    if (k.find(";dec=ar;") == std::string::npos) {
+      EXPECT_NE(k.find(";dec=speculative;"), std::string::npos) << k;
+    }
 
   auto bad = [&](const std::string& name, const std::string& decoders, const std::string& key,
                  const std::string& what) {
@@ -221,23 +224,33 @@ TEST(OldResults, DecoderNamesAndAdaptiveKAreReadAsToday) {
   const std::string ar_key = "model=m;tq=none;dec=ar;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0";
   auto rec = [&](const std::string& dec, int k, const std::string& policy, const std::string& draft) {
     return json{{"key", fmt::format("model=m;tq=none;dec={};in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;k={};"
-                                    "kp={};draft={}", dec, k, policy, draft)},
+                                    "kp={};draft={}",
+                                    dec, k, policy, draft)},
                 {"baseline_key", ar_key},
                 {"name", fmt::format("m/{}/{}/k={}{}/new=8", dec, draft, k, policy == "constant" ? "" : "/" + policy)},
-                {"model", "m"}, {"decoder", dec}, {"k", k}, {"k_policy", policy}, {"draft", draft},
-                {"acceptance_rate", 0.5}, {"mean_accepted_length", 2.0}, {"temperature", 0.0}};
+                {"model", "m"},
+                {"decoder", dec},
+                {"k", k},
+                {"k_policy", policy},
+                {"draft", draft},
+                {"acceptance_rate", 0.5},
+                {"mean_accepted_length", 2.0},
+                {"temperature", 0.0}};
   };
   json doc = {{"context", {{"schema_version", 2}}},
-              {"benchmarks", {{{"key", ar_key}, {"name", "m/ar/new=8"}, {"decoder", "ar"}, {"k", 0}},
-                              rec("self-spec", 2, "constant", "q4_0"), rec("assisted", 3, "constant", "layers=1"),
-                              rec("assisted", 4, "adaptive", "layers=1")}}};
+              {"benchmarks",
+               {{{"key", ar_key}, {"name", "m/ar/new=8"}, {"decoder", "ar"}, {"k", 0}},
+                rec("self-spec", 2, "constant", "q4_0"),
+                rec("assisted", 3, "constant", "layers=1"),
+                rec("assisted", 4, "adaptive", "layers=1")}}};
   const std::string path = TempDir() + "/old.json";
   WriteFile(path, doc.dump());
   Results r = LoadResults(path);
   ASSERT_EQ(r.records.size(), 4u);
   EXPECT_EQ(r.records[1]["decoder"], "speculative");
-  EXPECT_EQ(r.records[1]["key"], "model=m;tq=none;dec=speculative;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;"
-                                 "k=2;kp=constant;draft=q4_0");
+  EXPECT_EQ(r.records[1]["key"],
+            "model=m;tq=none;dec=speculative;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;"
+            "k=2;kp=constant;draft=q4_0");
   EXPECT_EQ(r.records[1]["name"], "m/speculative/q4_0/k=2/new=8");
   EXPECT_EQ(r.records[2]["decoder"], "speculative");
   // The old adaptive policy drafted up to 8 whatever k said: it is k<=8 adaptive now.
@@ -266,10 +279,14 @@ TEST(OldResults, DecoderNamesAndAdaptiveKAreReadAsToday) {
 TEST(OldResults, MergedOldShardsAreWrittenInTodaysTerms) {
   json ctx = {{"schema_version", 2}, {"experiment", "exp"}, {"experiment_sha256", "abc"}};
   ctx.update(ShardContext(ShardSpec{0, 1}, 1, 1));
-  const json old = {{"key", "model=m;tq=none;dec=self-spec;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;k=2;"
-                            "kp=constant;draft=q4_0"},
-                    {"name", "m/self-spec/q4_0/k=2/new=8"}, {"decoder", "self-spec"}, {"k", 2},
-                    {"k_policy", "constant"}, {"draft", "q4_0"}};
+  const json old = {{"key",
+                     "model=m;tq=none;dec=self-spec;in=0;new=8;temp=0;topk=0;topp=1;seed=0;thr=0;k=2;"
+                     "kp=constant;draft=q4_0"},
+                    {"name", "m/self-spec/q4_0/k=2/new=8"},
+                    {"decoder", "self-spec"},
+                    {"k", 2},
+                    {"k_policy", "constant"},
+                    {"draft", "q4_0"}};
   const std::string path = TempDir() + "/old.shard-0-of-1.json";
   WriteFile(path, json{{"context", ctx}, {"benchmarks", {old}}}.dump());
   MergedResults m = MergeShards({LoadResults(path)}, {});
@@ -325,25 +342,36 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   }
 
   auto rec = [](int k, const std::string& policy, double speedup) {
-    return json{{"key", policy + std::to_string(k)}, {"name", policy}, {"model", "m"}, {"decoder", "speculative"},
-                {"k", k}, {"k_policy", policy}, {"draft", "layers=1"}, {"draft_base", "layers=1"},
-                {"draft_quant", "none"}, {"speedup", speedup}, {"mean_accepted_length", 2.0}, {"temperature", 0.0}};
+    return json{{"key", policy + std::to_string(k)},
+                {"name", policy},
+                {"model", "m"},
+                {"decoder", "speculative"},
+                {"k", k},
+                {"k_policy", policy},
+                {"draft", "layers=1"},
+                {"draft_base", "layers=1"},
+                {"draft_quant", "none"},
+                {"speedup", speedup},
+                {"mean_accepted_length", 2.0},
+                {"temperature", 0.0}};
   };
-  const std::string md = RenderTable(MainTable(RecordsFromJson({rec(4, "constant", 1.1), rec(4, "adaptive", 1.2), rec(8, "constant", 1.3)})),
+  const std::string md = RenderTable(MainTable(RecordsFromJson(
+                                         {rec(4, "constant", 1.1), rec(4, "adaptive", 1.2), rec(8, "constant", 1.3)})),
                                      TableFormat::Markdown);
   for (const char* h : {"| k=4 ", "| k<=4 adaptive |", "| k=8 "}) {
     const std::string cell = std::string(h).substr(2);  // right-aligned headers: "|   k=4 |"
     EXPECT_NE(md.find(cell), std::string::npos) << h << "\n" << md;
   }
   EXPECT_EQ(md.find("k_policy"), std::string::npos) << md;  // the column says it
-  EXPECT_LT(md.find("k<=4 adaptive"), md.find("k=8"));  // columns by K
+  EXPECT_LT(md.find("k<=4 adaptive"), md.find("k=8"));      // columns by K
 
   // Plots: a per-position curve names its K as run; a series over K says what K is.
   json a = rec(4, "adaptive", 1.2), h = rec(4, "heuristic", 1.0);
   a["acceptance_at_pos_conditional"] = h["acceptance_at_pos_conditional"] = {0.9, 0.8};
   std::vector<std::string> titles;
   for (const Series& se : AcceptancePerPosition(RecordsFromJson({a, h}))) titles.push_back(se.title);
-  EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));
+  EXPECT_EQ(titles,
+            (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));
   titles.clear();
   for (const Series& se : SpeedupVsK(RecordsFromJson({a, rec(8, "adaptive", 1.1), h}))) titles.push_back(se.title);
   EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound)", "heuristic (K = start)"}));

@@ -22,12 +22,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* v = std::getenv(name)) had_ = true, old_ = v;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -60,8 +64,9 @@ TEST(KernelChoice, PicksTheFasterFamilyPerFormat) {
 
 TEST(KernelChoice, MalformedTimingsKeepTheDefault) {
   const std::vector<const KernelFamily*> cands = {&Fake("wide"), &Fake("narrow")};
-  for (const json& t : {json(nullptr), json(3), json{{"q4_k", "fast"}}, json{{"q4_k", {{"narrow", 1.0}}}},
-                        json{{"q4_k", {{"wide", 0.0}, {"narrow", 1.0}}}}, json{{"q4_k", {{"wide", 10.0}, {"narrow", "1"}}}}}) {
+  for (const json& t :
+       {json(nullptr), json(3), json{{"q4_k", "fast"}}, json{{"q4_k", {{"narrow", 1.0}}}},
+        json{{"q4_k", {{"wide", 0.0}, {"narrow", 1.0}}}}, json{{"q4_k", {{"wide", 10.0}, {"narrow", "1"}}}}}) {
     const KernelChoice c = ChooseKernels(t, cands);
     for (const KernelFamily* k : c.per_type) EXPECT_EQ(k, cands[0]) << t.dump();
   }

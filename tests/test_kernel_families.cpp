@@ -44,8 +44,8 @@ std::vector<std::string> AvailableFamilies() {
 }
 
 // Q8_0, Q4_0 and Q4_1..IQ4_XS run packed (quant/packed.h) under every family, scalar included.
-constexpr QType kModelTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0,   QType::Q4_0,  QType::Q4_K,
-                                  QType::Q6_K, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
+constexpr QType kModelTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q8_0, QType::Q4_0,   QType::Q4_K,
+                                 QType::Q6_K, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
 
 // `load` gives the model, loaded under the active family (loading packs for it).
 template <class Load>
@@ -71,7 +71,7 @@ void ExpectFamiliesAgree(Load load) {
 TEST(KernelFamilies, SyntheticModelLogitsBitIdentical) {
   ModelConfig c = TinyTestConfig();
   c.hidden_dim = 1024;  // w2 is wider than one column chunk (Layout::kColChunks under avx512), and
-                       // whole 256-value blocks: the K-quants cover it
+                        // whole 256-value blocks: the K-quants cover it
   c.vocab_size = 300;
   ExpectFamiliesAgree([&] { return std::make_shared<const Model>(MakeSyntheticModel(c, 21)); });
 }
@@ -118,9 +118,9 @@ TEST(KernelFamilies, SharedModelsLogitsBitIdentical) {
 TEST(WaitPolicy, DumpLogitsHelper) {
   const char* out = std::getenv("SPECSWEEP_LOGITS_OUT");
   if (!out) GTEST_SKIP() << "helper of LogitsIndependentOfWaitPolicyAndTeam (runs in a child process)";
-  const Runtime rt = testing::Threads(
-      ResolveThreads(std::atoi(std::getenv("SPECSWEEP_TEST_THREADS"))),
-      std::string(std::getenv("SPECSWEEP_TEST_TEAM")) == "full" ? TeamPolicy::kFull : TeamPolicy::kAuto);
+  const Runtime rt = testing::Threads(ResolveThreads(std::atoi(std::getenv("SPECSWEEP_TEST_THREADS"))),
+                                      std::string(std::getenv("SPECSWEEP_TEST_TEAM")) == "full" ? TeamPolicy::kFull
+                                                                                                : TeamPolicy::kAuto);
   ModelConfig c = TinyTestConfig();
   c.dim = 256;
   c.hidden_dim = 512;
@@ -157,8 +157,10 @@ TEST(WaitPolicy, LogitsIndependentOfWaitPolicyAndTeam) {
     ASSERT_EQ(0, std::system(cmd.c_str())) << settings[i];
     const std::string bytes = testing::ReadFile(out);
     ASSERT_GT(bytes.size(), 1000u) << settings[i];
-    if (i == 0) first = bytes;
-    else EXPECT_TRUE(bytes == first) << settings[i] << " changed the logits";
+    if (i == 0)
+      first = bytes;
+    else
+      EXPECT_TRUE(bytes == first) << settings[i] << " changed the logits";
   }
 }
 

@@ -220,8 +220,8 @@ TEST(KQuantQuantize, PaddedColumnsAndConstantRows) {
   const int rows = 3, cols = 300;  // padded to 512
   std::vector<float> w(size_t(rows) * cols, 0.0f);
   for (int c = 0; c < cols; ++c) {
-    w[c] = 0.01f;               // constant positive
-    w[cols + c] = -0.02f;       // constant negative
+    w[c] = 0.01f;          // constant positive
+    w[cols + c] = -0.02f;  // constant negative
     w[2 * cols + c] = 0.001f * (c % 17) - 0.008f;
   }
   for (QType t : {QType::Q4_K, QType::Q5_K, QType::Q6_K}) {

@@ -157,7 +157,8 @@ TEST(ExperimentFiles, DuplicateKeysAndSecondDocumentsAreErrors) {
               {"d3.yaml:", "yaml: a second document"});
   const std::string j = Shared().dir + "/d.json";
   WriteFile(j, "{\"name\": \"x\",\n \"models\": [\"" + Shared().model + "\"],\n \"prompts\": {\"file\": \"" +
-                   Shared().prompts + "\", \"count\": 2},\n \"repetitions\": 1,\n \"decoders\": [\"ar\"],\n"
+                   Shared().prompts +
+                   "\", \"count\": 2},\n \"repetitions\": 1,\n \"decoders\": [\"ar\"],\n"
                    " \"repetitions\": 7}\n");
   ExpectError([&] { LoadExperiment(j); }, {"d.json:6: json: key 'repetitions' given twice, on lines 4 and 6"});
   // The same key in two different maps is fine.
@@ -166,9 +167,10 @@ TEST(ExperimentFiles, DuplicateKeysAndSecondDocumentsAreErrors) {
 
 TEST(ExperimentFiles, HugeGridsAreRefusedBeforeExpansion) {
   // 8 x 8 x 2 x 4 x 4 x 4 x 16 = 131,072 points from a few short lines.
-  std::string axes = "sweep:\n  k: [1, 2, 3, 4, 5, 6, 7, 8]\n  max_new_tokens: [4, 5, 6, 7, 8, 9, 10, 11]\n"
-                     "  threads: [1, 2]\n  sampling:\n    temperature: [0.1, 0.2, 0.3, 0.4]\n    top_k: [1, 2, 3, 4]\n"
-                     "    top_p: [0.5, 0.6, 0.7, 0.8]\n    seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n";
+  std::string axes =
+      "sweep:\n  k: [1, 2, 3, 4, 5, 6, 7, 8]\n  max_new_tokens: [4, 5, 6, 7, 8, 9, 10, 11]\n"
+      "  threads: [1, 2]\n  sampling:\n    temperature: [0.1, 0.2, 0.3, 0.4]\n    top_k: [1, 2, 3, 4]\n"
+      "    top_p: [0.5, 0.6, 0.7, 0.8]\n    seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n";
   const std::string p = Yaml("huge.yaml", axes + "decoders: [self-spec]\n");
   const auto t0 = std::chrono::steady_clock::now();
   ExpectError([&] { LoadExperiment(p); },
@@ -189,8 +191,10 @@ TEST(Cli, CheckFailsOnACorruptLineOfResultsOrBaseline) {
   RunOptions o;
   o.out_dir = dir;
   o.progress = nullptr;
-  RunSummary s = RunExperiment(LoadExperiment(Yaml("c.yaml", "sweep: {k: [2], max_new_tokens: 4}\ndecoders: "
-                                                                "[self-spec]\n")), o);
+  RunSummary s = RunExperiment(LoadExperiment(Yaml("c.yaml",
+                                                   "sweep: {k: [2], max_new_tokens: 4}\ndecoders: "
+                                                   "[self-spec]\n")),
+                               o);
   const std::string text = testing::ReadFile(s.jsonl_path), bad = dir + "/bad.jsonl";
   WriteFile(bad, text.substr(0, text.find('\n') + 1) + "{cut\n" + text.substr(text.find('\n') + 1));
   auto ok = RunCli({"check", s.jsonl_path, "--baseline", s.json_path});

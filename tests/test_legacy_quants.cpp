@@ -127,8 +127,11 @@ TEST(LegacyLayout, NamesSizesAndGgmlIds) {
   EXPECT_EQ(ParseQType("q5_1"), QType::Q5_1);
   EXPECT_EQ(BlockSize(QType::IQ4_XS), 256);
   EXPECT_EQ(BlockBytes(QType::Q5_0), 22u);
-  const std::pair<QType, uint32_t> ids[] = {{QType::Q4_1, 3}, {QType::Q5_0, 6}, {QType::Q5_1, 7},
-                                            {QType::IQ4_NL, 20}, {QType::IQ4_XS, 23}};
+  const std::pair<QType, uint32_t> ids[] = {{QType::Q4_1, 3},
+                                            {QType::Q5_0, 6},
+                                            {QType::Q5_1, 7},
+                                            {QType::IQ4_NL, 20},
+                                            {QType::IQ4_XS, 23}};
   for (auto [t, id] : ids) {
     EXPECT_EQ(static_cast<uint32_t>(ToGgmlType(t, "test")), id);
     QType back;
@@ -149,12 +152,15 @@ TEST(LegacyFallback, KQuantsOnA896WideModelUseLlamaCppsTable) {
   ModelConfig c = TinyTestConfig();
   c.dim = 896, c.hidden_dim = 1152, c.n_heads = 14, c.n_kv_heads = 2, c.n_layers = 1;
   const Model f32 = MakeSyntheticModel(c, 5);
-  const std::pair<QType, QType> table[] = {{QType::Q4_K, QType::Q5_0}, {QType::Q5_K, QType::Q5_1},
-                                           {QType::Q6_K, QType::Q8_0}, {QType::IQ4_XS, QType::IQ4_NL}};
+  const std::pair<QType, QType> table[] = {{QType::Q4_K, QType::Q5_0},
+                                           {QType::Q5_K, QType::Q5_1},
+                                           {QType::Q6_K, QType::Q8_0},
+                                           {QType::IQ4_XS, QType::IQ4_NL}};
   for (auto [asked, stored] : table) {
     const Model q = QuantizeModel(f32, asked);
     // 7 layer matrices + output; the gathered embedding is not counted
-    EXPECT_EQ(MatrixTypeCounts(q), (std::map<std::string, int>{{std::string(QTypeName(stored)), 8}})) << QTypeName(asked);
+    EXPECT_EQ(MatrixTypeCounts(q), (std::map<std::string, int>{{std::string(QTypeName(stored)), 8}}))
+        << QTypeName(asked);
   }
   EXPECT_EQ(DescribeTypeCounts(QuantizeModel(f32, QType::Q4_K)), "q5_0 x8");
 }
@@ -179,7 +185,8 @@ TEST(LegacyQuantize, ByteIdenticalToLlamaQuantize) {
       auto it = std::find_if(hd.tensors.begin(), hd.tensors.end(), [&](auto& u) { return u.name == ti.name; });
       ASSERT_NE(it, hd.tensors.end()) << ti.name;
       const int cols = int(ti.ne[0]), rows = int(ti.ne[1]);
-      const QMatrix q = Quantize(reinterpret_cast<const float*>(src.data() + hs.data_offset + ti.offset), rows, cols, t);
+      const QMatrix q =
+          Quantize(reinterpret_cast<const float*>(src.data() + hs.data_offset + ti.offset), rows, cols, t);
       ASSERT_EQ(q.bytes(), it->bytes) << name << " " << ti.name;
       EXPECT_EQ(std::memcmp(q.data.data(), dst.data() + hd.data_offset + it->offset, it->bytes), 0)
           << name << " " << ti.name;
@@ -267,7 +274,9 @@ TEST(LegacyKernels, PackedLayoutRoundTripsAndEveryFamilyBitIdentical) {
       EXPECT_EQ(std::memcmp(U.data.data(), W.data.data(), W.bytes()), 0) << label;
       EXPECT_TRUE(SameBits(Dequantize(P), Dequantize(W))) << label;
       for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"})
-        if (const KernelFamily* k = FindKernelFamily(isa)) { EXPECT_EQ(PackFor(*k, W).layout, Layout::kPacked16) << isa; }
+        if (const KernelFamily* k = FindKernelFamily(isa)) {
+          EXPECT_EQ(PackFor(*k, W).layout, Layout::kPacked16) << isa;
+        }
       const auto X = Gaussian(size_t(9) * cols, 43, 1.0f);
       const std::vector<float> want = Reference(W, X, 9);
       testing_kernels::ExpectEveryFamilyBitIdentical(P, X, 9, want, label);
@@ -293,15 +302,12 @@ TEST_P(LegacyFixture, EveryTensorDequantizesBitIdentically) {
   testing_fixture::ExpectDequantizesBitIdentically(gguf_, ref_, GetParam());
 }
 
-TEST_P(LegacyFixture, GreedyIdsMatchLlamaCpp) {
-  testing_fixture::ExpectGreedyIdsMatch(gguf_, ref_, GetParam());
-}
+TEST_P(LegacyFixture, GreedyIdsMatchLlamaCpp) { testing_fixture::ExpectGreedyIdsMatch(gguf_, ref_, GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Files, LegacyFixture,
                          ::testing::Values("w896-Q4_K_M", "w896-Q5_K_M", "w896-Q6_K", "w896-Q4_1-pure",
-                                           "w896-Q5_0-pure", "w896-Q5_1-pure", "w896-IQ4_NL-pure",
-                                           "synth-Q4_1-pure", "synth-Q5_0-pure", "synth-Q5_1-pure",
-                                           "synth-IQ4_NL-pure"),
+                                           "w896-Q5_0-pure", "w896-Q5_1-pure", "w896-IQ4_NL-pure", "synth-Q4_1-pure",
+                                           "synth-Q5_0-pure", "synth-Q5_1-pure", "synth-IQ4_NL-pure"),
                          [](const auto& info) {
                            std::string s = info.param;
                            std::replace(s.begin(), s.end(), '-', '_');

@@ -135,8 +135,8 @@ TEST(Limits, FirstNonFiniteElementAtEveryPosition) {
     std::string data(n * c.bytes, '\0');
     for (size_t i = 0; i < n; ++i) std::memcpy(data.data() + i * c.bytes, &c.finite, c.bytes);
     EXPECT_NO_THROW(CheckFinite(c.type, reinterpret_cast<const uint8_t*>(data.data()), n, "f", "t"));
-    for (size_t at : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{127}, size_t{128}, size_t{255},
-                      size_t{256}, size_t{511}, size_t{600}, size_t{895}, size_t{896}, size_t{999}}) {
+    for (size_t at : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{127}, size_t{128}, size_t{255}, size_t{256},
+                      size_t{511}, size_t{600}, size_t{895}, size_t{896}, size_t{999}}) {
       std::string d = data;
       std::memcpy(d.data() + at * c.bytes, &c.bad, c.bytes);
       if (at + 3 < n) std::memcpy(d.data() + (at + 3) * c.bytes, &c.bad, c.bytes);  // a later one too
@@ -208,8 +208,7 @@ TEST(Limits, ConfigNonFiniteRopeThetaIsAnError) {
 }
 
 TEST(Limits, SafetensorsShapeMustBeASmallArray) {
-  const std::string as_object =
-      R"({"model.norm.weight":{"dtype":"F32","shape":{"a":8},"data_offsets":[0,32]}})";
+  const std::string as_object = R"({"model.norm.weight":{"dtype":"F32","shape":{"a":8},"data_offsets":[0,32]}})";
   std::string dir = HfDir(kConfig, Safetensors(as_object, 32));
   ExpectError([&] { LoadHfSafetensors(dir); }, {"model.safetensors", "model.norm.weight", "shape"});
   // 2^32 x 2^32 elements would wrap to 0 bytes in 64 bits.
@@ -343,8 +342,9 @@ TEST(Limits, YamlAliasInsideItsOwnAnchorIsAnError) {
 // timeout). Documents are now walked one at a time, at most two.
 TEST(Limits, MalformedYamlAfterTheFirstDocumentEndsInAnError) {
   const std::string path = TempDir() + "/flow.yaml";
-  WriteFile(path, "{\"name\": \"t\", {\"temperature\": [0, 0.7], \"seed\": [1]}},\n \"decoders\": [\"ar*\" copy of "
-                  "the t, {\"decoder\": \"self-spec\", \"draft_quant\": [\"q8_0\", \"none\"]}]}\n");
+  WriteFile(path,
+            "{\"name\": \"t\", {\"temperature\": [0, 0.7], \"seed\": [1]}},\n \"decoders\": [\"ar*\" copy of "
+            "the t, {\"decoder\": \"self-spec\", \"draft_quant\": [\"q8_0\", \"none\"]}]}\n");
   ExpectError([&] { LoadExperiment(path); }, {"flow.yaml", "yaml"});
 }
 

@@ -154,12 +154,18 @@ TEST(GgufLoadPath, LayoutsViewsAndTiedClassifierUnderEveryKernelFamily) {
         const std::vector<float> a = Logits(m, tokens, rt), b = Logits(l, tokens, rt);
         ASSERT_EQ(a.size(), b.size());
         EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
-        if (tied) { EXPECT_EQ(Bytes(l.tok_embeddings), Bytes(l.output)); }
-        else EXPECT_NE(Bytes(l.tok_embeddings), Bytes(l.output));
+        if (tied) {
+          EXPECT_EQ(Bytes(l.tok_embeddings), Bytes(l.output));
+        } else
+          EXPECT_NE(Bytes(l.tok_embeddings), Bytes(l.output));
         // Row layout as in the file, under 2 MiB: a view, shared by copies, never copied.
         EXPECT_EQ(l.layers[0].w1.data.immutable(), l.layers[0].w1.layout == Layout::kRows);
-        if (!tied) { EXPECT_TRUE(l.tok_embeddings.data.immutable()); }
-        if (t == QType::Q4_K) { EXPECT_TRUE(l.layers[0].w2.data.immutable()); }
+        if (!tied) {
+          EXPECT_TRUE(l.tok_embeddings.data.immutable());
+        }
+        if (t == QType::Q4_K) {
+          EXPECT_TRUE(l.layers[0].w2.data.immutable());
+        }
         const Model copy = l;  // shares the views, which keep the file mapped
         lm = LoadedModel();
         const std::vector<float> again = Logits(copy, tokens, rt);

@@ -52,12 +52,18 @@ std::string Llama2cBytes(const Model& m) {
 }
 
 // Serializes a model as an HF directory: q/k rows converted back to rotate_half layout.
-struct StEntry { std::string name; std::vector<int64_t> shape; std::vector<float> data; };
+struct StEntry {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
 std::string SafetensorsBytes(const std::vector<StEntry>& entries, const json& extra_header = json::object()) {
   json h = extra_header;
   std::string data;
   for (auto& e : entries) {
-    h[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {data.size(), data.size() + e.data.size() * 4}}};
+    h[e.name] = {{"dtype", "F32"},
+                 {"shape", e.shape},
+                 {"data_offsets", {data.size(), data.size() + e.data.size() * 4}}};
     Append(data, e.data.data(), e.data.size() * 4);
   }
   std::string hs = h.dump();
@@ -82,7 +88,10 @@ std::vector<StEntry> HfEntries(const Model& m) {
     return e;
   };
   std::vector<StEntry> v;
-  auto add = [&](std::string name, StEntry e) { e.name = std::move(name); v.push_back(std::move(e)); };
+  auto add = [&](std::string name, StEntry e) {
+    e.name = std::move(name);
+    v.push_back(std::move(e));
+  };
   add("model.embed_tokens.weight", mat(m.tok_embeddings));
   add("lm_head.weight", mat(m.output));
   add("model.norm.weight", {"", {c.dim}, m.final_norm});
@@ -103,12 +112,21 @@ std::vector<StEntry> HfEntries(const Model& m) {
 }
 
 json HfConfig(const ModelConfig& c) {
-  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", c.dim},
-          {"intermediate_size", c.hidden_dim}, {"num_hidden_layers", c.n_layers},
-          {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads},
-          {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_seq_len},
-          {"rms_norm_eps", c.norm_eps}, {"rope_theta", c.rope_theta}, {"bos_token_id", 1},
-          {"eos_token_id", 2}, {"hidden_act", "silu"}, {"tie_word_embeddings", false}};
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"hidden_size", c.dim},
+          {"intermediate_size", c.hidden_dim},
+          {"num_hidden_layers", c.n_layers},
+          {"num_attention_heads", c.n_heads},
+          {"num_key_value_heads", c.n_kv_heads},
+          {"vocab_size", c.vocab_size},
+          {"max_position_embeddings", c.max_seq_len},
+          {"rms_norm_eps", c.norm_eps},
+          {"rope_theta", c.rope_theta},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"hidden_act", "silu"},
+          {"tie_word_embeddings", false}};
 }
 
 std::vector<float> Logits(const Model& m) {
@@ -206,7 +224,8 @@ TEST_F(LoaderTest, SafetensorsOffsetsOutOfRangeOrOverlapping) {
   json out_of_range = h;
   out_of_range["model.norm.weight"]["data_offsets"] = {data.size() - 4, data.size() + 252};
   std::string d = WriteHf(rebuild(out_of_range), HfConfig(model_.config));
-  ExpectError([&] { LoadHfSafetensors(d); }, {"model.safetensors", "model.norm.weight", "data_offsets", "out of range"});
+  ExpectError([&] { LoadHfSafetensors(d); },
+              {"model.safetensors", "model.norm.weight", "data_offsets", "out of range"});
   json overlap = h;
   auto first = h["lm_head.weight"]["data_offsets"];
   overlap["model.norm.weight"]["data_offsets"] = {first[0], first[0].get<uint64_t>() + 256};
@@ -319,7 +338,7 @@ TEST(VocabPadding, HfRowsPastTheTokenizerAreDropped) {
   WriteGguf(MakeSyntheticModel(c, 7), *tok, dir + "/draft.gguf");
   auto gen = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"generate", "--model", dir + "/untied", "--prompt", "Once upon a time",
-                                     "-n", "10", "--temp", "0", "--json"};
+                                     "-n",       "10",      "--temp",        "0",        "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunCli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -345,8 +364,8 @@ TEST(VocabPadding, SynthQwenVocabularyInBothFormats) {
   const std::string dir = testing::TempDir();
   const std::string shape = "dim=32,layers=1,heads=2,kv_heads=1,ffn=64,vocab=151936,ctx=32";
   for (const std::string fmt : {"gguf", "hf"}) {
-    auto r = testing::RunCli({"synth", "--shape", shape, "--tokenizer", tok, "--format", fmt, "--type", "f16",
-                              "--seed", "3", "-o", dir + "/q." + fmt});
+    auto r = testing::RunCli({"synth", "--shape", shape, "--tokenizer", tok, "--format", fmt, "--type", "f16", "--seed",
+                              "3", "-o", dir + "/q." + fmt});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   const LoadedModel g = LoadModel(dir + "/q.gguf"), h = LoadModel(dir + "/q.hf");
@@ -355,8 +374,8 @@ TEST(VocabPadding, SynthQwenVocabularyInBothFormats) {
   EXPECT_EQ(g.model->source.vocab_rows, 151936);
   EXPECT_TRUE(SameVocabulary(*g.tokenizer, *h.tokenizer));
   auto gen = [&](const std::string& model) {
-    auto r = testing::RunCli({"generate", "--model", model, "--prompt", "Hello world", "-n", "6", "--temp", "0",
-                              "--json"});
+    auto r =
+        testing::RunCli({"generate", "--model", model, "--prompt", "Hello world", "-n", "6", "--temp", "0", "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? json::parse(r.out) : json();
   };

@@ -127,13 +127,15 @@ int WaitFor(pid_t pid, std::chrono::seconds limit) {
 TEST(Interrupt, CtrlCKeepsFinishedGroupsAndResumeContinues) {
   const std::string dir = testing::TempDir();
   // The tiny test shape with room for 240 new tokens.
-  auto w = testing::RunCli({"synth", "--shape", "tiny", "-c", "512", "--tokenizer", "synthetic", "-o", dir + "/tiny.gguf"});
+  auto w =
+      testing::RunCli({"synth", "--shape", "tiny", "-c", "512", "--tokenizer", "synthetic", "-o", dir + "/tiny.gguf"});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   testing::WriteFile(dir + "/prompts.txt", "Once upon a time\nThe dog ran\n");
   testing::WriteFile(dir + "/ctrlc.yaml",
-                     "name: ctrlc\nmodels: [" + dir + "/tiny.gguf]\nprompts: {file: prompts.txt, count: 2}\n"
-                     "repetitions: 20\nwarmup: 0\nsweep: {k: 2, max_new_tokens: [2, 200, 240]}\n"
-                     "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
+                     "name: ctrlc\nmodels: [" + dir +
+                         "/tiny.gguf]\nprompts: {file: prompts.txt, count: 2}\n"
+                         "repetitions: 20\nwarmup: 0\nsweep: {k: 2, max_new_tokens: [2, 200, 240]}\n"
+                         "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
   const std::string out = dir + "/out", jsonl = out + "/ctrlc.jsonl", err = dir + "/err";
   std::vector<std::string> args = {SPECSWEEP_BIN, "run", dir + "/ctrlc.yaml", "-o", out};
   std::vector<char*> argv;

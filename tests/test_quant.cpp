@@ -62,9 +62,7 @@ std::vector<float> Values(size_t count, Kind kind, uint64_t seed) {
 
 // F16C instructions as the hardware reference (compiled for F16C whatever the flags).
 __attribute__((target("f16c"))) float HwF16ToF32(uint16_t h) { return _cvtsh_ss(h); }
-__attribute__((target("f16c"))) uint16_t HwF32ToF16(float f) {
-  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
-}
+__attribute__((target("f16c"))) uint16_t HwF32ToF16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
 bool HasF16c() { return __builtin_cpu_supports("f16c"); }
 
 TEST(Fp16, AllHalvesMatchF16cAndRoundTrip) {
@@ -218,8 +216,7 @@ TEST(Formats, Q8_0BlockRounding) {
 
 // |dequant - x| <= d/2 per element plus the f16 rounding of the scale (|q| * |d - d16|).
 TEST(Formats, QuantizeDequantizeErrorBounds) {
-  for (Kind kind : {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks,
-                    Kind::kMixedScales}) {
+  for (Kind kind : {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks, Kind::kMixedScales}) {
     for (int cols : {1, 31, 64, 172, 256}) {
       const int rows = 3;
       std::vector<float> w = Values(size_t(rows) * cols, kind, 11 + cols);
@@ -252,8 +249,8 @@ TEST(Formats, QuantizeDequantizeErrorBounds) {
                   bound = std::max(d / 2, std::fabs(x) - 7 * d) + 8 * std::fabs(d - d16) + 1e-6 * d;
                 }
               }
-              ASSERT_LE(err, bound) << QTypeName(t) << " kind " << int(kind) << " cols " << cols
-                                    << " r " << r << " c " << c << " x " << x;
+              ASSERT_LE(err, bound) << QTypeName(t) << " kind " << int(kind) << " cols " << cols << " r " << r << " c "
+                                    << c << " x " << x;
             }
           }
         }
@@ -293,8 +290,8 @@ QuantActs QuantizeWith(const KernelFamily& k, const QMatrix& W, const std::vecto
 TEST(Kernels, ActivationQuantizationBitExact) {
   const auto& ref = ScalarKernels();
   for (const KernelFamily* k : SimdFamilies()) {
-    for (Kind kind : {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks,
-                      Kind::kMixedScales}) {
+    for (Kind kind :
+         {Kind::kUniform, Kind::kTiny, Kind::kHuge, Kind::kNegative, Kind::kZeroBlocks, Kind::kMixedScales}) {
       for (int cols : {1, 17, 31, 33, 172, 768}) {
         std::vector<float> x = Values(cols, kind, 3 + cols);
         if (kind == Kind::kUniform) {  // exact .5 ties after scaling: amax 127 -> d = 1
@@ -389,8 +386,9 @@ std::vector<double> Bounds(const QMatrix& W, const std::vector<float>& x, int n)
 struct Shape {
   int rows, cols;
 };
-constexpr Shape kShapes[] = {{1, 1}, {1, 32}, {5, 172}, {7, 64}, {9, 96}, {13, 256}, {33, 200}, {4, 768},
-                             {3, 1100}};  // 35 blocks: past one 32-block scale segment, odd
+constexpr Shape kShapes[] =
+    {{1, 1},    {1, 32},   {5, 172}, {7, 64},  {9, 96},
+     {13, 256}, {33, 200}, {4, 768}, {3, 1100}};  // 35 blocks: past one 32-block scale segment, odd
 
 TEST(Kernels, RowKernelsMatchScalarWithinBound) {
   const auto& ref = ScalarKernels();
@@ -406,8 +404,8 @@ TEST(Kernels, RowKernelsMatchScalarWithinBound) {
             std::vector<double> bound = Bounds(W, x, n);
             for (size_t e = 0; e < y0.size(); ++e)
               ASSERT_LE(std::fabs(double(y0[e]) - y1[e]), bound[e])
-                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n
-                  << " kind " << int(kind) << " e " << e << " ref " << y0[e] << " got " << y1[e];
+                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n << " kind "
+                  << int(kind) << " e " << e << " ref " << y0[e] << " got " << y1[e];
           }
         }
       }
@@ -499,15 +497,16 @@ TEST(Kernels, PackedKernelsBitIdenticalToRowReference) {
       for (Shape s : kPackShapes) {
         for (bool raw : {true, false}) {
           const std::vector<float> wf = Values(size_t(s.rows) * s.cols, Kind::kMixedScales, s.cols);
-          const QMatrix W = raw ? RandomRawMatrix(t, s.rows, s.cols, 3 + s.rows) : Quantize(wf.data(), s.rows, s.cols, t);
+          const QMatrix W =
+              raw ? RandomRawMatrix(t, s.rows, s.cols, 3 + s.rows) : Quantize(wf.data(), s.rows, s.cols, t);
           const QMatrix P = packed::Pack(W);
           for (Kind kind : {Kind::kUniform, Kind::kZeroBlocks, Kind::kHuge, Kind::kTiny}) {
             for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16}) {
               const std::vector<float> x = Values(size_t(n) * s.cols, kind, 50 + n);
               const std::vector<float> y0 = RunRows(ref, W, x, n), y1 = RunRows(*k, P, x, n);
               ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), 4 * y0.size()))
-                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n
-                  << " kind " << int(kind) << " raw " << raw;
+                  << k->name << " " << QTypeName(t) << " " << s.rows << "x" << s.cols << " n " << n << " kind "
+                  << int(kind) << " raw " << raw;
             }
           }
         }
@@ -691,7 +690,7 @@ TEST(MatMul, IndependentOfThreadCount) {
 // Every chunk is handed out exactly once, each thread starts on its own static range in
 // order, and ranges of threads that never ask (a smaller team than planned) are stolen.
 TEST(ChunkQueue, EveryChunkExactlyOnce) {
-  for (int threads : {1, 2, 3, 8, 17, 40}) {    // 17 and 40 exceed the inline ranges
+  for (int threads : {1, 2, 3, 8, 17, 40}) {  // 17 and 40 exceed the inline ranges
     for (int chunks : {0, 1, 5, 64, 1000}) {
       for (int active : {threads, (threads + 1) / 2}) {
         ChunkQueue q(chunks, threads);
@@ -710,8 +709,8 @@ TEST(ChunkQueue, EveryChunkExactlyOnce) {
         for (int t = 0; t < active; ++t)
           for (int ch : got[t]) ++count[ch];
         for (int ch = 0; ch < chunks; ++ch)
-          ASSERT_EQ(1, count[ch]) << "chunk " << ch << " of " << chunks << ", " << threads << " threads, "
-                                  << active << " active";
+          ASSERT_EQ(1, count[ch]) << "chunk " << ch << " of " << chunks << ", " << threads << " threads, " << active
+                                  << " active";
       }
     }
   }
@@ -776,8 +775,9 @@ TEST(Prefetch, ActiveFormulaMatchesEachPattern) {
     SetPrefetchPattern(pattern);
     for (uintptr_t slot = base; slot < base + 65536; slot += 512) {
       const PrefetchBurst got = WindowPrefetcher::BurstOf(slot);
-      const PrefetchBurst want = pattern == PrefetchPattern::kLead ? BasicPrefetcher<PrefetchBinding::kLead>::BurstOf(slot)
-                                                          : BasicPrefetcher<PrefetchBinding::kWindow>::BurstOf(slot);
+      const PrefetchBurst want = pattern == PrefetchPattern::kLead
+                                     ? BasicPrefetcher<PrefetchBinding::kLead>::BurstOf(slot)
+                                     : BasicPrefetcher<PrefetchBinding::kWindow>::BurstOf(slot);
       ASSERT_EQ(got.base, want.base) << PrefetchPatternName(pattern) << " slot " << slot - base;
       ASSERT_EQ(got.stride, want.stride);
       if (pattern == PrefetchPattern::kLead) {
@@ -892,8 +892,7 @@ TEST(QuantizeModel, ConvertsMatricesKeepsEmbeddingAndNorms) {
   EXPECT_EQ(q.tok_embeddings.type, QType::F32);
   EXPECT_EQ(q.output.type, QType::Q4_G64);
   for (const LayerWeights& L : q.layers) {
-    for (const QMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w3})
-      EXPECT_EQ(w->type, QType::Q4_G64);
+    for (const QMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w3}) EXPECT_EQ(w->type, QType::Q4_G64);
     EXPECT_EQ(L.w2.type, QType::F16);  // FFN 96: no whole number of 64-blocks (StoredQType)
   }
   EXPECT_EQ(q.ParameterCount(), m.ParameterCount());

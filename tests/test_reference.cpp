@@ -67,8 +67,7 @@ Agreement Compare(const ref::Mat& r, const std::vector<float>& got, int vocab) {
   Agreement a;
   for (Eigen::Index t = 0; t < r.rows(); ++t) {
     const Eigen::VectorXd rt = r.row(t).head(vocab).transpose();
-    const Eigen::VectorXd gt =
-        Eigen::Map<const Eigen::VectorXf>(got.data() + t * vocab, vocab).cast<double>();
+    const Eigen::VectorXd gt = Eigen::Map<const Eigen::VectorXf>(got.data() + t * vocab, vocab).cast<double>();
     const double scale = rt.cwiseAbs().maxCoeff();
     a.max_rel_error = std::max(a.max_rel_error, (gt - rt).cwiseAbs().maxCoeff() / scale);
     Eigen::Index r1, g1;
@@ -202,8 +201,8 @@ TEST(ReferenceKQuants, LlamaCppFixtures) {
 TEST(ReferenceKQuants, ReproducesLlamaCppGreedyOnTheF32Fixture) {
   const std::string path = testing::SharedFile("fixtures/kquants/synth-F32.gguf");
   if (path.empty()) GTEST_SKIP() << "no ../shared/fixtures/kquants";
-  const nlohmann::json g = nlohmann::json::parse(testing::ReadFile(
-      testing::SharedFile("fixtures/kquants/F32.ref.json")))["greedy"];
+  const nlohmann::json g =
+      nlohmann::json::parse(testing::ReadFile(testing::SharedFile("fixtures/kquants/F32.ref.json")))["greedy"];
   const ref::RefModel r = ref::FromEngineModel(*LoadGguf(path).model);
   std::vector<int> toks = g["prompt_ids_with_bos"].get<std::vector<int>>();
   const size_t prompt = toks.size();

@@ -41,12 +41,30 @@ TEST(Statistics, BootstrapIsSeededAndBracketsTheMean) {
 }
 
 json Spec(const std::string& quant, int k, double speedup) {
-  return json{{"key", quant + std::to_string(k)}, {"name", quant}, {"model", "m"}, {"decoder", "speculative"},
-              {"k", k}, {"k_policy", "constant"}, {"draft", quant}, {"draft_base", "self"}, {"draft_quant", quant},
-              {"speedup", speedup}, {"speedup_ci_low", speedup - 0.1}, {"speedup_ci_high", speedup + 0.1},
-              {"mean_accepted_length", 2.5}, {"acceptance_rate", 0.7}, {"suspect", false}, {"busy", false},
-              {"wide_ci", false}, {"kernel_isa", "avx2"}, {"threads_used", 2}, {"repetitions", 3}, {"prompts", 4},
-              {"baseline_tokens_per_s", 123.4}, {"temperature", 0.0}, {"kv_type", "f32"}};
+  return json{{"key", quant + std::to_string(k)},
+              {"name", quant},
+              {"model", "m"},
+              {"decoder", "speculative"},
+              {"k", k},
+              {"k_policy", "constant"},
+              {"draft", quant},
+              {"draft_base", "self"},
+              {"draft_quant", quant},
+              {"speedup", speedup},
+              {"speedup_ci_low", speedup - 0.1},
+              {"speedup_ci_high", speedup + 0.1},
+              {"mean_accepted_length", 2.5},
+              {"acceptance_rate", 0.7},
+              {"suspect", false},
+              {"busy", false},
+              {"wide_ci", false},
+              {"kernel_isa", "avx2"},
+              {"threads_used", 2},
+              {"repetitions", 3},
+              {"prompts", 4},
+              {"baseline_tokens_per_s", 123.4},
+              {"temperature", 0.0},
+              {"kv_type", "f32"}};
 }
 
 // A speculative raw record of one run against an AR baseline of one run.
@@ -54,8 +72,12 @@ RawRecord Raw(const std::string& key, const std::string& baseline_key, const std
   RawRecord r;
   r.key = r.name = key;
   r.baseline_key = baseline_key;
-  r.params = json{{"decoder", baseline_key.empty() ? "ar" : "speculative"}, {"k", 2}, {"k_policy", "constant"},
-                  {"draft", draft}, {"draft_quant", "q4_0"}, {"model", "m"}};
+  r.params = json{{"decoder", baseline_key.empty() ? "ar" : "speculative"},
+                  {"k", 2},
+                  {"k_policy", "constant"},
+                  {"draft", draft},
+                  {"draft_quant", "q4_0"},
+                  {"model", "m"}};
   r.prompt_tokens = {5};
   r.costs.target_s = {0.010, 0.012, 0.014};
   r.costs.draft_s = {0.001, 0.0015};
@@ -161,8 +183,9 @@ TEST(Plot, LegendsFromVaryingAxesAndErrorBars) {
   std::vector<json> recs;
   for (const char* q : {"q4_0", "q8_0"})
     for (int k : {2, 4}) recs.push_back(Spec(q, k, 1.0 + k * 0.1));
-  json ar = {{"key", "ar"}, {"model", "m"}, {"decoder", "ar"}, {"k", 0}, {"k_policy", "-"}, {"draft_quant", "-"},
-             {"kv_type", "f32"}, {"mean_next_token_latency_s", 0.001}, {"prompt_tokens", 5}};
+  json ar = {{"key", "ar"},       {"model", "m"},       {"decoder", "ar"},  {"k", 0},
+             {"k_policy", "-"},   {"draft_quant", "-"}, {"kv_type", "f32"}, {"mean_next_token_latency_s", 0.001},
+             {"prompt_tokens", 5}};
   recs.push_back(ar);
   auto s = SpeedupVsK(RecordsFromJson(recs));
   ASSERT_EQ(s.size(), 2u);
@@ -175,7 +198,8 @@ TEST(Plot, LegendsFromVaryingAxesAndErrorBars) {
   std::string dat = DatText("t", s);
   EXPECT_NE(dat.find("2 1.2 1.0999999999999999 1.3 \"\""), std::string::npos) << dat;
   // Latency lines: AR vs speculative differ in k_policy "-" vs "constant", which is no axis.
-  for (auto& x : LatencyVsInputLength(RecordsFromJson(recs))) EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
+  for (auto& x : LatencyVsInputLength(RecordsFromJson(recs)))
+    EXPECT_EQ(x.title.find("k_policy"), std::string::npos) << x.title;
 }
 
 TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
@@ -209,7 +233,9 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   PlotOptions o;
   o.out_dir = testing::TempDir();
   for (auto& p : MakePlots(RecordsFromJson(recs), o)) {
-    if (p.name == "speedup_vs_k") { EXPECT_EQ(p.images.size(), 2u); }
+    if (p.name == "speedup_vs_k") {
+      EXPECT_EQ(p.images.size(), 2u);
+    }
   }
 }
 
@@ -220,7 +246,9 @@ TEST(Plot, NoInputLengthPlotWithoutThatAxis) {
   PlotOptions o;
   o.out_dir = testing::TempDir();
   for (auto& p : MakePlots(RecordsFromJson(recs), o))
-    if (p.name == "latency_vs_input_length") { EXPECT_EQ(p.skipped, "the experiment has no input_length axis"); }
+    if (p.name == "latency_vs_input_length") {
+      EXPECT_EQ(p.skipped, "the experiment has no input_length axis");
+    }
 }
 
 TEST(Plot, SubtitleWrapsAtPartsAndPointKeysInKOrder) {
@@ -297,9 +325,17 @@ TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
       }
   for (const char* model : {"tinystories-260k", "tinystories-656k"})  // AR at three input lengths
     for (int n : {32, 128, 512})
-      recs.push_back(json{{"key", fmt::format("{}ar{}", model, n)}, {"model", model}, {"decoder", "ar"}, {"k", 0},
-                          {"k_policy", "-"}, {"draft_quant", "-"}, {"kv_type", "f32"}, {"input_length", n},
-                          {"prompt_tokens", n}, {"mean_next_token_latency_s", 0.002 + 1e-6 * n}, {"busy", true}});
+      recs.push_back(json{{"key", fmt::format("{}ar{}", model, n)},
+                          {"model", model},
+                          {"decoder", "ar"},
+                          {"k", 0},
+                          {"k_policy", "-"},
+                          {"draft_quant", "-"},
+                          {"kv_type", "f32"},
+                          {"input_length", n},
+                          {"prompt_tokens", n},
+                          {"mean_next_token_latency_s", 0.002 + 1e-6 * n},
+                          {"busy", true}});
   PlotOptions o;
   o.out_dir = testing::TempDir() + "/overlap";
   o.subtitle = PlotSubtitle(json{{"cpu_model", "AMD EPYC 9R14 96-Core Processor"}}, RecordsFromJson(recs));
@@ -314,7 +350,8 @@ TEST(Plot, NoTextOverlapsOrLeavesTheCanvas) {
     ASSERT_GT(texts.size(), 10u) << p.name;
     for (size_t i = 0; i < texts.size(); ++i) {
       const TextBox& a = texts[i];
-      EXPECT_TRUE(a.x0 >= 0 && a.x1 <= width && a.y0 >= 0 && a.y1 <= height) << p.name << ": '" << a.text << "' leaves the canvas";
+      EXPECT_TRUE(a.x0 >= 0 && a.x1 <= width && a.y0 >= 0 && a.y1 <= height)
+          << p.name << ": '" << a.text << "' leaves the canvas";
       for (size_t j = i + 1; j < texts.size(); ++j) {
         const TextBox& b = texts[j];
         const double gap = 1.0;  // px: touching text reads as one

@@ -134,7 +134,7 @@ TEST(Sampler, RngIsPortableAndSamplesMatchProbs) {
 TEST(SpeculativeSampling, VerifyReproducesTargetDistribution) {
   const int vocab = 6;
   const auto [p_logits, sp, p, q] = SmallPQ();
-  std::vector<float> target_rows(p_logits);                      // [K+1=2][vocab]
+  std::vector<float> target_rows(p_logits);  // [K+1=2][vocab]
   target_rows.insert(target_rows.end(), p_logits.begin(), p_logits.end());
   for (AcceptRule rule : {AcceptRule::Exact, AcceptRule::AlwaysAccept}) {
     std::vector<int> counts(vocab);
@@ -146,8 +146,10 @@ TEST(SpeculativeSampling, VerifyReproducesTargetDistribution) {
       ++counts[v.n_accepted == 1 ? d : v.next];
     }
     auto [stat, df] = ChiSquare(counts, ToDouble(p));
-    if (rule == AcceptRule::Exact) { EXPECT_LT(stat, Critical(df)); }
-    else EXPECT_GT(stat, Critical(df));  // always-accept yields q, not p
+    if (rule == AcceptRule::Exact) {
+      EXPECT_LT(stat, Critical(df));
+    } else
+      EXPECT_GT(stat, Critical(df));  // always-accept yields q, not p
   }
 }
 
@@ -188,13 +190,14 @@ class EndToEnd : public ::testing::Test {
       o.sampling.seed = 1000 + s;
       auto dec = MakeSpeculativeDecoder(target_, draft, o, rule);
       GenerationResult r = dec->Generate(prompt_);
-      if (!tree.is_tree()) { EXPECT_EQ(r.stats.k_per_step.at(0), 4); }
+      if (!tree.is_tree()) {
+        EXPECT_EQ(r.stats.k_per_step.at(0), 4);
+      }
       ++counts[r.tokens.at(0)];
     }
     auto res = ChiSquare(counts, p_);
     std::printf("  draft %s, rule %s: chi2 %.1f, df %d, critical(0.1%%) %.1f\n", draft.name.c_str(),
-                rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second,
-                Critical(res.second));
+                rule == AcceptRule::Exact ? "exact" : "always-accept", res.first, res.second, Critical(res.second));
     return res;
   }
   LoadedModel target_;
@@ -259,8 +262,10 @@ TEST(TreeSampling, SiblingRuleReproducesTargetDistribution) {
         ++counts[v.n_accepted ? draft[v.path[0]] : v.next];
       }
       auto [stat, df] = ChiSquare(counts, ToDouble(p));
-      if (rule == AcceptRule::Exact) { EXPECT_LT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid"); }
-      else EXPECT_GT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid");
+      if (rule == AcceptRule::Exact) {
+        EXPECT_LT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid");
+      } else
+        EXPECT_GT(stat, Critical(df)) << (one_hot ? "one-hot" : "iid");
     }
 }
 
@@ -325,20 +330,20 @@ class LookupEndToEnd : public EndToEnd {
     return joint;
   }
   // tree_budget > 0: the lookup tree (every continuation) of that many nodes, K = 4.
-  std::pair<double, int> RunLookup(const std::vector<int>& prompt, const std::vector<double>& joint,
-                                   AcceptRule rule, int runs, int64_t* accepted_at_2, int tree_budget = 0) {
+  std::pair<double, int> RunLookup(const std::vector<int>& prompt, const std::vector<double>& joint, AcceptRule rule,
+                                   int runs, int64_t* accepted_at_2, int tree_budget = 0) {
     const int k = tree_budget ? 4 : 2;
     std::vector<int64_t> accepted;
-    auto res = RunDraftFree(prompt, joint, rule, runs, accepted, k, k,
-                            [&] { return MakeLookupDrafter(2, 2, tree_budget); });
+    auto res =
+        RunDraftFree(prompt, joint, rule, runs, accepted, k, k, [&] { return MakeLookupDrafter(2, 2, tree_budget); });
     if (accepted.size() > 1) *accepted_at_2 += accepted[1];
     return res;
   }
   // The first two tokens of `runs` seeded generations through a drafter without a model
   // (K = k; the first step drafts first_k, unchecked when -1): {chi-square, df} against
   // `joint`; `accepted` sums the runs' accepted_at_pos.
-  std::pair<double, int> RunDraftFree(const std::vector<int>& prompt, const std::vector<double>& joint,
-                                      AcceptRule rule, int runs, std::vector<int64_t>& accepted, int k, int first_k,
+  std::pair<double, int> RunDraftFree(const std::vector<int>& prompt, const std::vector<double>& joint, AcceptRule rule,
+                                      int runs, std::vector<int64_t>& accepted, int k, int first_k,
                                       const std::function<std::unique_ptr<Drafter>()>& make) {
     const int vocab = target_.model->config.vocab_size;
     std::vector<int> counts(joint.size());
@@ -353,7 +358,9 @@ class LookupEndToEnd : public EndToEnd {
       o.sampling.seed = 5000 + s;
       auto dec = MakeSpeculativeDecoder(target_, make(), o, rule);
       GenerationResult r = dec->Generate(prompt);
-      if (first_k >= 0) { EXPECT_EQ(r.stats.k_per_step.at(0), first_k); }
+      if (first_k >= 0) {
+        EXPECT_EQ(r.stats.k_per_step.at(0), first_k);
+      }
       accepted.resize(std::max(accepted.size(), r.stats.accepted_at_pos.size()));
       for (size_t i = 0; i < r.stats.accepted_at_pos.size(); ++i) accepted[i] += r.stats.accepted_at_pos[i];
       ++counts[static_cast<size_t>(r.tokens.at(0)) * vocab + r.tokens.at(1)];

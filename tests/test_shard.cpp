@@ -42,7 +42,8 @@ Experiment GridExperiment() {
     return d;
   }();
   json doc = json::parse(R"({
-    "name": "grid", "models": [")" + dir + R"(/big.bin", ")" + dir + R"(/small.bin"],
+    "name": "grid", "models": [")" +
+                         dir + R"(/big.bin", ")" + dir + R"(/small.bin"],
     "prompts": {"passages": "passages.txt", "count": 2},
     "sweep": {"k": [2, 4], "input_length": [16, 128], "max_new_tokens": 32},
     "decoders": ["ar", {"decoder": "self-spec", "draft_quant": ["q8_0"]}]})");
@@ -146,7 +147,9 @@ Results FakeShard(const std::string& path, int index, int count, const std::vect
                   const std::string& hash = "abc", const std::string& host = "node1") {
   Results r;
   r.path = path;
-  r.context = {{"schema_version", kResultsSchemaVersion}, {"experiment", "exp"}, {"host_name", host},
+  r.context = {{"schema_version", kResultsSchemaVersion},
+               {"experiment", "exp"},
+               {"host_name", host},
                {"experiment_sha256", hash}};
   r.context.update(ShardContext(ShardSpec{index, count}, keys.size(), 4));
   for (auto& k : keys) r.records.push_back({{"key", k}, {"acceptance_rate", 0.5}});
@@ -228,17 +231,22 @@ TEST(Merge, RefusesShardsOfOtherWeightsOrPrompts) {
     return r;
   };
   EXPECT_EQ(MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
-                         with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "p")}, {}).report.merged_points, 2u);
+                         with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "p")},
+                        {})
+                .report.merged_points,
+            2u);
   testing::ExpectError(
       [&] {
         MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
-                     with(FakeShard("s1.json", 1, 2, {"b"}), "bbbb", "p")}, {});
+                     with(FakeShard("s1.json", 1, 2, {"b"}), "bbbb", "p")},
+                    {});
       },
       {"s1.json: point m/b: model file target m.gguf has sha256 bbbb", "point m/a in s0.json", "sha256 aaaa"});
   testing::ExpectError(
       [&] {
         MergeShards({with(FakeShard("s0.json", 0, 2, {"a"}), "aaaa", "p"),
-                     with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "q")}, {});
+                     with(FakeShard("s1.json", 1, 2, {"b"}), "aaaa", "q")},
+                    {});
       },
       {"point m/b: the prompt set of m (input_length 0) has sha256 q", "sha256 p"});
 }
@@ -323,8 +331,8 @@ TEST(Cli, ShardedRunMergesToTheFullRun) {
   WriteFile(other, ReadFile(f.exp) + "repetitions: 2\n");
   auto o = RunCli({"--threads", "1", "run", other, "-o", dir + "/other", "--shard", "1/2"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  auto mixed = RunCli({"merge", dir + "/shards/two.shard-0-of-2.json", dir + "/other/two.shard-1-of-2.json", "-o",
-                       dir + "/x.json"});
+  auto mixed = RunCli(
+      {"merge", dir + "/shards/two.shard-0-of-2.json", dir + "/other/two.shard-1-of-2.json", "-o", dir + "/x.json"});
   EXPECT_EQ(mixed.exit_code, 1);
   EXPECT_NE(mixed.err.find("a shard of a different experiment"), std::string::npos) << mixed.err;
 }
@@ -340,8 +348,7 @@ TEST(Cli, SlurmWritesArrayAndMergeScriptsAndSubmitsWithDependency) {
                         "#SBATCH --cpus-per-task=8\n", "#SBATCH --mem=16G\n", "--threads \"${SLURM_CPUS_PER_TASK:-0}\"",
                         "--shard \"${SLURM_ARRAY_TASK_ID}/3\" --resume", "shard-%a-of-3.job-%A.log"})
     EXPECT_NE(array.find(s), std::string::npos) << s << "\n" << array;
-  EXPECT_NE(merge.find("merge '" + dir + "'/'two'.shard-{0..2}-of-3.json -o '" + dir + "/two.json'"),
-            std::string::npos)
+  EXPECT_NE(merge.find("merge '" + dir + "'/'two'.shard-{0..2}-of-3.json -o '" + dir + "/two.json'"), std::string::npos)
       << merge;
   EXPECT_EQ(merge.find("--mem"), std::string::npos);
   EXPECT_TRUE(fs::is_directory(dir + "/logs"));
@@ -349,8 +356,8 @@ TEST(Cli, SlurmWritesArrayAndMergeScriptsAndSubmitsWithDependency) {
 
   // --submit with a fake sbatch that logs its arguments and answers like --parsable.
   std::string fake = dir + "/fake-sbatch.sh", log = dir + "/sbatch.log";
-  WriteFile(fake, "#!/bin/sh\necho \"$@\" >> '" + log + "'\nn=$(wc -l < '" + log +
-                      "')\necho \"$((100 + n));cluster\"\n");
+  WriteFile(fake,
+            "#!/bin/sh\necho \"$@\" >> '" + log + "'\nn=$(wc -l < '" + log + "')\necho \"$((100 + n));cluster\"\n");
   fs::permissions(fake, fs::perms::owner_all);
   auto s = RunCli({"slurm", f.exp, "-o", dir, "--shards", "3", "--submit", "--sbatch", fake});
   ASSERT_EQ(s.exit_code, 0) << s.err;

@@ -140,8 +140,8 @@ TEST(ChatTemplates, Llama3TokenIdsFromItsTokenizer) {
   EXPECT_EQ(chat.EncodeTurns({"Hi"}, {}),
             (std::vector<int>{128000, 128006, 882, 128007, 271, 13347, 128009, 128006, 78191, 128007, 271}));
   EXPECT_EQ(chat.EncodeTurns({"Hi", "Why?"}, {"Hello"}),
-            (std::vector<int>{128000, 128006, 882, 128007, 271, 13347, 128009, 128006, 78191, 128007, 271, 9906,
-                              128009, 128006, 882, 128007, 271, 10445, 30, 128009, 128006, 78191, 128007, 271}));
+            (std::vector<int>{128000, 128006, 882, 128007, 271, 13347, 128009, 128006, 78191,  128007, 271,    9906,
+                              128009, 128006, 882, 128007, 271, 10445, 30,     128009, 128006, 78191,  128007, 271}));
   // vicuna's "</s>" is this tokenizer's EOS (<|end_of_text|> 128001), after the answer.
   ChatEncoder vicuna(*tok, ParseChatTemplate("vicuna", "t"), "t");
   const std::vector<int> ids = vicuna.EncodeTurns({"Hi", "Why?"}, {"Hello"});
@@ -159,10 +159,11 @@ TEST(ChatTemplates, ChatmlTokenIdsFromQwen3Tokenizer) {
   // Hi 13048, Hello 9707; Qwen adds no BOS.
   EXPECT_EQ(chat.EncodeTurns({"Hi"}, {}), (std::vector<int>{151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198}));
   EXPECT_EQ(chat.EncodeTurns({"Hi", "Hi"}, {"Hello"}),
-            (std::vector<int>{151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198, 9707, 151645, 198, 151644,
-                              872, 198, 13048, 151645, 198, 151644, 77091, 198}));
-  EXPECT_NE(ErrorOf([&] { ChatEncoder(*tok, ParseChatTemplate("llama-3", "t"), "exp.yaml: template"); })
-                .find("exp.yaml: template: template llama-3 needs the special token <|begin_of_text|>"),
+            (std::vector<int>{151644, 872,    198, 13048, 151645, 198,    151644, 77091,  198,   9707, 151645,
+                              198,    151644, 872, 198,   13048,  151645, 198,    151644, 77091, 198}));
+  EXPECT_NE(ErrorOf([&] {
+              ChatEncoder(*tok, ParseChatTemplate("llama-3", "t"), "exp.yaml: template");
+            }).find("exp.yaml: template: template llama-3 needs the special token <|begin_of_text|>"),
             std::string::npos);
 }
 
@@ -242,8 +243,9 @@ TEST(Conversation, SecondTurnFollowsTheModelsOwnAnswer) {
   // A turn that cannot fit the context is an error naming it.
   EchoDecoder d2(*tok);
   auto run2 = d2.NewState();
-  EXPECT_NE(ErrorOf([&] { GenerateConversation(d2, *run2, first, turns, chat, int(first.size()) + 12, 10, "q7"); })
-                .find("q7: turn 2"),
+  EXPECT_NE(ErrorOf([&] {
+              GenerateConversation(d2, *run2, first, turns, chat, int(first.size()) + 12, 10, "q7");
+            }).find("q7: turn 2"),
             std::string::npos);
 }
 
@@ -252,8 +254,8 @@ TEST(Conversation, SecondTurnFollowsTheModelsOwnAnswer) {
 TEST(SpecBenchCli, GenerateWrapsThePromptInTheTemplate) {
   const std::string model = TempDir() + "/tiny.gguf";
   testing::WriteTinyGguf(model, 7);
-  auto r = testing::RunCli({"generate", "--model", model, "--template", "Q: {prompt} A:", "--prompt", "why", "-n", "2",
-                            "--json"});
+  auto r = testing::RunCli(
+      {"generate", "--model", model, "--template", "Q: {prompt} A:", "--prompt", "why", "-n", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   auto tok = MakeScoreBpeTokenizer(SyntheticVocab(128));  // the tiny model's vocabulary

@@ -48,9 +48,9 @@ struct SynthPiece {
   float score;
 };
 const std::vector<SynthPiece> kSynth = {
-    {kMeta, 0}, {"a", 0}, {"b", 0}, {"c", 0},                       // 259..262
-    {"ab", -1}, {kMeta + "a", -2}, {"abc", -0.5f}, {"aa", -4},      // 263..266
-    {kMeta + "ab", -3}, {"c" + kMeta, -5}, {kMeta + "c", -6},       // 267..269
+    {kMeta, 0},         {"a", 0},          {"b", 0},          {"c", 0},    // 259..262
+    {"ab", -1},         {kMeta + "a", -2}, {"abc", -0.5f},    {"aa", -4},  // 263..266
+    {kMeta + "ab", -3}, {"c" + kMeta, -5}, {kMeta + "c", -6},              // 267..269
 };
 constexpr int kByte0 = 3, kMetaId = 259, kAb = 263, kMetaA = 264, kAbc = 265, kAa = 266, kMetaAb = 267;
 
@@ -104,7 +104,8 @@ std::vector<int> NaiveScoreBpe(const Vocab& v, const std::string& text) {
     size_t len = 1;
     while (len < 4 && i + len < norm.size() && (norm[i + len] & 0xC0) == 0x80) ++len;
     auto it = lut.find(norm.substr(i, len));
-    if (it != lut.end()) t.push_back(it->second);
+    if (it != lut.end())
+      t.push_back(it->second);
     else
       for (size_t k = 0; k < len; ++k) t.push_back(static_cast<unsigned char>(norm[i + k]) + 3);
     i += len;
@@ -266,9 +267,9 @@ std::string SynthHfJson(const std::string& normalizer, const std::string& model_
 }})",
                      normalizer, pre_tokenizer, kMeta, model_type, vocab, kMeta, kMeta);
 }
-const std::string kPrependReplace = R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": ")" +
-                                    kMeta + R"("}, {"type": "Replace", "pattern": {"String": " "}, "content": ")" +
-                                    kMeta + R"("}]})";
+const std::string kPrependReplace = R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": ")" + kMeta +
+                                    R"("}, {"type": "Replace", "pattern": {"String": " "}, "content": ")" + kMeta +
+                                    R"("}]})";
 // Ids in SynthHfJson: bytes 4..259, then ▁ 260, a 261, b 262, c 263, a▁ 264, ab 265, ▁ab 266, aa 267.
 constexpr int kHfByte0 = 4, kHfMeta = 260, kHfA = 261, kHfC = 263, kHfAMeta = 264, kHfAb = 265, kHfMetaAb = 266,
               kHfAa = 267;
@@ -363,8 +364,8 @@ TEST(Spm, MissingAndCorruptFiles) {
 
 // ---------------------------------------------------------------------------
 // Real files.
-#define REQUIRE_SHARED()                                                   \
-  const std::string models = SharedModelsDir();                            \
+#define REQUIRE_SHARED()                        \
+  const std::string models = SharedModelsDir(); \
   if (models.empty()) GTEST_SKIP() << "shared models directory not found"
 
 // ~20 sentences for the tokenizer.bin vs tokenizer.model cross-check.
@@ -395,8 +396,8 @@ TEST(RealTokenizers, Llama2BinMatchesSentencePieceModel) {
   REQUIRE_SHARED();
   auto bin = LoadLlama2cTokenizer(models + "/llama2-tokenizer/tokenizer.bin", 32000);
   auto spm = LoadSentencePieceTokenizer(models + "/llama2-tokenizer/tokenizer.model");
-  auto gguf = MakeScoreBpeTokenizer(spm->ExportVocab());         // SPM vocab as GGUF stores it
-  auto bin_gguf = MakeScoreBpeTokenizer(bin->ExportVocab());     // llama2.c -> GGUF round trip
+  auto gguf = MakeScoreBpeTokenizer(spm->ExportVocab());      // SPM vocab as GGUF stores it
+  auto bin_gguf = MakeScoreBpeTokenizer(bin->ExportVocab());  // llama2.c -> GGUF round trip
   EXPECT_EQ(spm->vocab_size(), 32000);
   EXPECT_EQ(spm->kind(), "sentencepiece");
   EXPECT_EQ(spm->bos_id(), 1);
@@ -430,8 +431,8 @@ TEST(RealTokenizers, Stories260kKnownEncodings) {
   EXPECT_EQ(tok->Encode("Once upon a time, there was a little girl named Lily.", true),
             (std::vector<int>{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426}));
   EXPECT_EQ(tok->Encode("She loved to play outside in the park!\nThe end.", true),
-            (std::vector<int>{1, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 443, 13,
-                              434, 260, 344, 264, 426}));
+            (std::vector<int>{1,   338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322,
+                              265, 282, 295, 433, 443, 13,  434, 260, 344, 264, 426}));
   // 'é' (485) and '–' (476) are pieces; 'ï' is not: bytes C3 AF -> 198, 178 (byte + 3).
   EXPECT_EQ(tok->Encode("café – naïve 42", true),
             (std::vector<int>{1, 280, 412, 431, 485, 410, 476, 297, 412, 198, 178, 360, 410, 484, 479}));
@@ -459,7 +460,8 @@ TEST(RealTokenizers, Stories656kKnownEncodings) {
   // (no byte pieces in this vocab) become fused <unk> (0).
   EXPECT_EQ(tok->Encode("The end. <|end_story|>", true), (std::vector<int>{1, 80, 247, 183, 10, 2}));
   EXPECT_EQ(tok->Encode("<|start_story|>Once upon a time", false), (std::vector<int>{1, 147, 201, 282, 57}));
-  EXPECT_EQ(tok->Encode("café – naïve 42", true), (std::vector<int>{1, 80, 295, 58, 0, 80, 0, 80, 557, 0, 218, 15, 13}));
+  EXPECT_EQ(tok->Encode("café – naïve 42", true),
+            (std::vector<int>{1, 80, 295, 58, 0, 80, 0, 80, 557, 0, 218, 15, 13}));
   // Round trip on text inside the vocabulary's character set (it has no '(', '&', ...).
   for (const std::string t : {"Once upon a time, there was a little girl named Lily.",
                               "\"Can I play?\" asked Tom. 'Yes!' said Mom: 12 toys; 3 balls.\nThe end.\n",
@@ -469,10 +471,10 @@ TEST(RealTokenizers, Stories656kKnownEncodings) {
   // The SPM-style export (scores from merge ranks) encodes these texts identically,
   // so a GGUF copy of this model keeps its tokenization.
   auto gguf = MakeScoreBpeTokenizer(tok->ExportVocab());
-  for (const std::string t : {"Once upon a time, there was a little girl named Lily.",
-                              "One day, Tim saw a big dog named Max.",
-                              "She loved to play outside in the park!\nThe end.",
-                              "\"Can I have it?\" asked Sue. Mom said no, so she was sad."}) {
+  for (const std::string t :
+       {"Once upon a time, there was a little girl named Lily.", "One day, Tim saw a big dog named Max.",
+        "She loved to play outside in the park!\nThe end.",
+        "\"Can I have it?\" asked Sue. Mom said no, so she was sad."}) {
     EXPECT_EQ(gguf->Encode(t, true), tok->Encode(t, true)) << t;
     EXPECT_EQ(gguf->Decode(gguf->Encode(t, true)), t);
   }

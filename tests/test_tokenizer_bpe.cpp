@@ -57,8 +57,8 @@ Synth MakeSynth(bool ignore_merges = false, bool gguf_compatible = false) {
   json vocab = json::object();
   for (int b = 0; b < 256; ++b) vocab[ByteToChar(static_cast<unsigned char>(b))] = b;
   // Merges by rank; each merged piece gets the next id.
-  const std::vector<std::pair<std::string, std::string>> merges = {
-      {"h", "e"}, {"t", "he"}, {" ", "t"}, {" t", "he"}, {"1", "2"}, {"12", "3"}, {"a", "a"}, {"x", "y"}};
+  const std::vector<std::pair<std::string, std::string>> merges = {{"h", "e"}, {"t", "he"}, {" ", "t"}, {" t", "he"},
+                                                                   {"1", "2"}, {"12", "3"}, {"a", "a"}, {"x", "y"}};
   json jm = json::array();
   int next = 256;
   for (auto& [a, b] : merges) {
@@ -67,26 +67,41 @@ Synth MakeSynth(bool ignore_merges = false, bool gguf_compatible = false) {
   }
   vocab[ByteLevelEncode("xyz")] = next++;  // reachable only by ignore_merges
   json added = json::array();
-  added.push_back({{"id", next}, {"content", "<|bos|>"}, {"special", true}, {"normalized", false},
-                   {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
-  added.push_back({{"id", next + 1}, {"content", "<mask>"}, {"special", false}, {"normalized", false},
-                   {"lstrip", !gguf_compatible}, {"rstrip", false}, {"single_word", false}});
+  added.push_back({{"id", next},
+                   {"content", "<|bos|>"},
+                   {"special", true},
+                   {"normalized", false},
+                   {"lstrip", false},
+                   {"rstrip", false},
+                   {"single_word", false}});
+  added.push_back({{"id", next + 1},
+                   {"content", "<mask>"},
+                   {"special", false},
+                   {"normalized", false},
+                   {"lstrip", !gguf_compatible},
+                   {"rstrip", false},
+                   {"single_word", false}});
   Synth s;
-  s.root = {
-      {"version", "1.0"},
-      {"added_tokens", added},
-      {"normalizer", gguf_compatible ? json(nullptr) : json{{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single", {{{"SpecialToken", {{"id", "<|bos|>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"model",
-       {{"type", "BPE"}, {"vocab", vocab}, {"merges", jm}, {"ignore_merges", ignore_merges}, {"byte_fallback", false}}}};
+  s.root =
+      {{"version", "1.0"},
+       {"added_tokens", added},
+       {"normalizer", gguf_compatible ? json(nullptr) : json{{"type", "NFC"}}},
+       {"pre_tokenizer",
+        {{"type", "Sequence"},
+         {"pretokenizers",
+          {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+       {"post_processor",
+        {{"type", "TemplateProcessing"},
+         {"single",
+          {{{"SpecialToken", {{"id", "<|bos|>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
+       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+       {"model",
+        {{"type", "BPE"},
+         {"vocab", vocab},
+         {"merges", jm},
+         {"ignore_merges", ignore_merges},
+         {"byte_fallback", false}}}};
   return s;
 }
 
@@ -129,7 +144,9 @@ TEST(ByteLevelBpe, SyntheticKnownEncodings) {
   EXPECT_EQ(tok->Decode(ids, Specials::kKeep), "<|bos|>the 123 caf\xC3\xA9<mask>!");
   EXPECT_EQ(tok->Decode(ids), "the 123 caf\xC3\xA9<mask>!");
   // A lone UTF-8 lead byte decodes to U+FFFD, not to invalid text.
-  EXPECT_EQ(tok->Decode(std::vector<int>{0xC3, 'a'}), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(tok->Decode(std::vector<int>{0xC3, 'a'}),
+            "\xEF\xBF\xBD"
+            "a");
   EXPECT_THROW(tok->Decode(std::vector<int>{mask + 1}), Error);
 }
 
@@ -158,15 +175,21 @@ TEST(ByteLevelBpe, SplitBehaviors) {
   // \p{L} is Unicode-aware (UCP): Greek letters are one word, digits apart.
   Regex words(R"(\p{L}+|\p{N}+)", false, "test");
   std::vector<std::string> out;
-  SplitByRegex(words, SplitBehavior::kIsolated, false, "\xCE\xB1\xCE\xB2" "12 x", out);
+  SplitByRegex(words, SplitBehavior::kIsolated, false,
+               "\xCE\xB1\xCE\xB2"
+               "12 x",
+               out);
   EXPECT_EQ(out, (V{"\xCE\xB1\xCE\xB2", "12", " ", "x"}));
 }
 
 TEST(ByteLevelBpe, Utf8LossyReplacesMaximalSubparts) {
   EXPECT_EQ(Utf8Lossy("ok"), "ok");
-  EXPECT_EQ(Utf8Lossy("\xE2\x82"), "\xEF\xBF\xBD");             // truncated 3-byte: one U+FFFD
-  EXPECT_EQ(Utf8Lossy("\xE2\x82" "a"), "\xEF\xBF\xBD" "a");
-  EXPECT_EQ(Utf8Lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: each byte
+  EXPECT_EQ(Utf8Lossy("\xE2\x82"), "\xEF\xBF\xBD");  // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(Utf8Lossy("\xE2\x82"
+                      "a"),
+            "\xEF\xBF\xBD"
+            "a");
+  EXPECT_EQ(Utf8Lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong: each byte
   EXPECT_EQ(Utf8Lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
   EXPECT_EQ(Utf8Lossy("\xF0\x9F\x99\x82"), "\xF0\x9F\x99\x82");
 }
@@ -304,8 +327,7 @@ TEST(SameVocabulary, AssistedDecoderTreatsAnotherTokenTableAsAnotherTokenizer) {
   ModelConfig c = TinyTestConfig();
   c.vocab_size = tok->vocab_size();
   LoadedModel target{"target", std::make_shared<Model>(MakeSyntheticModel(c, 1)), tok};
-  LoadedModel draft{"draft", std::make_shared<Model>(MakeSyntheticModel(c, 2)),
-                    LoadHfTokenizer(WriteJson(renamed))};
+  LoadedModel draft{"draft", std::make_shared<Model>(MakeSyntheticModel(c, 2)), LoadHfTokenizer(WriteJson(renamed))};
   DecoderOptions o;
   o.kind = DecoderKind::Speculative;
   o.sampling.temperature = 0.7f;

@@ -33,7 +33,7 @@ RawRecord TreeRecord(const std::string& draft) {
   s.drafted_at_pos = {4, 3, 1};  // nodes per depth
   s.accepted_at_pos = {2, 1, 0};
   s.accepted_per_step = {2, 1};
-  s.draft_calls_by_size = {1, 1};           // catch-ups of 1 and of 2 tokens
+  s.draft_calls_by_size = {1, 1};             // catch-ups of 1 and of 2 tokens
   s.draft_tree_calls_by_size = {0, 1, 0, 1};  // tree calls over 2 and over 4 nodes
   r.runs.push_back({0, 0, 0, 0, s, "h"});
   return r;
@@ -41,7 +41,7 @@ RawRecord TreeRecord(const std::string& draft) {
 
 TEST(TreeCost, PricesEveryDraftCallAtItsSize) {
   RawRecord r = TreeRecord("q4_0+tree_budget=4");
-  r.costs.draft_s = {0.0010, 0.0015, 0.0020, 0.0025, 0.0030};  // T_d(1..5), catch-ups
+  r.costs.draft_s = {0.0010, 0.0015, 0.0020, 0.0025, 0.0030};       // T_d(1..5), catch-ups
   r.costs.draft_tree_s = {0.0012, 0.0018, 0.0024, 0.0030, 0.0036};  // T_d,tree(1..5)
   const json a = Aggregate(r, nullptr);
   // E[tokens/step] = 1 + (2 + 1) / 2; draft per step (1 + 1.5 + 1.8 + 3.0) ms / 2; verify T(5).

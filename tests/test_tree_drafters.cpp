@@ -108,9 +108,11 @@ TEST(TreeDraftSpec, ExperimentAxesAndCorpusPath) {
   testing::WriteTinyGguf(dir + "/tiny.gguf", 3);
   testing::WriteFile(dir + "/prompts.txt", "Once upon a time\n");
   testing::WriteFile(dir + "/c.txt", "The dog ran.\n");
-  testing::WriteFile(dir + "/e.yaml", "name: e\nmodels: [\"" + dir + "/tiny.gguf\"]\nprompts: {file: prompts.txt, count: 1}\n"
-                     "sweep: {k: [16], tree_budget: [0, 8], branching: [\"4,2,1\"]}\n"
-                     "decoders:\n  - decoder: speculative\n    draft: [lookahead, \"rest+corpus=c.txt\"]\n");
+  testing::WriteFile(dir + "/e.yaml",
+                     "name: e\nmodels: [\"" + dir +
+                         "/tiny.gguf\"]\nprompts: {file: prompts.txt, count: 1}\n"
+                         "sweep: {k: [16], tree_budget: [0, 8], branching: [\"4,2,1\"]}\n"
+                         "decoders:\n  - decoder: speculative\n    draft: [lookahead, \"rest+corpus=c.txt\"]\n");
   std::set<std::string> labels;
   for (const Point& p : LoadExperiment(dir + "/e.yaml").points)
     if (p.speculative()) labels.insert(p.options.draft.Label());
@@ -153,10 +155,13 @@ void ExpectLossless(const LoadedModel& target, const std::vector<std::vector<int
 // Lookahead drafts by spec (MakeDecoder), K = its window plus room for candidates.
 std::vector<Case> LookaheadCases(const LoadedModel& target) {
   std::vector<Case> cases;
-  for (const char* spec : {"lookahead", "lookahead+window=3+ngram=2+candidates=2", "lookahead+window=4+ngram=4+candidates=3"}) {
+  for (const char* spec :
+       {"lookahead", "lookahead+window=3+ngram=2+candidates=2", "lookahead+window=4+ngram=4+candidates=3"}) {
     const DraftSpec d = ParseDraftSpec(spec, "draft");
     for (int extra : {0, 8})
-      cases.push_back({spec, LookaheadWindowNodes(d.get<LookaheadDraft>()->window, d.get<LookaheadDraft>()->ngram) + extra, [&target, d](DecoderOptions o) {
+      cases.push_back({spec,
+                       LookaheadWindowNodes(d.get<LookaheadDraft>()->window, d.get<LookaheadDraft>()->ngram) + extra,
+                       [&target, d](DecoderOptions o) {
                          o.draft = d;
                          return MakeDecoder(target, o);
                        }});
@@ -273,7 +278,8 @@ TEST(TreeDecoding, LookaheadAndRestEqualAutoregressiveKQuantGguf) {
   std::string text;
   const std::vector<std::string> all = testing::TinyStoriesPrompts();
   for (size_t i = 10; i < all.size(); ++i)
-    text += all[i] + m.tokenizer->Decode(MakeDecoder(m, ar)->Generate(m.tokenizer->Encode(all[i], true)).tokens) + "\n\n";
+    text +=
+        all[i] + m.tokenizer->Decode(MakeDecoder(m, ar)->Generate(m.tokenizer->Encode(all[i], true)).tokens) + "\n\n";
   const std::string dir = testing::TempDir();
   testing::WriteFile(dir + "/kq_corpus.txt", text);
   std::vector<Case> cases = LookaheadCases(m);

@@ -131,8 +131,8 @@ TEST(TreeReplay, ClippedStepsCutTheRecordedTreeAsItsDrafterWould) {
     EXPECT_EQ(s7.generated_tokens, 7);
     for (size_t i = 0; i < s7.tree_per_step.size(); ++i) {
       const TreeStep want = ClipTree(runs[0].tree_per_step[i], s7.k_per_step[i], !real.draft.branching().empty());
-      ExpectSameTrees({s7.tree_per_step[i]}, {TreeStep{want.parents, want.ranks, s7.tree_per_step[i].expanded,
-                                                        want.path}}, int(i));
+      ExpectSameTrees({s7.tree_per_step[i]},
+                      {TreeStep{want.parents, want.ranks, s7.tree_per_step[i].expanded, want.path}}, int(i));
     }
   }
 }
@@ -183,8 +183,8 @@ TEST(TreeReplay, BadUsesFailWithOneLine) {
   // A chain's trace on a tree, a tree's on a chain.
   DecoderOptions tree = SelfSpecTree({2, 1}, 0, 8, 8);
   tree.acceptance_source = ParseAcceptanceSource("trace=x", "test");
-  tree.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
-      std::vector<AcceptanceTrace>{{{4, 1}}});
+  tree.acceptance_source.traces =
+      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1}}});
   ExpectError([&] { MakeDecoder(m, tree); }, {"trace x", "records chains"});
   DecoderOptions chain = SelfSpecTree({}, 0, 8, 8);
   chain.acceptance_source = ParseAcceptanceSource("trace=x", "test");

@@ -61,8 +61,8 @@ void ExpectTreeEqualsChains(const Runtime& rt, const Model& m, KvType kv, int n,
   std::vector<float> tl;
   if (split > 0) {
     tl = Copy(Forward(rt, m, std::span(tokens).first(split), start, tree, true, std::span(parents).first(split)));
-    const std::vector<float> rest =
-        Copy(Forward(rt, m, std::span(tokens).subspan(split), start + split, tree, true, std::span(parents).subspan(split)));
+    const std::vector<float> rest = Copy(
+        Forward(rt, m, std::span(tokens).subspan(split), start + split, tree, true, std::span(parents).subspan(split)));
     tl.insert(tl.end(), rest.begin(), rest.end());
   } else {
     tl = Copy(Forward(rt, m, tokens, start, tree, true, parents));
@@ -132,7 +132,8 @@ TEST(TreeForward, RejectsBadParentsAndKeepsTheCacheUsable) {
   Forward(testing::Serial(), m, prefix, 0, cache, false);
   const int toks[2] = {4, 5};
   const int self_parent[2] = {2, 4};  // node 4 as its own parent
-  testing::ExpectError([&] { Forward(testing::Serial(), m, toks, 3, cache, true, self_parent); }, {"tree node 4", "parent 4"});
+  testing::ExpectError([&] { Forward(testing::Serial(), m, toks, 3, cache, true, self_parent); },
+                       {"tree node 4", "parent 4"});
   const int before_tree[2] = {2, 1};  // slot 1 is inside the sequence, not the slot before the tree
   testing::ExpectError([&] { Forward(testing::Serial(), m, toks, 3, cache, true, before_tree); }, {"parent 1"});
   EXPECT_EQ(cache.length(), 3);
@@ -162,10 +163,16 @@ std::vector<int> Encode(const LoadedModel& m, const std::string& text) {
 
 // Tree drafts of every kind: static and dynamic trees of the q4_0 self-draft and of an
 // early exit, lookup tries and token recycling.
-const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1", "q4_0+branching=2,2,2,2,2", "q4_0+tree_budget=16",
-                                   "q4_0+tree_budget=5",     "layers=1+branching=3,3", "layers=1+tree_budget=12",
-                                   "lookup+tree_budget=16",  "lookup+max_ngram=2+min_ngram=1+tree_budget=6",
-                                   "recycling",              "recycling+branching=2,2,1,1,1"};
+const char* const kTreeDrafts[] = {"q4_0+branching=4,2,2,1",
+                                   "q4_0+branching=2,2,2,2,2",
+                                   "q4_0+tree_budget=16",
+                                   "q4_0+tree_budget=5",
+                                   "layers=1+branching=3,3",
+                                   "layers=1+tree_budget=12",
+                                   "lookup+tree_budget=16",
+                                   "lookup+max_ngram=2+min_ngram=1+tree_budget=6",
+                                   "recycling",
+                                   "recycling+branching=2,2,1,1,1"};
 
 // Greedy decoding with every tree draft gives the autoregressive tokens on every prompt.
 void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_tokens = 24) {
@@ -193,7 +200,9 @@ void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_t
       for (size_t i = 0; i < ids.size(); ++i) {
         const GenerationResult r = dec->Generate(ids[i]);
         ASSERT_EQ(r.tokens, expected[i]) << target.name << " " << draft << " K=" << k << " prompt: " << prompts[i];
-        if (!r.stats.stopped_at_eos) { EXPECT_EQ(r.stats.generated_tokens, r.stats.target_calls + r.stats.accepted); }
+        if (!r.stats.stopped_at_eos) {
+          EXPECT_EQ(r.stats.generated_tokens, r.stats.target_calls + r.stats.accepted);
+        }
         for (int n : r.stats.k_per_step) EXPECT_LE(n, k);
         drafted += r.stats.drafted, accepted += r.stats.accepted, steps += r.stats.target_calls;
       }
@@ -205,8 +214,8 @@ void ExpectTreesLossless(const LoadedModel& target, int n_prompts, int max_new_t
 }
 
 LoadedModel Quantized(const LoadedModel& m, QType t) {
-  return LoadedModel{m.name + "@" + std::string(QTypeName(t)), std::make_shared<const Model>(QuantizeModel(*m.model, t)),
-                     m.tokenizer};
+  return LoadedModel{m.name + "@" + std::string(QTypeName(t)),
+                     std::make_shared<const Model>(QuantizeModel(*m.model, t)), m.tokenizer};
 }
 
 TEST(TreeDecoding, GreedyEqualsAutoregressiveSynthetic) {
@@ -280,8 +289,11 @@ TEST(TreeVerify, GreedyFollowsTheTargetsArgmaxThroughTheTree) {
   v = VerifyGreedy(chain, ArgmaxRows({7, 9, 3, 1}, vocab), vocab);
   EXPECT_EQ(v.path, (std::vector<int>{0, 1}));
   EXPECT_EQ(v.next, 3);
-  testing::ExpectError([&] { VerifyGreedy(DraftView{tokens, std::vector<int>{-1, 1, 0, 0, 0}, {}}, l, vocab); },
-                       {"parents", "node 1 has parent 1"});
+  testing::ExpectError(
+      [&] {
+        VerifyGreedy(DraftView{tokens, std::vector<int>{-1, 1, 0, 0, 0}, {}}, l, vocab);
+      },
+      {"parents", "node 1 has parent 1"});
 }
 
 TEST(TreeDraft, RecyclingReadsTheTargetsRankingsBreadthFirst) {

@@ -132,8 +132,7 @@ CompareVariant ParseCompareSpec(const std::string& spec, const char* option) {
   std::istringstream rest(spec.substr(eq + 1));
   for (std::string tok; rest >> tok;) {
     const size_t e = tok.find('=');
-    if (e == std::string::npos || e == 0)
-      Fail("{}: '{}': setting '{}' is not VAR=VALUE", option, spec, tok);
+    if (e == std::string::npos || e == 0) Fail("{}: '{}': setting '{}' is not VAR=VALUE", option, spec, tok);
     v.env.emplace_back(tok.substr(0, e), tok.substr(e + 1));
   }
   return v;
@@ -232,16 +231,16 @@ void PrintVariants(const std::vector<CompareVariant>& vs, const std::vector<std:
     const nlohmann::json& c = runs[i][0].context;
     std::string env;
     for (const auto& [var, value] : vs[i].env) env += fmt::format(" {}={}", var, value.empty() ? "(unset)" : value);
-    fmt::print("variant {}:{} binary {} (git {}, kernels {}, threads {})\n", vs[i].label, env.empty() ? " (as is)" : env,
-               vs[i].binary.empty() ? self : vs[i].binary, c.value("git_rev", "?"), c.value("kernel_isa", "?"),
-               c.value("threads", 0));
+    fmt::print("variant {}:{} binary {} (git {}, kernels {}, threads {})\n", vs[i].label,
+               env.empty() ? " (as is)" : env, vs[i].binary.empty() ? self : vs[i].binary, c.value("git_rev", "?"),
+               c.value("kernel_isa", "?"), c.value("threads", 0));
   }
 }
 
 // One row of the table: each variant's ms over the rounds, then each one's ratio to the
 // first; a record for each.
-void CompareRecord(const CompareArgs& a, const std::string& key, int kw,
-                   const std::vector<std::vector<ChildRun>>& runs, nlohmann::json& recs) {
+void CompareRecord(const CompareArgs& a, const std::string& key, int kw, const std::vector<std::vector<ChildRun>>& runs,
+                   nlohmann::json& recs) {
   const auto& vs = a.variants;
   fmt::print("{:>{}}", key, kw);
   std::vector<std::vector<double>> ms(vs.size());  // [variant][round]
@@ -293,9 +292,10 @@ nlohmann::json CompareTable(const CompareArgs& a, const std::vector<std::string>
   fmt::print("\n");
   nlohmann::json recs = nlohmann::json::array();
   for (const std::string& key : keys) CompareRecord(a, key, kw, runs, recs);
-  fmt::print("ms = median over rounds of each round's median T(n); ratio = median over rounds of the per-round ratio "
-             "(rounds alternate the order, so drift of a shared machine hits both sides); roof = median roofline "
-             "fraction\n");
+  fmt::print(
+      "ms = median over rounds of each round's median T(n); ratio = median over rounds of the per-round ratio "
+      "(rounds alternate the order, so drift of a shared machine hits both sides); roof = median roofline "
+      "fraction\n");
   return recs;
 }
 
@@ -305,7 +305,8 @@ void WriteCompareJson(const CompareArgs& a, const std::string& self, const std::
   nlohmann::json variants = nlohmann::json::array();
   for (size_t i = 0; i < vs.size(); ++i) {
     nlohmann::json env = nlohmann::json::object();
-    for (const auto& [var, value] : vs[i].env) env[var] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+    for (const auto& [var, value] : vs[i].env)
+      env[var] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
     variants.push_back({{"label", vs[i].label},
                         {"binary", vs[i].binary.empty() ? self : vs[i].binary},
                         {"env", env},

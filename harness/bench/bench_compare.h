@@ -29,11 +29,11 @@ void SetCompareBinary(std::vector<CompareVariant>& variants, const std::string& 
 std::vector<std::string> ChildEnvironment(const std::vector<std::string>& base, const CompareVariant& v);
 
 struct CompareArgs {
-  std::vector<CompareVariant> variants;    // >= 2, labels distinct
+  std::vector<CompareVariant> variants;  // >= 2, labels distinct
   int rounds = 5;
-  std::vector<std::string> bench_args;     // after the binary: global options, "bench-forward", model, options
-  std::string model;                       // for the report
-  std::string json;                        // output file ("" = none)
+  std::vector<std::string> bench_args;  // after the binary: global options, "bench-forward", model, options
+  std::string model;                    // for the report
+  std::string json;                     // output file ("" = none)
 };
 void RunCompare(const CompareArgs& a);
 

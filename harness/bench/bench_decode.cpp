@@ -36,16 +36,16 @@ std::string RatioText(const std::vector<double>& v, const std::vector<double>& b
 
 }  // namespace
 
-void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std::vector<int>& prompt, const std::vector<int>& ks,
-                        int tokens, int reps, nlohmann::json& records) {
+void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std::vector<int>& prompt,
+                        const std::vector<int>& ks, int tokens, int reps, nlohmann::json& records) {
   if (tokens < 2) Fail("--decode-tokens: {} must be at least 2", tokens);
   struct Loop {
     std::string label;
     int k = 0;  // 0: autoregressive
     std::unique_ptr<Decoder> decoder;
-    std::vector<double> per_token;  // [reps] seconds per emitted token (prefill excluded)
+    std::vector<double> per_token;      // [reps] seconds per emitted token (prefill excluded)
     std::vector<double> cpu_per_token;  // [reps] process CPU seconds per emitted token (prefill included)
-    double accepted_length = 0;     // of the last run (greedy: the same every run)
+    double accepted_length = 0;         // of the last run (greedy: the same every run)
   };
   std::vector<Loop> loops;
   DecoderOptions o;
@@ -57,7 +57,8 @@ void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std:
     DecoderOptions so = o;
     so.kind = DecoderKind::Speculative;  // draft = the target's own Model, its own cache
     so.k = k;
-    loops.push_back({fmt::format("spec_same_weights/k:{}", k), k, MakeDecoder(target, so, target, DecoderEnv{rt}), {}, {}, 0});
+    loops.push_back(
+        {fmt::format("spec_same_weights/k:{}", k), k, MakeDecoder(target, so, target, DecoderEnv{rt}), {}, {}, 0});
   }
   const size_t nl = loops.size();
   for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
@@ -74,9 +75,10 @@ void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std:
       l.accepted_length = g.stats.mean_accepted_length();
     }
   }
-  fmt::print("decode loop: {} greedy tokens after a {}-token prompt, {} rotating repetitions; speculative loops "
-             "draft with the target's own weights (acceptance 1.0)\n",
-             tokens, prompt.size(), reps);
+  fmt::print(
+      "decode loop: {} greedy tokens after a {}-token prompt, {} rotating repetitions; speculative loops "
+      "draft with the target's own weights (acceptance 1.0)\n",
+      tokens, prompt.size(), reps);
   fmt::print("{:>24} {:>14} {:>10} {:>24} {:>14} {:>24} {:>16}\n", "decoder", "ms per token", "tokens/s",
              "ratio to ar (range)", "cpu ms/token", "cpu ratio to ar (range)", "accepted length");
   for (const Loop& l : loops) {

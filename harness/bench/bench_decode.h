@@ -17,7 +17,7 @@ namespace specsweep {
 // same-weights speculative decoder at each K in ks. Prints time per emitted token, the
 // per-repetition ratio to AR (median, range) and the mean accepted length; appends one
 // record per decoder to `records`.
-void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std::vector<int>& prompt, const std::vector<int>& ks,
-                        int tokens, int reps, nlohmann::json& records);
+void RunDecodeLoopBench(const Runtime& rt, const LoadedModel& target, const std::vector<int>& prompt,
+                        const std::vector<int>& ks, int tokens, int reps, nlohmann::json& records);
 
 }  // namespace specsweep

@@ -48,8 +48,9 @@ void RunBenchForwardCompare(const BenchForwardArgs& a) {
   auto join = [](const auto& v) { return fmt::format("{}", fmt::join(v, ",")); };
   if (a.threads > 0) c.bench_args = {"--threads", std::to_string(a.threads)};
   if (!a.models_dir.empty()) c.bench_args.insert(c.bench_args.end(), {"--models", a.models_dir});
-  c.bench_args.insert(c.bench_args.end(), {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps),
-                                           "--ctx", std::to_string(a.ctx), "--kv-type", join(a.kv_types)});
+  c.bench_args.insert(c.bench_args.end(),
+                      {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps), "--ctx",
+                       std::to_string(a.ctx), "--kv-type", join(a.kv_types)});
   if (!a.quants.empty()) c.bench_args.insert(c.bench_args.end(), {"--quant", join(a.quants)});
   RunCompare(c);
 }
@@ -129,9 +130,7 @@ struct Variant {
     return macs;
   }
   // Keys and values a token attending `positions` positions reads (not in the floor).
-  double KvBytes(int positions) const {
-    return static_cast<double>(cache->bytes_per_position()) * positions;
-  }
+  double KvBytes(int positions) const { return static_cast<double>(cache->bytes_per_position()) * positions; }
   // Roofline time of an n-token call: every streamed byte read once at full bandwidth,
   // or every float multiply-add at the FMA peak, whichever takes longer (perfect overlap).
   struct Floor {
@@ -143,7 +142,6 @@ struct Variant {
     return fma > mem ? Floor{fma, "compute"} : Floor{mem, "memory"};
   }
 };
-
 
 // Median, min and max of the per-repetition ratios num[i] / den[i].
 Spread PerRepRatio(const std::vector<double>& num, const std::vector<double>& den) {
@@ -219,22 +217,23 @@ std::vector<Variant> MakeVariants(const Runtime& rt, const BenchForwardArgs& a, 
     if (q != "none") model = std::make_shared<Model>(QuantizeModel(*lm.model, ParseQuantizeTarget(q, "--quant")));
     for (const Variant& o : vs)
       if (o.format == format) Fail("--quant: format {} listed twice (the loaded model is {})", format, loaded_type);
-    for (KvType kv : p.kvs) for (TeamPolicy team : p.teams) {  // the weights are shared, each variant has its own cache
-      Variant v;
-      v.model = model;
-      v.format = format;
-      v.team = team;
-      v.rt = rt;
-      v.rt.team = team;
-      v.label = p.kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
-      if (p.teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
-      v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
-      v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
-      if (a.ctx > 0) Forward(v.rt, *v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
-      v.secs.assign(p.ns.size(), {});
-      for (int n : p.ns) v.team_size.push_back(ForwardTeamSize(v.rt, *model, n, a.ctx));
-      vs.push_back(std::move(v));
-    }
+    for (KvType kv : p.kvs)
+      for (TeamPolicy team : p.teams) {  // the weights are shared, each variant has its own cache
+        Variant v;
+        v.model = model;
+        v.format = format;
+        v.team = team;
+        v.rt = rt;
+        v.rt.team = team;
+        v.label = p.kvs.size() == 1 && kv == KvType::F32 ? format : fmt::format("{}/kv:{}", format, KvTypeName(kv));
+        if (p.teams.size() > 1) v.label += fmt::format("/team:{}", TeamPolicyName(team));
+        v.cache = std::make_unique<KVCache>(c, 0, a.ctx + max_n, kv);
+        v.cache->Reserve(a.ctx + max_n);  // no storage growth inside the timed calls
+        if (a.ctx > 0) Forward(v.rt, *v.model, std::span<const int>(toks.data(), a.ctx), 0, *v.cache, false);
+        v.secs.assign(p.ns.size(), {});
+        for (int n : p.ns) v.team_size.push_back(ForwardTeamSize(v.rt, *model, n, a.ctx));
+        vs.push_back(std::move(v));
+      }
   }
   return vs;
 }
@@ -242,9 +241,9 @@ std::vector<Variant> MakeVariants(const Runtime& rt, const BenchForwardArgs& a, 
 // The machine's read bandwidth and multiply-add peak around and during the timings.
 struct MachineReadings {
   double bw_before = 0, bw_after = 0, fma_before = 0, fma_after = 0;
-  Spread bw;               // during: one reading per repetition
-  double bw_gbs = 0;       // the roofline's
-  double fma_gmacs = 0;    // the roofline's
+  Spread bw;             // during: one reading per repetition
+  double bw_gbs = 0;     // the roofline's
+  double fma_gmacs = 0;  // the roofline's
 };
 
 // One repetition over every variant and n (r = -1: the warm-up round, not recorded).
@@ -274,12 +273,12 @@ void TimeRepetition(const BenchForwardArgs& a, int r, std::vector<Variant>& vs, 
 // repetition also reads the probe buffer once per prefetch pattern (the fastest
 // counts), the bandwidth of the same minutes as the timings: readings taken only
 // before and after can miss a neighbour's busy spell in between.
-MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::vector<Variant>& vs, const std::vector<int>& ns,
-                             const std::vector<int>& toks, int vocab) {
+MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::vector<Variant>& vs,
+                             const std::vector<int>& ns, const std::vector<int>& toks, int vocab) {
   MachineReadings m;
   m.bw_before = MeasureReadBandwidthGBs(), m.fma_before = MeasureFmaPeakGmacs(*rt.kernels.base);
   AlignedBuffer probe = MakeReadProbeBuffer();
-  std::vector<double> bw_during;  // [reps] GB/s
+  std::vector<double> bw_during;                                        // [reps] GB/s
   const long timings = long(a.reps + 1) * long(vs.size() * ns.size());  // the warm-up round too
   long timed = 0;
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
@@ -299,23 +298,28 @@ MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::
 }
 
 // The run's setting and the machine's readings, above the table.
-void PrintPreamble(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const std::vector<int>& ns,
-                   const MachineReadings& m) {
-  fmt::print("model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
-             "kernels {} ({}; prefetch {}), {}\n",
-             lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, rt.threads,
-             DescribeChoice(rt.kernels), rt.kernels.source, rt.kernels.prefetch_source, a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
+void PrintPreamble(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s,
+                   const std::vector<int>& ns, const MachineReadings& m) {
+  fmt::print(
+      "model {} ({}), {:.1f}M params, loaded in {:.2f}s; ctx {}, {} interleaved repetitions, threads {}, "
+      "kernels {} ({}; prefetch {}), {}\n",
+      lm.name, lm.model->source.format, lm.model->ParameterCount() / 1e6, load_s, a.ctx, a.reps, rt.threads,
+      DescribeChoice(rt.kernels), rt.kernels.source, rt.kernels.prefetch_source,
+      a.loop ? "decode loop (sampler work between calls)" : "back-to-back calls");
   fmt::print("team size under --team auto per n:");
   for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(rt, *lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
-  fmt::print("read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
-             "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
-             m.bw.median, m.bw.min, m.bw.max, m.bw_before, m.bw_after, m.bw_gbs);
+  fmt::print(
+      "read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
+      "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
+      m.bw.median, m.bw.min, m.bw.max, m.bw_before, m.bw_after, m.bw_gbs);
   if (m.bw.median < 0.85 * std::max(m.bw_before, m.bw_after))
-    fmt::print("warning: the machine was busier during the timings than when probed before/after; the timings and "
-               "the rooflines below understate it\n");
-  fmt::print("FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
-             m.fma_before, m.fma_after, rt.threads, rt.kernel_isa(), m.fma_gmacs);
+    fmt::print(
+        "warning: the machine was busier during the timings than when probed before/after; the timings and "
+        "the rooflines below understate it\n");
+  fmt::print(
+      "FMA peak {:.1f} GMAC/s before, {:.1f} GMAC/s after ({} threads, {} multiply-adds; roofline uses {:.1f})\n",
+      m.fma_before, m.fma_after, rt.threads, rt.kernel_isa(), m.fma_gmacs);
 }
 
 // The record of variant v at batch size ns[j].
@@ -365,9 +369,10 @@ void PrintTimings(const BenchForwardArgs& a, const std::vector<Variant>& vs, con
       recs.push_back(TimingRecord(a, v, ns[j], v.team_size[j], t, rel, floor, roof));
     }
   }
-  fmt::print("floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
-             "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
-             "from; quantized matrices count toward memory only\n");
+  fmt::print(
+      "floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
+      "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
+      "from; quantized matrices count toward memory only\n");
 }
 
 // T_row(1) / T_col(1) for every pair of variants.
@@ -393,8 +398,8 @@ void PrintCostRatios(const std::vector<Variant>& vs, size_t j1, int lw, nlohmann
   }
 }
 
-void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s, const MachineReadings& m,
-               const nlohmann::json& recs) {
+void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s,
+               const MachineReadings& m, const nlohmann::json& recs) {
   nlohmann::json ctx = {
       {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
       {"date", IsoDate()},

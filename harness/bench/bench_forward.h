@@ -14,19 +14,19 @@ namespace specsweep {
 
 struct BenchForwardArgs {
   std::string model, json;
-  std::vector<std::string> quants;  // formats to compare; "none" = as loaded
+  std::vector<std::string> quants;              // formats to compare; "none" = as loaded
   std::vector<std::string> kv_types = {"f32"};  // KV cache types, each with every format
-  std::vector<std::string> teams = {"auto"};     // Forward team policies, each with every format
-  bool loop = false;  // serial sampler work after every call, as the decoding loops do
-  std::vector<int> decode_ks;  // decode-loop mode: AR against same-weights speculation at these K
+  std::vector<std::string> teams = {"auto"};    // Forward team policies, each with every format
+  bool loop = false;                            // serial sampler work after every call, as the decoding loops do
+  std::vector<int> decode_ks;                   // decode-loop mode: AR against same-weights speculation at these K
   int decode_tokens = 64;
   std::vector<int> ns = {1, 2, 4, 8, 16};
   int reps = 10;
   int ctx = 64;
   std::vector<std::string> compare, compare_bin;  // --compare LABEL=SETTINGS, --compare-bin LABEL=PATH
   int rounds = 5;
-  int threads = 0;               // the --threads global (0: all cores), passed on to --compare children
-  std::string models_dir;        // the --models global
+  int threads = 0;         // the --threads global (0: all cores), passed on to --compare children
+  std::string models_dir;  // the --models global
 };
 
 // Validates every option before anything is timed, then measures and prints (and writes

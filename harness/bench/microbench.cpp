@@ -100,7 +100,7 @@ void BM_MatMul(benchmark::State& st) {
   const QMatrix& W = Weights(t, static_cast<int>(st.range(1)));
   const int n = static_cast<int>(st.range(2));
   AlignedFloats x = RandomValues(size_t(n) * W.cols, 99);  // [n][cols]
-  AlignedFloats y(size_t(n) * W.rows);                      // [n][rows]
+  AlignedFloats y(size_t(n) * W.rows);                     // [n][rows]
   for (auto _ : st) {
     MatMul(Rt(), W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -153,7 +153,7 @@ void BM_Decode134M(benchmark::State& st) {
   const int n = static_cast<int>(st.range(1));
   const DecodeModel& m = Model134M(t);
   AlignedFloats x = RandomValues(size_t(n) * 2048, 5);  // [n][<= 2048]
-  AlignedFloats y(size_t(n) * 32000);                    // [n][<= 32000]
+  AlignedFloats y(size_t(n) * 32000);                   // [n][<= 32000]
   for (auto _ : st) {
     for (const QMatrix& W : m.mats) MatMul(Rt(), W, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -161,10 +161,7 @@ void BM_Decode134M(benchmark::State& st) {
   SetCounters(st, double(m.bytes), n * m.macs);
   st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
-BENCHMARK(BM_Decode134M)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 8}})
-    ->UseRealTime()
-    ->MinTime(0.3);
+BENCHMARK(BM_Decode134M)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 8}})->UseRealTime()->MinTime(0.3);
 
 const char* kIsas[] = {"scalar", "avx2", "avx512", "avx2vnni"};
 
@@ -194,8 +191,8 @@ BENCHMARK(BM_MatMulIsa)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 3, 4}, {1, 8}})->UseR
 // memory, in thread CPU time (Google Benchmark's CPU column), which other processes on the
 // host do not inflate. The 32-value types beside Q4_0/Q8_0 (all seven held: 320 MB, so
 // --benchmark_enable_random_interleaving=true interleaves them without re-quantizing).
-constexpr QType kCpuTypes[] = {QType::Q4_0, QType::Q8_0, QType::Q4_1, QType::Q5_0, QType::Q5_1, QType::IQ4_NL,
-                               QType::IQ4_XS};
+constexpr QType kCpuTypes[] = {QType::Q4_0, QType::Q8_0,   QType::Q4_1,  QType::Q5_0,
+                               QType::Q5_1, QType::IQ4_NL, QType::IQ4_XS};
 
 // One family on the calling thread: y = W x for a `rows` x 2048 matrix of type t (held
 // per type and size: every SIMD family packs these types alike, quant/packed.h), timed by
@@ -243,9 +240,9 @@ void BM_QuantizeActs(benchmark::State& st) {
   const int cols = static_cast<int>(st.range(1));
   const int cp = (cols + 127) / 128 * 128;
   AlignedFloats x = RandomValues(cols, 4);  // [cols]
-  std::vector<int8_t> q(cp);                    // [cp]
-  std::vector<float> d(cp / 32);                // [cp/32]
-  std::vector<int32_t> corr(cp / 4);            // [cp/4]
+  std::vector<int8_t> q(cp);                // [cp]
+  std::vector<float> d(cp / 32);            // [cp/32]
+  std::vector<int32_t> corr(cp / 4);        // [cp/4]
   for (auto _ : st) {
     k->quantize_acts(x.data(), cols, cp, q.data(), d.data(), corr.data());
     benchmark::DoNotOptimize(q.data());
@@ -263,8 +260,9 @@ void BM_ReadBandwidth(benchmark::State& st) {
   for (auto _ : st) gbs.push_back(ReadPassGBs(buf.data(), bytes, pattern));
   st.counters["GBps_median"] = Median(gbs);
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * bytes));
-  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1", "page-interleaved prefetch to L2 in bursts",
-                         "prefetch 4 KB ahead to L2 in bursts", "no software prefetch"};
+  const char* names[] = {"prefetch 4 KB ahead", "page-interleaved prefetch to L1",
+                         "page-interleaved prefetch to L2 in bursts", "prefetch 4 KB ahead to L2 in bursts",
+                         "no software prefetch"};
   static_assert(std::size(names) == kReadProbePatterns);
   st.SetLabel(std::to_string(Rt().threads) + " threads, " + names[pattern]);
 }
@@ -367,7 +365,7 @@ void BM_MatMuls1B(benchmark::State& st) {
     widest = std::max<size_t>(widest, w->cols), tallest = std::max<size_t>(tallest, w->rows);
   }
   AlignedFloats x = RandomValues(size_t(n) * widest, 5);  // [n][<= widest]
-  AlignedFloats y(size_t(n) * tallest);                    // [n][<= tallest]
+  AlignedFloats y(size_t(n) * tallest);                   // [n][<= tallest]
   for (auto _ : st) {
     for (const QMatrix* w : mats) MatMul(Rt(), *w, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());

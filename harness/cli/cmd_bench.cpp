@@ -20,10 +20,10 @@ namespace {
 const CommandRegistrar kRegister(62, [](CLI::App& app) {
   auto args = std::make_shared<BenchForwardArgs>();
   auto* cmd = app.add_subcommand("bench-forward", "Time Forward on n tokens at a context position (T(n), roofline)");
-  cmd->add_option("model,--model", args->model, "Model (path or name in the models directory); required, as the first argument or --model");
+  cmd->add_option("model,--model", args->model,
+                  "Model (path or name in the models directory); required, as the first argument or --model");
   cmd->parse_complete_callback([a = args] {
-    if (a->model.empty())
-      throw CLI::RequiredError("bench-forward: the model (as the first argument or --model)");
+    if (a->model.empty()) throw CLI::RequiredError("bench-forward: the model (as the first argument or --model)");
   });
   cmd->add_option("--n", args->ns, "Batch sizes (comma separated)")->delimiter(',');
   cmd->add_option("--quant", args->quants,
@@ -31,7 +31,8 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k, q6_k")
       ->delimiter(',');
   cmd->add_option("--reps", args->reps, "Timed calls per n (median, min, max)");
-  cmd->add_option("--ctx", args->ctx, "Position of the timed tokens: tokens already in the KV cache (a position, not a "
+  cmd->add_option("--ctx", args->ctx,
+                  "Position of the timed tokens: tokens already in the KV cache (a position, not a "
                   "context length)");
   cmd->add_option("--kv-type", args->kv_types,
                   "KV cache types, comma separated, each timed with every format: f32 (default), f16")
@@ -66,4 +67,3 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
 
 }  // namespace
 }  // namespace specsweep
-

@@ -25,11 +25,11 @@ void CheckCommand(const CheckArgs& a) {
            r->warnings.size() > 1 ? fmt::format(" (and {} more)", r->warnings.size() - 1) : "");
   CheckReport rep = CheckRegressions(cur.records, base.records, a.tolerance, a.baseline);
   if (rep.ok()) {
-    std::printf("check: %d of %d speculative points of %s compared: none regressed (greedy at tolerance 0, "
-                "sampled at %g)%s\n",
-                rep.compared, rep.baseline_points, a.baseline.c_str(), a.tolerance,
-                rep.replayed ? fmt::format("; {} points with replayed acceptance not gated", rep.replayed).c_str()
-                             : "");
+    std::printf(
+        "check: %d of %d speculative points of %s compared: none regressed (greedy at tolerance 0, "
+        "sampled at %g)%s\n",
+        rep.compared, rep.baseline_points, a.baseline.c_str(), a.tolerance,
+        rep.replayed ? fmt::format("; {} points with replayed acceptance not gated", rep.replayed).c_str() : "");
     return;
   }
   std::fputs(RenderTable(rep.AsTable(), TableFormat::Markdown).c_str(), stdout);

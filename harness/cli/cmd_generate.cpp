@@ -70,8 +70,7 @@ void CheckArgs(const GenerateArgs& a) {
   Setting("k").CheckRange(a.k, "--k");
   if (ParseDecoderKind(a.decoder) == DecoderKind::Autoregressive)
     for (const CLI::Option* o : a.spec_only)
-      if (o->count() > 0)
-        Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
+      if (o->count() > 0) Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
   if (a.draft_p_min_opt->count() > 0 && ParseKPolicy(a.k_policy) != KPolicy::Threshold)
     Fail("--draft-p-min: applies only to --k-policy threshold (not {})", a.k_policy);
 }
@@ -117,7 +116,8 @@ double SecondsSinceProcessStart() {
   if (comm_end == std::string::npos) return NAN;
   std::istringstream rest(stat.substr(comm_end + 1));
   std::string field;
-  for (int k = 3; k <= 22 && rest >> field; ++k) {}  // field 22: starttime
+  for (int k = 3; k <= 22 && rest >> field; ++k) {
+  }  // field 22: starttime
   timespec now{};
   if (!rest || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return NAN;
   return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
@@ -189,20 +189,21 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
   fmt::print("\n\nprompt tokens            {}\n", s.prompt_tokens);
   fmt::print("process start: ready    {:.3f} ms, first token {:.3f} ms\n", ready_s * 1e3,
              (ready_s + s.first_token_latency_s) * 1e3);
-  fmt::print("generated tokens         {}{}\n", s.generated_tokens, s.stopped_at_eos ? " (stopped at a stop token)" : "");
+  fmt::print("generated tokens         {}{}\n", s.generated_tokens,
+             s.stopped_at_eos ? " (stopped at a stop token)" : "");
   fmt::print("first-token latency      {:.3f} ms\n", s.first_token_latency_s * 1e3);
   fmt::print("mean next-token latency  {:.3f} ms\n", s.mean_next_token_latency_s * 1e3);
   fmt::print("tokens/s                 {:.1f}\n", s.tokens_per_s);
-  fmt::print("time prefill/draft/verify/other  {:.3f}/{:.3f}/{:.3f}/{:.3f} ms (total {:.3f} ms)\n",
-             s.prefill_s * 1e3, s.draft_s * 1e3, s.verify_s * 1e3, s.other_s * 1e3, s.total_s * 1e3);
+  fmt::print("time prefill/draft/verify/other  {:.3f}/{:.3f}/{:.3f}/{:.3f} ms (total {:.3f} ms)\n", s.prefill_s * 1e3,
+             s.draft_s * 1e3, s.verify_s * 1e3, s.other_s * 1e3, s.total_s * 1e3);
   if (!speculative) return;
   fmt::print("target calls             {}\n", s.target_calls);
   fmt::print("draft calls              {}\n", s.draft_calls);
   fmt::print("drafted / accepted       {} / {}\n", s.drafted, s.accepted);
   fmt::print("acceptance rate          {:.4f}\n", s.acceptance_rate());
   fmt::print("mean accepted length     {:.3f} tokens per target call\n", s.mean_accepted_length());
-  const double mean_k = s.k_per_step.empty() ? 0.0
-                        : std::accumulate(s.k_per_step.begin(), s.k_per_step.end(), 0.0) / s.k_per_step.size();
+  const double mean_k =
+      s.k_per_step.empty() ? 0.0 : std::accumulate(s.k_per_step.begin(), s.k_per_step.end(), 0.0) / s.k_per_step.size();
   fmt::print("mean K per step          {:.3f}\n", mean_k);
   std::vector<std::string> pos;
   for (size_t i = 0; i < s.drafted_at_pos.size(); ++i)
@@ -267,15 +268,15 @@ Run PrepareRun(const GenerateArgs& a) {
   r.prompt = r.tpl.name == "none" ? tok.Encode(a.prompt, tok.add_bos_default())
                                   : ChatEncoder(tok, r.tpl, "--template").EncodeTurns({a.prompt}, {});
   r.target_types = MatrixTypeCounts(*r.target.model), r.draft_types = r.dec->draft_types();
-  r.target_label = quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))),
-                                               r.target_types)
-                            : "none";
+  r.target_label =
+      quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))), r.target_types)
+               : "none";
   r.draft_label =
       r.o.draft.quant() ? StoredTypesLabel(std::string(QTypeName(*r.o.draft.quant())), r.draft_types) : "none";
   for (auto [who, label] : {std::pair{"target", &r.target_label}, {"draft", &r.draft_label}})
     if (label->find(' ') != std::string::npos)
-      fmt::print(stderr, "notice: {} weights are {} (the other matrices' rows are no whole number of blocks)\n",
-                 who, *label);
+      fmt::print(stderr, "notice: {} weights are {} (the other matrices' rows are no whole number of blocks)\n", who,
+                 *label);
   r.ready_s = SecondsSinceProcessStart();
   return r;
 }
@@ -332,8 +333,9 @@ GenerationResult StreamText(const Run& run) {
 void RunGenerate(GenerateArgs a) {
   // As in HF generate() (assistant_model) and llama.cpp (-md): giving a draft turns
   // speculation on, unless --decoder says otherwise.
-  if (a.decoder_opt->count() == 0 && (a.draft_opt->count() > 0 || std::any_of(a.draft_parts.begin(), a.draft_parts.end(),
-                                                                            [](auto* o) { return o->count() > 0; })))
+  if (a.decoder_opt->count() == 0 &&
+      (a.draft_opt->count() > 0 ||
+       std::any_of(a.draft_parts.begin(), a.draft_parts.end(), [](auto* o) { return o->count() > 0; })))
     a.decoder = "speculative";
   CheckArgs(a);
   const Run run = PrepareRun(a);
@@ -346,8 +348,10 @@ void RunGenerate(GenerateArgs a) {
     PrintJson(a, run, r);
   } else if (replayed) {
     r = run.dec->Generate(run.prompt);
-    fmt::print("text not shown: acceptance {} (draft tokens kept by the source, not by the target's choice); "
-               "the timings and counts below are real for that acceptance", run.o.acceptance_source.Caption());
+    fmt::print(
+        "text not shown: acceptance {} (draft tokens kept by the source, not by the target's choice); "
+        "the timings and counts below are real for that acceptance",
+        run.o.acceptance_source.Caption());
     PrintSummary(r.stats, spec, run.ready_s);
   } else {
     r = StreamText(run);
@@ -385,17 +389,18 @@ CommandRegistrar reg(30, [](CLI::App& app) {
       cmd->add_option("--draft-layers", a->draft_layers, "Early-exit draft: first L blocks (0: all)"),
       cmd->add_option("--draft-quant", a->draft_quant, "Draft weights quantized in memory"),
       cmd->add_flag("--draft-lookup", a->draft_lookup, "Prompt-lookup draft (n-gram copy, no model)"),
-      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)")
-          ->default_str(""),
+      cmd->add_option("--max-ngram", a->max_ngram, "Lookup draft: longest n-gram matched (default 3)")->default_str(""),
       cmd->add_option("--min-ngram", a->min_ngram, "Lookup draft: shortest n-gram matched (default 1)")
           ->default_str("")};
   a->spec_only = a->draft_parts;
   a->spec_only.push_back(a->draft_opt);
-  a->spec_only.push_back(cmd->add_option("--k,--draft-max", a->k, "Draft length K: every step (constant), the bound "
-                                                                   "(threshold, adaptive), the start (heuristic)"));
+  a->spec_only.push_back(cmd->add_option("--k,--draft-max", a->k,
+                                         "Draft length K: every step (constant), the bound "
+                                         "(threshold, adaptive), the start (heuristic)"));
   a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
-  a->spec_only.push_back(a->draft_p_min_opt = cmd->add_option(
-                             "--draft-p-min", a->draft_p_min, "Threshold policy: stop drafting below this top probability"));
+  a->spec_only.push_back(a->draft_p_min_opt =
+                             cmd->add_option("--draft-p-min", a->draft_p_min,
+                                             "Threshold policy: stop drafting below this top probability"));
   a->spec_only.push_back(cmd->add_option(
       "--acceptance-source", a->acceptance_source,
       "measured (default) | alpha=A | positions=[p1,p2,...] | trace=RESULTS[:POINT]: accepted draft tokens per "

@@ -38,11 +38,12 @@ void RunInspect(const InspectArgs& a) {
   const Model& m = *lm.model;
   const ModelConfig& c = m.config;
   fmt::print("model       {}\nformat      {}\npath        {}\n", lm.name, m.source.format, m.source.path);
-  fmt::print("arch        {}\ndim         {}\nhidden_dim  {}\nn_layers    {}\nn_heads     {}\n"
-             "n_kv_heads  {}\nhead_dim    {}\nvocab_size  {}\nmax_seq_len {}\nrope_theta  {}\n"
-             "norm_eps    {}\nbos/eos     {}/{}\ntied_emb    {}\n",
-             c.arch, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.vocab_size,
-             c.max_seq_len, c.rope_theta, c.norm_eps, c.bos_id, c.eos_id, m.tied_embeddings);
+  fmt::print(
+      "arch        {}\ndim         {}\nhidden_dim  {}\nn_layers    {}\nn_heads     {}\n"
+      "n_kv_heads  {}\nhead_dim    {}\nvocab_size  {}\nmax_seq_len {}\nrope_theta  {}\n"
+      "norm_eps    {}\nbos/eos     {}/{}\ntied_emb    {}\n",
+      c.arch, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.vocab_size, c.max_seq_len,
+      c.rope_theta, c.norm_eps, c.bos_id, c.eos_id, m.tied_embeddings);
   fmt::print("tokenizer   {} ({} tokens)\n", lm.tokenizer->kind(), lm.tokenizer->vocab_size());
   if (m.source.vocab_rows)
     fmt::print("            (the file's {} embedding rows past the tokenizer's {} ids are padding: dropped)\n",
@@ -61,10 +62,10 @@ void RunInspect(const InspectArgs& a) {
 CommandRegistrar reg(20, [](CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
-  cmd->add_option("model,--model", args->model, "Model name (folder in the models dir) or path; required, as the first argument or --model");
+  cmd->add_option("model,--model", args->model,
+                  "Model name (folder in the models dir) or path; required, as the first argument or --model");
   cmd->parse_complete_callback([a = args] {
-    if (a->model.empty())
-      throw CLI::RequiredError("inspect: the model (as the first argument or --model)");
+    if (a->model.empty()) throw CLI::RequiredError("inspect: the model (as the first argument or --model)");
   });
   cmd->add_option("--quant", args->quant,
                   "Quantize in memory first (none or a type as in quantize --quant; q2_k/q3_k load only)");

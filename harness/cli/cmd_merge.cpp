@@ -94,8 +94,7 @@ void MergeCommand(const MergeArgs& a) {
 const CommandRegistrar kRegister(45, [](CLI::App& app) {
   auto a = std::make_shared<MergeArgs>();
   auto* cmd = app.add_subcommand("merge", "Merge the shard results of `run --shard I/N` into one results file");
-  cmd->add_option("inputs", a->inputs, "Shard .json files or directories holding <name>.shard-I-of-N.json")
-      ->required();
+  cmd->add_option("inputs", a->inputs, "Shard .json files or directories holding <name>.shard-I-of-N.json")->required();
   cmd->add_option("-o,--out", a->out, "Merged results file (.json), or a directory for <name>.json")->required();
   cmd->add_option("--experiment", a->experiment,
                   "Experiment file, to name missing points (default: the file the shards record, if unchanged)");

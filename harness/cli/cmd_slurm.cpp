@@ -101,9 +101,10 @@ void SlurmCommand(const SlurmArgs& a) {
   array += ResourceLines(a, /*with_cpus=*/true);
   array += "set -euo pipefail\n";
   array += "# Threads: the CPUs Slurm gave the task (0, all cores, when --cpus-per-task is unset).\n";
-  array += fmt::format("exec {} --models {} --threads \"${{SLURM_CPUS_PER_TASK:-0}}\" run {} -o {} "
-                       "--shard \"${{SLURM_ARRAY_TASK_ID}}/{}\" --resume\n",
-                       Quote(exe), Quote(models), Quote(exp), Quote(dir), n);
+  array += fmt::format(
+      "exec {} --models {} --threads \"${{SLURM_CPUS_PER_TASK:-0}}\" run {} -o {} "
+      "--shard \"${{SLURM_ARRAY_TASK_ID}}/{}\" --resume\n",
+      Quote(exe), Quote(models), Quote(exp), Quote(dir), n);
 
   std::string merge = "#!/bin/bash\n";
   merge += fmt::format("# specsweep: merges the {} shards of experiment '{}' into {}.\n", n, e.name, merged);
@@ -111,8 +112,8 @@ void SlurmCommand(const SlurmArgs& a) {
   merge += fmt::format("#SBATCH --output={}/{}.merge.job-%j.log\n", logs, e.name);
   merge += ResourceLines(a, /*with_cpus=*/false);
   merge += "set -euo pipefail\n";
-  merge += fmt::format("exec {} --models {} merge {}/{}.shard-{{0..{}}}-of-{}.json -o {} --experiment {}\n",
-                       Quote(exe), Quote(models), Quote(dir), Quote(e.name), n - 1, n, Quote(merged), Quote(exp));
+  merge += fmt::format("exec {} --models {} merge {}/{}.shard-{{0..{}}}-of-{}.json -o {} --experiment {}\n", Quote(exe),
+                       Quote(models), Quote(dir), Quote(e.name), n - 1, n, Quote(merged), Quote(exp));
 
   WriteScript(array_path, array);
   WriteScript(merge_path, merge);
@@ -131,15 +132,15 @@ void SlurmCommand(const SlurmArgs& a) {
 
 const CommandRegistrar kRegister(46, [](CLI::App& app) {
   auto a = std::make_shared<SlurmArgs>();
-  auto* cmd = app.add_subcommand("slurm", "Write (and --submit) Slurm scripts: the shards as a job array + a merge job");
+  auto* cmd =
+      app.add_subcommand("slurm", "Write (and --submit) Slurm scripts: the shards as a job array + a merge job");
   cmd->add_option("experiment", a->experiment, "Experiment file (.yaml, .yml or .json)")->required();
   cmd->add_option("-o,--out", a->out_dir, "Output directory (shard results, logs/, scripts, merged <name>.json)")
       ->required();
   cmd->add_option("--shards", a->shards, "Number of shards (array tasks)")->required()->check(IntAtLeast(1));
   cmd->add_option("--partition", a->partition, "Slurm partition");
   cmd->add_option("--time", a->time, "Time limit per task (Slurm syntax, e.g. 2-00:00:00)");
-  cmd->add_option("--cpus-per-task", a->cpus_per_task, "CPUs per task (the run's threads)")
-      ->check(IntAtLeast(1));
+  cmd->add_option("--cpus-per-task", a->cpus_per_task, "CPUs per task (the run's threads)")->check(IntAtLeast(1));
   cmd->add_option("--mem", a->mem, "Memory per task (Slurm syntax, e.g. 32G)");
   cmd->add_flag("--submit", a->submit, "Submit both jobs with sbatch and print their ids");
   cmd->add_option("--sbatch", a->sbatch, "sbatch command to submit with");

@@ -35,8 +35,10 @@ std::string DefaultTokenizer(const std::string& shape) {
   const fs::path models = ResolveModelsDir(Globals().models_dir);
   const fs::path fixtures = models.parent_path() / "fixtures" / "tokenizers";
   fs::path p;
-  if (shape.starts_with("llama-3.")) p = fixtures / "llama3" / "tokenizer.json";
-  else if (shape.starts_with("qwen")) p = fixtures / "qwen3" / "tokenizer.json";
+  if (shape.starts_with("llama-3."))
+    p = fixtures / "llama3" / "tokenizer.json";
+  else if (shape.starts_with("qwen"))
+    p = fixtures / "qwen3" / "tokenizer.json";
   else if (shape == "tinyllama-1.1b" || shape == "llama-2-7b")
     p = models / "llama2-tokenizer" / "tokenizer.model";
   return fs::exists(p) ? p.string() : "";
@@ -75,7 +77,8 @@ void CopyTokenizer(const std::string& tok, const std::string& dir, int vocab) {
   if (n > vocab) Fail("--tokenizer: {}: {} ids but the shape's vocabulary has {}", tok, n, vocab);
   fs::copy_file(src, fs::path(dir) / "tokenizer.json", fs::copy_options::overwrite_existing);
   const fs::path cfg = src.parent_path() / "tokenizer_config.json";
-  if (fs::exists(cfg)) fs::copy_file(cfg, fs::path(dir) / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+  if (fs::exists(cfg))
+    fs::copy_file(cfg, fs::path(dir) / "tokenizer_config.json", fs::copy_options::overwrite_existing);
 }
 
 // A tokenizer file by extension; relative paths may also name a file in the models dir.
@@ -108,8 +111,9 @@ void RunSynth(const SynthArgs& a) {
   if (hf && type != QType::F32 && type != QType::F16 && type != QType::BF16)
     Fail("--type: {} cannot be stored in an HF folder (f32, f16, bf16)", a.type);
   if (!hf) ToGgmlType(type, "--type");  // fail before generating when GGUF cannot hold the type
-  const std::string tok_path = a.tokenizer.empty() ? DefaultTokenizer(a.shape)
-                               : a.tokenizer == "synthetic" ? "" : a.tokenizer;
+  const std::string tok_path = a.tokenizer.empty()          ? DefaultTokenizer(a.shape)
+                               : a.tokenizer == "synthetic" ? ""
+                                                            : a.tokenizer;
   std::unique_ptr<Tokenizer> tok;
   if (tok_path.empty()) {
     tok = MakeScoreBpeTokenizer(SyntheticVocab(config.vocab_size));
@@ -135,7 +139,8 @@ void RunSynth(const SynthArgs& a) {
     CopyTokenizer(tok_path, a.out, config.vocab_size);
     ForEachMatrix(m, [&](const std::string& name, const QMatrix& w) {
       if (name != "output" || !m.tied_embeddings)
-        written.push_back({name, std::string(QTypeName(type)), {}, uint64_t(w.rows) * w.cols * (type == QType::F32 ? 4 : 2), ""});
+        written.push_back(
+            {name, std::string(QTypeName(type)), {}, uint64_t(w.rows) * w.cols * (type == QType::F32 ? 4 : 2), ""});
     });
   } else {
     written = WriteGguf(m, *tok, a.out);
@@ -151,9 +156,9 @@ void RunSynth(const SynthArgs& a) {
     total += t.bytes;
     if (!t.note.empty()) std::printf("%s: %s\n", t.name.c_str(), t.note.c_str());
   }
-  std::printf("shape %s: dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d; %.1fM parameters\n",
-              a.shape.c_str(), config.dim, config.n_layers, config.n_heads, config.n_kv_heads, config.hidden_dim,
-              config.vocab_size, config.max_seq_len, m.ParameterCount() / 1e6);
+  std::printf("shape %s: dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d; %.1fM parameters\n", a.shape.c_str(),
+              config.dim, config.n_layers, config.n_heads, config.n_kv_heads, config.hidden_dim, config.vocab_size,
+              config.max_seq_len, m.ParameterCount() / 1e6);
   for (const auto& [t, nb] : by_type)
     std::printf("  %-5s %4d tensors %10.2f MiB\n", t.c_str(), nb.first, nb.second / 1048576.0);
   uint64_t file_bytes = 0;
@@ -170,7 +175,8 @@ void RunSynth(const SynthArgs& a) {
 
 const CommandRegistrar kRegister(61, [](CLI::App& app) {
   auto args = std::make_shared<SynthArgs>();
-  auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a real shape as GGUF or HF folder (timing only)");
+  auto* cmd =
+      app.add_subcommand("synth", "Write a random-weight model of a real shape as GGUF or HF folder (timing only)");
   cmd->add_option("--shape", args->shape,
                   "tiny, 134m, 1b, tinyllama-1.1b, llama-2-7b, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, "
                   "or dim=..,layers=..,heads=..,kv_heads=..,ffn=..,vocab=..,ctx=..")

@@ -55,7 +55,8 @@ void TableCommand(const TableArgs& a) {
   } else if (a.table == "spec-bench") {
     tables.push_back(SpecBenchTable(res.records, filters));
   } else if (a.table == "all") {
-    tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters), QuantTable(res.records, filters)};
+    tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters),
+              QuantTable(res.records, filters)};
   } else {
     Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }
@@ -70,11 +71,11 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("table", "Print tables from sweep results (.json or .jsonl)");
   cmd->add_option("results", a->results, "Results file")->required();
   cmd->add_option("--format", a->format, "md, latex or csv");
-  cmd->add_option("--table", a->table, "Preset: main (speedup / accepted length per decoder x K), latency "
-                                       "(next-token latency vs AR), quant (acceptance vs draft quant), spec-bench "
-                                       "(speedup and accepted tokens per task group, docs/spec-bench.md), all");
-  cmd->add_option("--rows", a->rows, "Row fields (comma separated; default: every varying parameter)")
-      ->delimiter(',');
+  cmd->add_option("--table", a->table,
+                  "Preset: main (speedup / accepted length per decoder x K), latency "
+                  "(next-token latency vs AR), quant (acceptance vs draft quant), spec-bench "
+                  "(speedup and accepted tokens per task group, docs/spec-bench.md), all");
+  cmd->add_option("--rows", a->rows, "Row fields (comma separated; default: every varying parameter)")->delimiter(',');
   cmd->add_option("--cols", a->cols, "Column fields (comma separated)")->delimiter(',');
   cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
   cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");

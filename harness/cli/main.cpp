@@ -89,15 +89,15 @@ void AddCommands(CLI::App& app) {
   app.option_defaults()->always_capture_default();
   auto& g = Globals();
   app.add_option("--models", g.models_dir, "Models directory (default: $SPECSWEEP_MODELS or ../shared/models)");
-  app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")
-      ->check(IntAtLeast(0));
+  app.add_option("-t,--threads", g.threads, "Threads for the forward pass (0: all cores)")->check(IntAtLeast(0));
   app.parse_complete_callback([&] { ApplyThreads(g.threads); });
   auto& reg = Registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [order, factory] : reg) factory(app);
   for (CLI::App* sub : app.get_subcommands({}))
-    sub->footer("Global options (before or after the command): --models DIR (models directory), -t,--threads N "
-                "(0: all cores), --version");
+    sub->footer(
+        "Global options (before or after the command): --models DIR (models directory), -t,--threads N "
+        "(0: all cores), --version");
 }
 
 // The exit code of a command line CLI11 rejected. CLI11 says "A subcommand is required"

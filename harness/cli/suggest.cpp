@@ -22,12 +22,14 @@ std::vector<std::string> TranslateForeignFlags(std::vector<std::string> args) {
     std::string& a = args[i];
     const std::string name = a.substr(0, a.find('='));
     if (name == "--") break;
-    if (name == "-md") a = "--draft-model" + a.substr(name.size());
+    if (name == "-md")
+      a = "--draft-model" + a.substr(name.size());
     else if (name == "-ngl" || name == "--n-gpu-layers" || name == "--gpu-layers")
       Fail("{}: means nothing here: specsweep runs every layer on the CPU (drop the option)", name);
     else if (name == "--draft-min")
-      Fail("--draft-min: llama.cpp's minimum draft length has no counterpart here: every draft is verified, "
-           "however short (K is --k or --draft-max)");
+      Fail(
+          "--draft-min: llama.cpp's minimum draft length has no counterpart here: every draft is verified, "
+          "however short (K is --k or --draft-max)");
   }
   return args;
 }
@@ -79,14 +81,15 @@ void SuggestForUnknownArguments(CLI::App& app, const std::vector<std::string>& a
 std::string VersionText() {
   std::string families;
   try {
-    families = fmt::format("{} (active: {})", fmt::join(RunnableKernelIsas(), ", "), ProcessRuntime(Globals().threads).kernel_isa());
+    families = fmt::format("{} (active: {})", fmt::join(RunnableKernelIsas(), ", "),
+                           ProcessRuntime(Globals().threads).kernel_isa());
   } catch (const Error& err) {  // SPECSWEEP_KERNEL_ISA names a family this CPU lacks
     families = fmt::format("{} ({})", fmt::join(RunnableKernelIsas(), ", "), err.what());
   }
-  return fmt::format("specsweep {}\nrevision:        {}\ncompiler:        {}\nbuild type:      {}\n"
-                     "kernel families: {}",
-                     Version(), *GitRev() ? GitRev() : "unknown", CompilerId(), *BuildType() ? BuildType() : "none",
-                     families);
+  return fmt::format(
+      "specsweep {}\nrevision:        {}\ncompiler:        {}\nbuild type:      {}\n"
+      "kernel families: {}",
+      Version(), *GitRev() ? GitRev() : "unknown", CompilerId(), *BuildType() ? BuildType() : "none", families);
 }
 
 }  // namespace specsweep

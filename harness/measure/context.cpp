@@ -89,7 +89,8 @@ HostSample SampleHost() {
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) == 0)
-    s.own_cpu_s = double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    s.own_cpu_s =
+        double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   double load[1] = {0};
   if (getloadavg(load, 1) == 1) s.load1 = load[0];
   std::ifstream f("/proc/stat");  // "cpu  user nice system idle iowait irq softirq steal ..."

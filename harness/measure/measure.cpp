@@ -73,9 +73,12 @@ std::string ExperimentSha256(const Experiment& e) {
   if (e.chat_template.name != "none") doc["template"] = ChatTemplateLabel(e.chat_template);
   if (e.prompts.questions) {
     const QuestionSelection& s = e.prompts.selection;
-    doc["questions"] = json{{"turns", e.prompts.all_turns ? "all" : "first"}, {"categories", s.categories},
-                            {"per_category", s.per_category}, {"select", s.select},
-                            {"max_chars", s.max_chars}, {"groups", s.groups}};
+    doc["questions"] = json{{"turns", e.prompts.all_turns ? "all" : "first"},
+                            {"categories", s.categories},
+                            {"per_category", s.per_category},
+                            {"select", s.select},
+                            {"max_chars", s.max_chars},
+                            {"groups", s.groups}};
   }
   return Sha256Hex(doc.dump());
 }
@@ -117,20 +120,21 @@ void Preflight(const Experiment& e, const Group& g, SweepInputs& in) {
     for (size_t i = 0; i < prompts.size(); ++i) {
       const int need = int(prompts[i].size()) + p->options.max_new_tokens + p->options.k + 1;
       if (need > ctx)
-        Fail("{}: point {}: prompt {} ({} tokens) + max_new_tokens {} + k {} exceeds the context of {} tokens",
-             e.file, p->Name(), i, prompts[i].size(), p->options.max_new_tokens, p->options.k, ctx);
+        Fail("{}: point {}: prompt {} ({} tokens) + max_new_tokens {} + k {} exceeds the context of {} tokens", e.file,
+             p->Name(), i, prompts[i].size(), p->options.max_new_tokens, p->options.k, ctx);
     }
     // A conversation's last turn holds every turn and up to max_new_tokens per answer.
     if (e.prompts.questions && e.prompts.all_turns && p->input_length == 0)
       for (auto& q : in.prompts.Questions()) {
         if (q.turns.size() < 2) continue;
-        const std::vector<int> all = in.prompts.Chat(p->model).EncodeTurns(
-            q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
+        const std::vector<int> all =
+            in.prompts.Chat(p->model).EncodeTurns(q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
         const int need = int(all.size()) + int(q.turns.size()) * p->options.max_new_tokens + p->options.k + 1;
         if (need > ctx)
-          Fail("{}: point {}: question {}: its {} turns ({} tokens) + max_new_tokens {} per answer + k {} can "
-               "exceed the context of {} tokens", e.file, p->Name(), q.id, q.turns.size(), all.size(),
-               p->options.max_new_tokens, p->options.k, ctx);
+          Fail(
+              "{}: point {}: question {}: its {} turns ({} tokens) + max_new_tokens {} per answer + k {} can "
+              "exceed the context of {} tokens",
+              e.file, p->Name(), q.id, q.turns.size(), all.size(), p->options.max_new_tokens, p->options.k, ctx);
       }
     DecoderOptions opt = in.Options(*p);
     opt.max_new_tokens = 1;
@@ -237,8 +241,9 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   const std::vector<Question>& questions = in.prompts.Questions();
   std::vector<int> reserve;
   for (auto* p : g.points) reserve.push_back(p->options.max_new_tokens + p->options.k + 1);
-  auto what = [&](int j, int i) { return fmt::format("{}: point {}: question {}", e.file, g.points[j]->Name(),
-                                                     questions[i].id); };
+  auto what = [&](int j, int i) {
+    return fmt::format("{}: point {}: question {}", e.file, g.points[j]->Name(), questions[i].id);
+  };
   for (int rep = 0; rep < e.repetitions; ++rep)
     for (int i = 0; i < n_prompts; ++i) {
       const int round = rep * n_prompts + i;
@@ -247,10 +252,10 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
       for (int slot = 0; slot < n; ++slot) {
         const int j = order[slot];
         at("round", round + 1, *g.points[j]);
-        GenerationResult res = conversation ? GenerateConversation(*decoders[j], *runs[j], prompts[i],
-                                                                    questions[i].turns, in.prompts.Chat(base.model), ctx,
-                                                                    reserve[j], what(j, i))
-                                            : decoders[j]->Generate(prompts[i], *runs[j]);
+        GenerationResult res = conversation
+                                   ? GenerateConversation(*decoders[j], *runs[j], prompts[i], questions[i].turns,
+                                                          in.prompts.Chat(base.model), ctx, reserve[j], what(j, i))
+                                   : decoders[j]->Generate(prompts[i], *runs[j]);
         records[j].runs.push_back(RawRun{i, rep, round, slot, res.stats, OutputHash(res.tokens)});
         if (progress) progress->GenerationDone();
       }
@@ -262,7 +267,8 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
     const Point& p = *g.points[j];
     records[j].target_types = MatrixTypeCounts(*in.models.Target(p.model, p.target_quant).model);
     records[j].draft_types = decoders[j]->draft_types();
-    for (auto [types, asked] : {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.options.draft.quant()}})
+    for (auto [types, asked] :
+         {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.options.draft.quant()}})
       if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
     records[j].threads_used = rt.threads;
     records[j].kernel_isa = rt.kernel_isa();

@@ -59,8 +59,7 @@ void Preflight(const Experiment& e, const Group& g, SweepInputs& in);
 // between generations: once set, MeasureGroup throws Interrupted, keeping nothing of
 // the group (its records are stored whole or not at all).
 struct Interrupted : Error {
-  Interrupted(int rounds_done, int rounds)
-      : Error("interrupted"), rounds_done(rounds_done), rounds(rounds) {}
+  Interrupted(int rounds_done, int rounds) : Error("interrupted"), rounds_done(rounds_done), rounds(rounds) {}
   int rounds_done, rounds;
 };
 void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,

@@ -98,9 +98,12 @@ std::string BuildIdentity() {
 
 std::filesystem::path KernelCachePath() {
   std::filesystem::path dir;
-  if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) dir = xdg;
-  else if (const std::string home = Env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache";
-  else return {};
+  if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty())
+    dir = xdg;
+  else if (const std::string home = Env("HOME"); !home.empty())
+    dir = std::filesystem::path(home) / ".cache";
+  else
+    return {};
   return dir / "specsweep" / fmt::format("kernels-{:016x}.json", Fnv1a(CpuIdentity() + "\n" + BuildIdentity()));
 }
 

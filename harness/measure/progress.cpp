@@ -15,7 +15,11 @@ using Clock = std::chrono::steady_clock;
 std::string Progress::Duration(double s) { return FormatDuration(s); }
 
 Progress::Progress(std::FILE* f, int total_points, int resumed, long generations)
-    : f_(f), tty_(f && isatty(fileno(f))), total_(total_points), done_(resumed), generations_(generations),
+    : f_(f),
+      tty_(f && isatty(fileno(f))),
+      total_(total_points),
+      done_(resumed),
+      generations_(generations),
       start_(Clock::now()) {
   if (f_) ticker_ = std::thread([this] { Tick(); });
 }
@@ -40,11 +44,12 @@ void Progress::GenerationDone() {
 std::string Progress::StatusLocked() const {
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double measuring =
-      measure_s_ + (in_group_ ? std::chrono::duration<double>(now - group_start_).count() : 0.0);
+  const double measuring = measure_s_ + (in_group_ ? std::chrono::duration<double>(now - group_start_).count() : 0.0);
   std::string s = fmt::format("group {}/{}", state_.group, state_.groups);
-  if (state_.stage == "round") s += fmt::format(", round {}/{}", state_.round, state_.rounds);
-  else if (!state_.stage.empty()) s += ", " + state_.stage;
+  if (state_.stage == "round")
+    s += fmt::format(", round {}/{}", state_.round, state_.rounds);
+  else if (!state_.stage.empty())
+    s += ", " + state_.stage;
   if (!state_.point.empty()) s += ": " + state_.point;
   s += fmt::format("  [points {}/{}, elapsed {}", done_, total_, Duration(elapsed));
   // An ETA only from generations measured in this run, and only for work still to do.

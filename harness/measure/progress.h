@@ -30,9 +30,9 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   void Set(const ProgressState& s);
-  void GenerationDone();  // one measured generation finished
+  void GenerationDone();                                           // one measured generation finished
   void Done(const std::string& name, const std::string& summary);  // a point's record stored
-  void Note(const std::string& line);  // a line above the status
+  void Note(const std::string& line);                              // a line above the status
   void Finish();
 
   // "3s", "2m05s", "1h02m"; "?" when not finite.

@@ -56,12 +56,14 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
   }
   for (auto& d : c.duplicates) {
     if (d.same) {
-      note(fmt::format("{}:{}: second, identical record of point {} dropped (the first is kept)", path,
-                                d.line, d.name));
+      note(
+          fmt::format("{}:{}: second, identical record of point {} dropped (the first is kept)", path, d.line, d.name));
       continue;
     }
-    note(fmt::format("warning: {}:{}: second, differing record of point {} moved to {}.duplicate (the "
-                              "first is kept)", path, d.line, d.name, path));
+    note(
+        fmt::format("warning: {}:{}: second, differing record of point {} moved to {}.duplicate (the "
+                    "first is kept)",
+                    path, d.line, d.name, path));
     plan.duplicate_lines.push_back(d.text);
   }
   plan.rewrite = !c.corrupt.empty() || !c.duplicates.empty() || c.complete_bytes != fs::file_size(path);
@@ -82,8 +84,8 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
       if (diff.empty()) continue;
       all_same = false;
       if (mode == ResumeMode::Same)
-        Fail("{}: --resume: point {}: {}; use --resume=changed to re-measure what changed, or --overwrite",
-             path, want.name, diff);
+        Fail("{}: --resume: point {}: {}; use --resume=changed to re-measure what changed, or --overwrite", path,
+             want.name, diff);
     }
     if (all_same) plan.reused_groups.insert(gi);
   }
@@ -99,10 +101,11 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
       continue;
     }
     if (!in_grid.count(r.key) && mode == ResumeMode::Same)
-      Fail("{}: --resume: holds point {}, which {} does not ask for (another experiment with the same name, or "
-           "an earlier version of this one); use --resume=changed to set such records aside, --overwrite, or "
-           "another -o",
-           path, r.name, e.file);
+      Fail(
+          "{}: --resume: holds point {}, which {} does not ask for (another experiment with the same name, or "
+          "an earlier version of this one); use --resume=changed to set such records aside, --overwrite, or "
+          "another -o",
+          path, r.name, e.file);
     plan.replaced_lines.push_back(DumpJson(RawToJson(r)));
     plan.rewrite = true;
   }
@@ -162,11 +165,11 @@ json PromptsJson(const Experiment& e) {
 
 // "plan: ..." lines, printed before anything is loaded.
 std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
-  std::string t = fmt::format("plan: {} points in {} group(s) (a baseline and the points compared with it); "
-                              "{} repetition(s) x {} prompt(s) = {} rounds per group, every point once per "
-                              "round; warm-up {} generation(s) per point",
-                              e.points.size(), groups, e.repetitions, e.prompts.count,
-                              e.repetitions * e.prompts.count, e.warmup);
+  std::string t = fmt::format(
+      "plan: {} points in {} group(s) (a baseline and the points compared with it); "
+      "{} repetition(s) x {} prompt(s) = {} rounds per group, every point once per "
+      "round; warm-up {} generation(s) per point",
+      e.points.size(), groups, e.repetitions, e.prompts.count, e.repetitions * e.prompts.count, e.warmup);
   if (prompts.contains("file"))
     t += fmt::format("\nplan: prompts {} of {} from {}", e.prompts.count, prompts["file"]["available"].get<int>(),
                      prompts["file"]["path"].get<std::string>());
@@ -195,7 +198,7 @@ ResumePlan ResumeFromStore(ResultsDir& dir, const Experiment& e, const std::vect
       dir.SetAside(".duplicate", plan.duplicate_lines);
       if (!plan.replaced_lines.empty())
         note(fmt::format("{}: {} record(s) of changed or foreign points moved to {}.replaced", s.jsonl_path,
-                                  plan.replaced_lines.size(), s.jsonl_path));
+                         plan.replaced_lines.size(), s.jsonl_path));
       if (plan.rewrite) dir.RewriteJsonl(plan.keep_lines);
       s.set_aside = int(plan.replaced_lines.size() + plan.corrupt_lines.size() + plan.duplicate_lines.size());
     }
@@ -209,8 +212,7 @@ ResumePlan ResumeFromStore(ResultsDir& dir, const Experiment& e, const std::vect
 
 // Preflights every group to measure (Error before anything is timed); the generations
 // they will run.
-long PreflightGroups(const Experiment& e, const std::vector<Group>& groups, const ResumePlan& plan,
-                     SweepInputs& in) {
+long PreflightGroups(const Experiment& e, const std::vector<Group>& groups, const ResumePlan& plan, SweepInputs& in) {
   long generations = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi)
     if (!plan.reused_groups.count(gi)) {
@@ -238,26 +240,28 @@ struct GroupLoop {
     progress.Note(fmt::format("group {}/{}: {} and {} point(s) compared with it", measuring, to_measure,
                               g.baseline().Name(), g.points.size() - 1));
     try {
-      MeasureGroup(e, g, in, o.default_threads, records, &progress, &g_interrupted,
-                   ProgressState{.group = measuring, .groups = to_measure, .round = 0, .rounds = 0, .stage = "",
-                                 .point = ""});
+      MeasureGroup(
+          e, g, in, o.default_threads, records, &progress, &g_interrupted,
+          ProgressState{.group = measuring, .groups = to_measure, .round = 0, .rounds = 0, .stage = "", .point = ""});
     } catch (const Interrupted& i) {
       progress.Finish();
-      Fail("{}: interrupted: {} of {} point(s) stored ({} group(s) measured now{}); lost: group {}/{} ({}, {} "
-           "point(s)), {} of its {} round(s) done and discarded (a group is stored whole); `--resume` continues "
-           "from there",
-           s.jsonl_path, s.resumed + s.measured, s.total, measuring - 1,
-           s.resumed ? fmt::format(", {} resumed", s.resumed) : "", measuring, to_measure, g.baseline().Name(),
-           g.points.size(), i.rounds_done, i.rounds);
+      Fail(
+          "{}: interrupted: {} of {} point(s) stored ({} group(s) measured now{}); lost: group {}/{} ({}, {} "
+          "point(s)), {} of its {} round(s) done and discarded (a group is stored whole); `--resume` continues "
+          "from there",
+          s.jsonl_path, s.resumed + s.measured, s.total, measuring - 1,
+          s.resumed ? fmt::format(", {} resumed", s.resumed) : "", measuring, to_measure, g.baseline().Name(),
+          g.points.size(), i.rounds_done, i.rounds);
     }
     std::vector<std::string> lines;
     for (auto& r : records) lines.push_back(DumpJson(RawToJson(r)));
     dir.Append(lines);
     s.measured += int(records.size());
     if (records[0].host.busy)
-      progress.Note(fmt::format("warning: the machine was busy while measuring {} (other processes {:.0f}% of the "
-                                "cores, steal {:.0f}%): its points are marked busy",
-                                g.baseline().Name(), 100 * records[0].host.other_cpu, 100 * records[0].host.steal));
+      progress.Note(
+          fmt::format("warning: the machine was busy while measuring {} (other processes {:.0f}% of the "
+                      "cores, steal {:.0f}%): its points are marked busy",
+                      g.baseline().Name(), 100 * records[0].host.other_cpu, 100 * records[0].host.steal));
     for (auto& r : records)
       progress.Done(r.name, o.summarize ? o.summarize(r, r.baseline_key.empty() ? nullptr : &records[0]) : "");
   }
@@ -278,8 +282,8 @@ std::vector<RawRecord> StoredRecordsInGridOrder(const Experiment& e, const std::
 
 // The context block: the machine and the runtime of --threads, the experiment, its
 // prompts and model files, and the caller's fields.
-json RunContext(const Experiment& e, const RunOptions& o, const std::string& experiment_sha,
-                const json& prompts_json, ModelStore& models) {
+json RunContext(const Experiment& e, const RunOptions& o, const std::string& experiment_sha, const json& prompts_json,
+                ModelStore& models) {
   json context = MachineContext(ProcessRuntime(o.default_threads));
   context["experiment"] = e.name;
   context["experiment_file"] = e.file;

@@ -26,10 +26,10 @@ ResumeMode ParseResumeMode(const std::string& s);  // "", "same", "changed"
 struct RunOptions {
   std::string out_dir = "results";
   ResumeMode resume = ResumeMode::None;
-  bool overwrite = false;    // discard an existing .jsonl
-  int default_threads = 0;   // used by points with threads = 0 (the --threads global)
+  bool overwrite = false;        // discard an existing .jsonl
+  int default_threads = 0;       // used by points with threads = 0 (the --threads global)
   std::FILE* progress = stderr;  // progress bar / lines (nullptr: silent)
-  std::string out_stem;      // output file names without extension ("": the experiment name)
+  std::string out_stem;          // output file names without extension ("": the experiment name)
   // Identity of the whole experiment when `e` is a part of it (a shard); "": of `e`.
   std::string experiment_sha256;
   nlohmann::json context = nlohmann::json::object();  // extra fields for the context block

@@ -22,8 +22,7 @@ namespace specsweep {
 double PredictedSpeedup(double alpha, double k, double c) {
   double denom = c * k + 1.0;
   // (1 - a^(K+1)) / (1 - a) = 1 + a + ... + a^K, which is K + 1 at a = 1.
-  double tokens = std::abs(1.0 - alpha) < 1e-12 ? k + 1.0
-                                                 : (1.0 - std::pow(alpha, k + 1.0)) / (1.0 - alpha);
+  double tokens = std::abs(1.0 - alpha) < 1e-12 ? k + 1.0 : (1.0 - std::pow(alpha, k + 1.0)) / (1.0 - alpha);
   return tokens / denom;
 }
 
@@ -213,8 +212,8 @@ PositionAcceptance BuildPositions(const GenerationStats& pooled) {
   const int64_t n_steps = static_cast<int64_t>(pooled.k_per_step.size());
   for (size_t i = 0; i <= pooled.accepted_at_pos.size() && n_steps > 0; ++i) {
     const int64_t reached = i == 0 ? n_steps : pooled.accepted_at_pos[i - 1];
-    p.accepted_length_distribution.push_back(
-        reached - (i < pooled.accepted_at_pos.size() ? pooled.accepted_at_pos[i] : 0));
+    p.accepted_length_distribution.push_back(reached -
+                                             (i < pooled.accepted_at_pos.size() ? pooled.accepted_at_pos[i] : 0));
   }
   p.draft_time_per_call_s = pooled.draft_calls ? pooled.draft_s / pooled.draft_calls : NAN;
   return p;

@@ -28,8 +28,8 @@ double CallTime(const std::vector<double>& t, int n) {
 double TreeDraftTime(const GenerationStats& s, const CallCosts& c) {
   if (s.draft_calls_by_size.empty() && s.draft_tree_calls_by_size.empty()) return NAN;
   double t = 0;
-  for (auto [calls, cost] : {std::pair{&s.draft_calls_by_size, &c.draft_s},
-                             std::pair{&s.draft_tree_calls_by_size, &c.draft_tree_s}})
+  for (auto [calls, cost] :
+       {std::pair{&s.draft_calls_by_size, &c.draft_s}, std::pair{&s.draft_tree_calls_by_size, &c.draft_tree_s}})
     for (size_t i = 0; i < calls->size(); ++i)
       if ((*calls)[i] > 0) t += double((*calls)[i]) * CallTime(*cost, int(i) + 1);
   return t;

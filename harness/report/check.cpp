@@ -15,7 +15,8 @@ namespace {
 // How two records with the same key differ in identity ("" if they do not): the same
 // key measured on other prompts or other model files (by content, not path) is another point.
 std::string IdentityMismatch(const json& base, const json& cur) {
-  if (base.contains("prompt_sha256") && (!cur.contains("prompt_sha256") || cur["prompt_sha256"] != base["prompt_sha256"]))
+  if (base.contains("prompt_sha256") &&
+      (!cur.contains("prompt_sha256") || cur["prompt_sha256"] != base["prompt_sha256"]))
     return "prompt_sha256 differs";
   const ModelFiles was = ModelFilesFromJson(base);
   if (was.empty()) return "";

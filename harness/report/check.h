@@ -15,18 +15,18 @@
 namespace specsweep {
 
 struct CheckRow {
-  std::string name;      // point name
-  std::string metric;    // "acceptance_rate", "mean_accepted_length" or "missing"
+  std::string name;    // point name
+  std::string metric;  // "acceptance_rate", "mean_accepted_length" or "missing"
   double baseline = 0, current = 0;
   double tolerance = 0;  // the one applied
 };
 
 struct CheckReport {
-  int compared = 0;                  // speculative baseline points found in the results
-  int baseline_points = 0;           // speculative points in the baseline (measured acceptance)
-  int replayed = 0;                  // replayed points of the baseline: their acceptance was declared, not
-                                     // measured, so they are not gated
-  std::vector<CheckRow> failures;    // drops beyond tolerance and missing points
+  int compared = 0;                // speculative baseline points found in the results
+  int baseline_points = 0;         // speculative points in the baseline (measured acceptance)
+  int replayed = 0;                // replayed points of the baseline: their acceptance was declared, not
+                                   // measured, so they are not gated
+  std::vector<CheckRow> failures;  // drops beyond tolerance and missing points
   bool ok() const { return failures.empty(); }
   Table AsTable() const;
 };
@@ -37,8 +37,7 @@ struct CheckReport {
 // could not fail: see above; `what` names the baseline file in messages. Points with a
 // replayed acceptance source (in either file) are never compared: their acceptance was
 // declared, not measured.
-CheckReport CheckRegressions(const std::vector<AggregateRecord>& current,
-                             const std::vector<AggregateRecord>& baseline, double sampled_tolerance,
-                             const std::string& what = "baseline");
+CheckReport CheckRegressions(const std::vector<AggregateRecord>& current, const std::vector<AggregateRecord>& baseline,
+                             double sampled_tolerance, const std::string& what = "baseline");
 
 }  // namespace specsweep

@@ -15,7 +15,7 @@ CostFit FitVerifyCost(const std::vector<double>& t) {
     Eigen::MatrixXd a(m, 2);  // [m][1, max(n, knee)]
     for (int i = 0; i < m; ++i) a.row(i) << 1.0, double(std::max(i + 1, knee));
     const Eigen::Vector2d c = a.colPivHouseholderQr().solve(y);
-    const Eigen::VectorXd r = a * c - y;  // [m] residuals
+    const Eigen::VectorXd r = a * c - y;        // [m] residuals
     if (r.squaredNorm() >= best_sse) continue;  // a later knee must fit strictly better
     best_sse = r.squaredNorm();
     best = CostFit{c[0], c[1], knee, (r.array() / y.array()).abs().maxCoeff(), m};

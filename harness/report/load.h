@@ -17,9 +17,9 @@ Results LoadResults(const std::string& path);
 // Typed records for table, plot and check: each record's parts read once at load.
 struct LoadedRecords {
   std::string path;
-  nlohmann::json context;                // {} for a .jsonl
+  nlohmann::json context;  // {} for a .jsonl
   std::vector<AggregateRecord> records;
-  std::vector<std::string> warnings;     // a .jsonl's corrupt lines
+  std::vector<std::string> warnings;  // a .jsonl's corrupt lines
 };
 LoadedRecords LoadRecords(const std::string& path);
 

@@ -82,8 +82,7 @@ std::string SeriesTitle(const AggregateRecord& r, const std::vector<std::string>
     }
     if (f == "decoder") continue;
     if (IsDraftField(f)) {
-      if (!std::exchange(draft_said, true) && !ar)
-        t += (t.empty() ? "" : " ") + ShortDraft(r);
+      if (!std::exchange(draft_said, true) && !ar) t += (t.empty() ? "" : " ") + ShortDraft(r);
       continue;
     }
     std::string v = FieldText(r, f);
@@ -151,8 +150,12 @@ std::vector<const AggregateRecord*> Spec(const std::vector<AggregateRecord>& rec
 std::vector<Series> SpeedupVsK(const std::vector<AggregateRecord>& recs) {
   return Group(Spec(recs), {"k"}, [](const AggregateRecord& r) {
     if (r.Suspect()) return Pt{};  // a suspect speedup is no result: not plotted
-    return Pt{FieldNumber(r, "k"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
-              FieldNumber(r, "speedup_ci_high"), "", PointMarks(r)};
+    return Pt{FieldNumber(r, "k"),
+              FieldNumber(r, "speedup"),
+              FieldNumber(r, "speedup_ci_low"),
+              FieldNumber(r, "speedup_ci_high"),
+              "",
+              PointMarks(r)};
   });
 }
 
@@ -222,10 +225,14 @@ std::vector<Series> PredictedVsMeasured(const std::vector<AggregateRecord>& recs
   for (auto& f : ParamFields())
     if (!keep.count(f)) exclude.insert(f);
   return Group(spec, exclude, [](const AggregateRecord& r) {
-    if (r.Suspect()) return Pt{};  // a suspect speedup is no result: not plotted
+    if (r.Suspect()) return Pt{};     // a suspect speedup is no result: not plotted
     std::string label = KLabelOf(r);  // K: the marker shape (PointKeys); the draft is the series' colour
-    return Pt{FieldNumber(r, "predicted_speedup"), FieldNumber(r, "speedup"), FieldNumber(r, "speedup_ci_low"),
-              FieldNumber(r, "speedup_ci_high"), label, PointMarks(r)};
+    return Pt{FieldNumber(r, "predicted_speedup"),
+              FieldNumber(r, "speedup"),
+              FieldNumber(r, "speedup_ci_low"),
+              FieldNumber(r, "speedup_ci_high"),
+              label,
+              PointMarks(r)};
   });
 }
 

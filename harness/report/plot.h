@@ -22,8 +22,8 @@ struct Series {
 
 // Series data of each plot (records as in Results::records).
 std::vector<Series> SpeedupVsK(const std::vector<AggregateRecord>& records);
-std::vector<Series> AcceptanceVsK(const std::vector<AggregateRecord>& records);       // alpha
-std::vector<Series> AcceptedLengthVsK(const std::vector<AggregateRecord>& records);  // tau
+std::vector<Series> AcceptanceVsK(const std::vector<AggregateRecord>& records);         // alpha
+std::vector<Series> AcceptedLengthVsK(const std::vector<AggregateRecord>& records);     // tau
 std::vector<Series> LatencyVsInputLength(const std::vector<AggregateRecord>& records);  // ms vs prompt tokens
 std::vector<Series> AcceptancePerPosition(const std::vector<AggregateRecord>& records);
 std::vector<Series> PredictedVsMeasured(const std::vector<AggregateRecord>& records);

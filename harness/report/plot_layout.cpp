@@ -70,7 +70,7 @@ std::string PlotSubtitle(const nlohmann::json& context, const std::vector<Aggreg
   if (!threads.empty()) parts.push_back(fmt::format("{} threads", fmt::join(threads, "/")));
   parts.push_back("error bars: 95% bootstrap CI");
   std::string t = fmt::format("{}", fmt::join(parts, "; "));
-  std::erase(t, '\'');                 // passed to gnuplot in single quotes
+  std::erase(t, '\'');                         // passed to gnuplot in single quotes
   std::replace(t.begin(), t.end(), '|', '/');  // "|" breaks lines there (common.gp)
   return t;
 }

@@ -149,8 +149,8 @@ RecordStatistics RecordStatistics::FromJson(const json& j) {
   RecordStatistics s;
   for (const std::string& name : StatisticNames())
     if (j.contains(name))
-      s.metrics.push_back({name, {Num(j, name.c_str()), Num(j, (name + "_median").c_str()),
-                                  Num(j, (name + "_std").c_str())}});
+      s.metrics.push_back(
+          {name, {Num(j, name.c_str()), Num(j, (name + "_median").c_str()), Num(j, (name + "_std").c_str())}});
   s.per_prompt_prompt_tokens = Get<std::vector<int>>(j, "per_prompt_prompt_tokens");
   s.per_prompt_category = Get<std::vector<std::string>>(j, "per_prompt_category");
   s.prompt_set = j.contains("prompt_set") ? j["prompt_set"] : json();
@@ -211,8 +211,8 @@ CostModel CostModel::FromJson(const json& j) {
   c.target_time_by_n_s = Nums(j, "target_time_by_n_s");
   if (j.contains("verify_cost_fit") && j["verify_cost_fit"].is_object()) {
     const json& f = j["verify_cost_fit"];
-    c.verify_cost_fit = CostFit{Num(f, "intercept_s"), Num(f, "slope_s"), Int(f, "knee"), Num(f, "max_residual_rel"),
-                                Int(f, "points")};
+    c.verify_cost_fit =
+        CostFit{Num(f, "intercept_s"), Num(f, "slope_s"), Int(f, "knee"), Num(f, "max_residual_rel"), Int(f, "points")};
   }
   c.draft_time_s = Num(j, "draft_time_s");
   c.draft_catch_up_time_s = Num(j, "draft_catch_up_time_s");

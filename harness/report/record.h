@@ -76,7 +76,7 @@ struct PositionAcceptance {
 struct CostModel {
   double target_time_s = NAN, draft_time_s = NAN, draft_catch_up_time_s = NAN;
   std::vector<double> target_time_by_n_s;
-  std::optional<CostFit> verify_cost_fit;  // T(n) ~ intercept + slope max(n, knee)
+  std::optional<CostFit> verify_cost_fit;                         // T(n) ~ intercept + slope max(n, knee)
   std::vector<double> draft_time_by_n_s, draft_tree_time_by_n_s;  // a model's token tree only
   struct Speculative {
     double verify_time_s = NAN, speedup_bound = NAN, cost_ratio = NAN, predicted_speedup = NAN,
@@ -106,7 +106,7 @@ struct AggregateRecord {
   PositionAcceptance positions;
   CostModel cost;
   std::optional<BaselineComparison> comparison;  // absent: AR, or no comparable baseline
-  nlohmann::json flat;  // the record as written (ToJson of the parts, or as read)
+  nlohmann::json flat;                           // the record as written (ToJson of the parts, or as read)
 
   // The flat JSON of the parts (keys and values of the final .json's benchmarks).
   nlohmann::json ToJson() const;

@@ -15,7 +15,7 @@ double StdDev(std::span<const double> v);
 struct Interval {
   double mean = 0, low = 0, high = 0;  // low/high: NaN when n < 2
   int n = 0;
-  double half_width_rel() const;       // (high - low) / 2 / mean
+  double half_width_rel() const;  // (high - low) / 2 / mean
 };
 
 // A bootstrap seed from text (FNV-1a, e.g. of a point's key): the same raw data always

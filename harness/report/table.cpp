@@ -156,7 +156,8 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   for (auto& ck : col_keys) {
     std::string h;
     // A K label says what K was ("k<=4 adaptive"); other fields read field=value.
-    for (size_t i = 0; i < ck.size(); ++i) h += (i ? " " : "") + (spec.cols[i] == "k_label" ? "" : spec.cols[i] + "=") + ck[i];
+    for (size_t i = 0; i < ck.size(); ++i)
+      h += (i ? " " : "") + (spec.cols[i] == "k_label" ? "" : spec.cols[i] + "=") + ck[i];
     t.header.push_back(h.empty() ? metric_names : h);
   }
   bool averaged = false;
@@ -203,16 +204,17 @@ std::string Caption(const std::vector<AggregateRecord>& spec, const json& contex
   std::sort(base_tps.begin(), base_tps.end());
   base_tps.erase(std::remove_if(base_tps.begin(), base_tps.end(), [](double x) { return !std::isfinite(x); }),
                  base_tps.end());
-  std::string tps = base_tps.empty() ? "-"
-                    : base_tps.front() == base_tps.back()
-                        ? FormatMetric("tokens_per_s", base_tps.front())
-                        : FormatMetric("tokens_per_s", base_tps.front()) + "-" + FormatMetric("tokens_per_s", base_tps.back());
-  return fmt::format("{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s. "
-                     "Speedup: decode tokens/s of the point over its baseline's in the same round (points of a "
-                     "group run in rotating order), mean over prompts x repetitions with a 95% bootstrap interval "
-                     "(± half-width)",
-                     ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps),
-                     join(prompts), join(category), tps);
+  std::string tps = base_tps.empty()                      ? "-"
+                    : base_tps.front() == base_tps.back() ? FormatMetric("tokens_per_s", base_tps.front())
+                                                          : FormatMetric("tokens_per_s", base_tps.front()) + "-" +
+                                                                FormatMetric("tokens_per_s", base_tps.back());
+  return fmt::format(
+      "{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s. "
+      "Speedup: decode tokens/s of the point over its baseline's in the same round (points of a "
+      "group run in rotating order), mean over prompts x repetitions with a 95% bootstrap interval "
+      "(± half-width)",
+      ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps), join(prompts),
+      join(category), tps);
 }
 
 Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filters, const json& context,
@@ -239,10 +241,20 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
   std::vector<std::string> labels = Varying(spec, {"k"});
   for (const char* f : {"decoder", "model"})
     if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
-  static const std::vector<std::string> numbers = {
-      "k", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_n", "speedup_bound", "predicted_speedup",
-      "predicted_speedup_leviathan", "predicted_over_measured", "mean_accepted_length", "acceptance_rate",
-      "cost_ratio", "baseline_tokens_per_s", "tokens_per_s"};
+  static const std::vector<std::string> numbers = {"k",
+                                                   "speedup",
+                                                   "speedup_ci_low",
+                                                   "speedup_ci_high",
+                                                   "speedup_n",
+                                                   "speedup_bound",
+                                                   "predicted_speedup",
+                                                   "predicted_speedup_leviathan",
+                                                   "predicted_over_measured",
+                                                   "mean_accepted_length",
+                                                   "acceptance_rate",
+                                                   "cost_ratio",
+                                                   "baseline_tokens_per_s",
+                                                   "tokens_per_s"};
   Table t;
   t.label_cols = labels.size();
   t.header = labels;
@@ -337,14 +349,16 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   std::vector<const AggregateRecord*> ar;
   std::set<std::string> kinds;
   for (auto& r : recs) {
-    if (r.Speculative()) kinds.insert(FieldText(r, "decoder"));
-    else ar.push_back(&r);
+    if (r.Speculative())
+      kinds.insert(FieldText(r, "decoder"));
+    else
+      ar.push_back(&r);
   }
   if (ar.empty()) Fail("table: no autoregressive points in the results");
   std::vector<AggregateRecord> ar_copy;
   for (auto* r : ar) ar_copy.push_back(*r);
-  std::vector<std::string> label = Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant",
-                                                     "draft_p_min", "acceptance_source"});
+  std::vector<std::string> label =
+      Varying(ar_copy, {"decoder", "k", "k_policy", "draft_base", "draft_quant", "draft_p_min", "acceptance_source"});
   if (std::find(label.begin(), label.end(), "model") == label.end()) label.insert(label.begin(), "model");
   std::sort(ar.begin(), ar.end(), [&](const AggregateRecord* a, const AggregateRecord* b) {
     return TupleLess(label, Values(*a, label), Values(*b, label));
@@ -354,8 +368,9 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   const bool replay = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
 
   Table t;
-  t.title = "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
-            "configuration of each decoder";
+  t.title =
+      "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
+      "configuration of each decoder";
   t.label_cols = label.size() + (replay ? 1 : 0);
   t.header = label;
   if (replay) t.header.push_back("acceptance");
@@ -378,10 +393,11 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
       t.rows.push_back(line);
     }
   }
-  t.notes.push_back("ms/token: mean next-token latency of each point (mean over its runs); speedup: the mean over "
-                    "rounds of the per-round ratio AR latency / speculative latency ± half-width of its 95% bootstrap "
-                    "interval, so it need not equal the ratio of the two ms/token columns; reduction = 1 - 1/speedup "
-                    "[its interval]; the configuration shown has the highest lower end of that interval");
+  t.notes.push_back(
+      "ms/token: mean next-token latency of each point (mean over its runs); speedup: the mean over "
+      "rounds of the per-round ratio AR latency / speculative latency ± half-width of its 95% bootstrap "
+      "interval, so it need not equal the ratio of the two ms/token columns; reduction = 1 - 1/speedup "
+      "[its interval]; the configuration shown has the highest lower end of that interval");
   if (replay) t.notes.push_back(kReplayNote);
   AddFlagNotes(flags, t);
   return t;

@@ -43,8 +43,7 @@ using Filters = std::vector<std::pair<std::string, std::string>>;
 // that exist for that field.
 void CheckFilters(const std::vector<AggregateRecord>& records, const Filters& filters);
 Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filters = {},
-                const nlohmann::json& context = {},
-                const std::vector<std::string>& metrics = {});
+                const nlohmann::json& context = {}, const std::vector<std::string>& metrics = {});
 // The main table's data in long form, one numeric value per column (CSV).
 Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 Table LatencyTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});

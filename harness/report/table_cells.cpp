@@ -98,7 +98,8 @@ std::string PointMarks(const AggregateRecord& r, CellFlags* flags) {
 
 void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows) {
   const bool any = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
-  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end()) rows.push_back("acceptance_source");
+  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end())
+    rows.push_back("acceptance_source");
 }
 
 const char* const kReplayNote =
@@ -108,9 +109,10 @@ const char* const kReplayNote =
 
 void AddFlagNotes(const CellFlags& f, Table& t) {
   if (f.suspect)
-    t.notes.push_back(fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
-                                  "more than {:.0f}%: the timing cannot support it, so no number is shown",
-                                  100 * kSuspectMargin));
+    t.notes.push_back(
+        fmt::format("suspect: measured speedup above its bound (mean accepted length x T(1)/T(K+1)) by "
+                    "more than {:.0f}%: the timing cannot support it, so no number is shown",
+                    100 * kSuspectMargin));
   if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
   if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
 }

@@ -25,7 +25,16 @@ static std::string LatexEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '_': case '%': case '&': case '#': case '$': case '{': case '}': o += '\\'; o += c; break;
+      case '_':
+      case '%':
+      case '&':
+      case '#':
+      case '$':
+      case '{':
+      case '}':
+        o += '\\';
+        o += c;
+        break;
       case '~': o += "\\textasciitilde{}"; break;
       case '^': o += "\\textasciicircum{}"; break;
       case '\\': o += "\\textbackslash{}"; break;
@@ -41,8 +50,10 @@ static std::string LatexCell(const std::string& c) {
   static const std::regex times(R"(([0-9]+\.[0-9]+)x)");
   std::string o = LatexEscape(c);
   o = std::regex_replace(o, times, "$$$1\\times$$");
-  for (auto [from, to] : {std::pair<std::string, std::string>{"±", "$\\pm$"}, {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"}}) {
-    for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size())) o.replace(at, from.size(), to);
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"±", "$\\pm$"}, {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"}}) {
+    for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size()))
+      o.replace(at, from.size(), to);
   }
   return o;
 }
@@ -99,7 +110,8 @@ std::string RenderTable(const Table& t, TableFormat f) {
   if (!t.title.empty()) out += "**" + t.title + "**\n\n";
   out += line(t.header);
   out += "|";
-  for (size_t i = 0; i < n; ++i) out += (i < t.label_cols ? " :" : " ") + std::string(w[i] - 1, '-') + (i < t.label_cols ? " |" : ": |");
+  for (size_t i = 0; i < n; ++i)
+    out += (i < t.label_cols ? " :" : " ") + std::string(w[i] - 1, '-') + (i < t.label_cols ? " |" : ": |");
   out += "\n";
   for (auto& r : t.rows) out += line(r);
   if (!t.notes.empty()) out += "\n";

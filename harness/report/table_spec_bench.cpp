@@ -19,8 +19,7 @@ std::string WithInterval(const AggregateRecord& r, const std::string& metric) {
   const double mean = FieldNumber(r, metric), lo = FieldNumber(r, metric + "_ci_low"),
                hi = FieldNumber(r, metric + "_ci_high");
   std::string c = FormatMetric(metric, mean);
-  if (std::isfinite(lo) && std::isfinite(hi))
-    c += fmt::format(" [{:.2f}, {:.2f}]", lo, hi);
+  if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" [{:.2f}, {:.2f}]", lo, hi);
   return c;
 }
 
@@ -30,8 +29,9 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
   const std::vector<AggregateRecord> kept = Filter(records, filters);
   const std::vector<std::string> groups = CategoryOrder(kept);
   if (groups.empty())
-    Fail("table: --table spec-bench: the records carry no prompt categories (run a question set: "
-         "prompts.file: a .jsonl, see docs/spec-bench.md)");
+    Fail(
+        "table: --table spec-bench: the records carry no prompt categories (run a question set: "
+        "prompts.file: a .jsonl, see docs/spec-bench.md)");
   std::vector<AggregateRecord> spec;
   for (auto& r : SplitByCategory(kept))
     if (r.Speculative() && r.flat.contains("category")) spec.push_back(r);
@@ -75,12 +75,15 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
     }
     t.rows.push_back(row);
   }
-  t.notes.push_back("speedup: mean over a group's questions of each question's tokens/s over autoregressive "
-                    "decoding's in the same rounds (mean over repetitions); τ: mean accepted tokens per "
-                    "target call, bonus token included; [low, high]: 95% bootstrap interval over questions");
+  t.notes.push_back(
+      "speedup: mean over a group's questions of each question's tokens/s over autoregressive "
+      "decoding's in the same rounds (mean over repetitions); τ: mean accepted tokens per "
+      "target call, bonus token included; [low, high]: 95% bootstrap interval over questions");
   if (min_n < 10)
-    t.notes.push_back(fmt::format("a group holds as few as {} question(s): its interval says little, and none "
-                                  "is shown for one question", min_n));
+    t.notes.push_back(
+        fmt::format("a group holds as few as {} question(s): its interval says little, and none "
+                    "is shown for one question",
+                    min_n));
   if (busy) t.notes.push_back("† other processes used the machine while this group was measured");
   if (wide) t.notes.push_back(fmt::format("‡ speedup interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
   return t;

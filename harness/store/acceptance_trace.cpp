@@ -94,16 +94,17 @@ std::vector<AcceptanceTrace> LoadAcceptanceTraces(const std::string& ref, const 
       const GenerationStats trees = StatsFromJson(st, what);
       const std::vector<TreeStep>& tree = trees.tree_per_step;
       if (!tree.empty() && tree.size() != k.size())
-        Fail("{}: trace: {}: point {}: tree_per_step has {} steps, k_per_step {}", what, path.string(),
-             Describe(rec), tree.size(), k.size());
+        Fail("{}: trace: {}: point {}: tree_per_step has {} steps, k_per_step {}", what, path.string(), Describe(rec),
+             tree.size(), k.size());
       AcceptanceTrace t;
       for (size_t i = 0; i < k.size(); ++i) {
         if (k[i] < 0 || a[i] < 0 || a[i] > k[i])
-          Fail("{}: trace: {}: point {}: step {} accepts {} of {} tokens", what, path.string(), Describe(rec), i,
-               a[i], k[i]);
+          Fail("{}: trace: {}: point {}: step {} accepts {} of {} tokens", what, path.string(), Describe(rec), i, a[i],
+               k[i]);
         t.push_back({k[i], a[i], tree.empty() ? TreeStep{} : tree[i]});
-        if (!tree.empty()) CheckTreeStep(t.back(), fmt::format("{}: trace: {}: point {}: step {}", what,
-                                                                path.string(), Describe(rec), i));
+        if (!tree.empty())
+          CheckTreeStep(t.back(),
+                        fmt::format("{}: trace: {}: point {}: step {}", what, path.string(), Describe(rec), i));
       }
       traces.push_back(std::move(t));
     }

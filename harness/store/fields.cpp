@@ -45,7 +45,7 @@ std::string AcceptanceCaptionOf(const json& rec) {
 }
 
 std::string AcceptanceCaption(const std::string& label) {
-  if (label == "-") return "-";  // an autoregressive point accepts nothing
+  if (label == "-") return "-";          // an autoregressive point accepts nothing
   if (label.empty()) return "measured";  // written before acceptance replay
   try {
     return ParseAcceptanceSource(label, "acceptance_source").Caption();
@@ -60,11 +60,13 @@ bool IsReplayed(const json& rec) {
 }
 
 const std::vector<std::string>& ParamFields() {
-  static const std::vector<std::string> f = {
-      "model",       "target_quant", "decoder",     "draft_base", "draft_quant", "k",     "k_policy",
-      "draft_p_min", "input_length", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-      "threads",     "kv_type",      "max_ngram",   "min_ngram",  "prompt_category", "category",
-      "acceptance_source"};
+  static const std::vector<std::string> f = {"model",           "target_quant", "decoder",
+                                             "draft_base",      "draft_quant",  "k",
+                                             "k_policy",        "draft_p_min",  "input_length",
+                                             "max_new_tokens",  "temperature",  "top_k",
+                                             "top_p",           "seed",         "threads",
+                                             "kv_type",         "max_ngram",    "min_ngram",
+                                             "prompt_category", "category",     "acceptance_source"};
   return f;
 }
 

@@ -19,8 +19,8 @@ ModelFiles ModelFilesFromJson(const json& j) {
   if (!j.is_object()) return out;
   if (j.contains("model_files")) {
     for (auto& f : j.at("model_files"))
-      out.push_back({f.at("role").get<std::string>(), f.at("file").get<std::string>(),
-                     f.at("sha256").get<std::string>()});
+      out.push_back(
+          {f.at("role").get<std::string>(), f.at("file").get<std::string>(), f.at("sha256").get<std::string>()});
   } else if (j.contains("model_sha256")) {
     for (auto& [path, sha] : j.at("model_sha256").items())
       out.push_back({"", fs::path(path).filename().string(), sha.get<std::string>()});
@@ -36,7 +36,9 @@ json ModelFilesToJson(const ModelFiles& m) {
 }
 
 std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now_in) {
-  auto roleless = [](const ModelFiles& m) { return std::any_of(m.begin(), m.end(), [](auto& f) { return f.role.empty(); }); };
+  auto roleless = [](const ModelFiles& m) {
+    return std::any_of(m.begin(), m.end(), [](auto& f) { return f.role.empty(); });
+  };
   const bool roles = !roleless(was_in) && !roleless(now_in);
   auto normal = [&](ModelFiles m) {
     if (!roles)
@@ -53,7 +55,8 @@ std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now
     return s.empty() ? std::string("none") : s;
   };
   for (auto& f : now) {
-    auto same_name = std::find_if(was.begin(), was.end(), [&](auto& w) { return w.role == f.role && w.file == f.file; });
+    auto same_name =
+        std::find_if(was.begin(), was.end(), [&](auto& w) { return w.role == f.role && w.file == f.file; });
     if (same_name == was.end())
       return fmt::format("model files: {} (sha256 {}...) was not used by the results (they used {})", name(f),
                          f.sha256.substr(0, 12), list(was));

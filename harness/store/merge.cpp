@@ -124,8 +124,10 @@ MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<
       if (!expected.count(k)) rep.unexpected.push_back(k);
     std::vector<std::string> grid_order;
     for (auto& k : expected_keys) {
-      if (by_key.count(k)) grid_order.push_back(k);
-      else rep.missing.push_back(k);
+      if (by_key.count(k))
+        grid_order.push_back(k);
+      else
+        rep.missing.push_back(k);
     }
     for (auto& k : rep.unexpected) grid_order.push_back(k);
     order = grid_order;

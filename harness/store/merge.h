@@ -14,12 +14,12 @@
 namespace specsweep {
 
 struct MergeReport {
-  int shard_count = 0;                    // N of the shards
-  size_t experiment_points = 0;           // points of the whole grid (from the shards' contexts)
-  std::vector<int> missing_shards;        // indices in 0..N-1 no input was
-  std::vector<std::string> missing;       // keys of `expected_keys` no shard has
-  std::vector<std::string> duplicated;    // keys measured more than once (first kept)
-  std::vector<std::string> unexpected;    // keys not in `expected_keys`
+  int shard_count = 0;                  // N of the shards
+  size_t experiment_points = 0;         // points of the whole grid (from the shards' contexts)
+  std::vector<int> missing_shards;      // indices in 0..N-1 no input was
+  std::vector<std::string> missing;     // keys of `expected_keys` no shard has
+  std::vector<std::string> duplicated;  // keys measured more than once (first kept)
+  std::vector<std::string> unexpected;  // keys not in `expected_keys`
   size_t merged_points = 0;
   bool complete() const {
     return missing_shards.empty() && missing.empty() && duplicated.empty() && unexpected.empty() &&

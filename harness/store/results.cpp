@@ -53,8 +53,10 @@ std::string UpgradeKey(const std::string& key, bool adaptive) {
 std::string UpgradeName(const std::string& name, const std::string& decoder, bool adaptive) {
   bool after_decoder = false;
   return MapParts(name, '/', [&](std::string& part) {
-    if (!after_decoder && part == decoder) part = "speculative", after_decoder = true;
-    else if (after_decoder && adaptive && part.starts_with("k=")) part = fmt::format("k={}", kOldAdaptiveMaxK);
+    if (!after_decoder && part == decoder)
+      part = "speculative", after_decoder = true;
+    else if (after_decoder && adaptive && part.starts_with("k="))
+      part = fmt::format("k={}", kOldAdaptiveMaxK);
   });
 }
 
@@ -162,24 +164,28 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
 json RawToJson(const RawRecord& r) {
   json runs = json::array();
   for (auto& run : r.runs)
-    runs.push_back(json{{"prompt", run.prompt}, {"rep", run.rep}, {"round", run.round}, {"slot", run.slot},
-                        {"output", run.output_hash}, {"stats", StatsToJson(run.stats)}});
+    runs.push_back(json{{"prompt", run.prompt},
+                        {"rep", run.rep},
+                        {"round", run.round},
+                        {"slot", run.slot},
+                        {"output", run.output_hash},
+                        {"stats", StatsToJson(run.stats)}});
   json out{{"key", r.key},
-              {"baseline_key", r.baseline_key},
-              {"name", r.name},
-              {"params", r.params},
-              {"repetitions", r.repetitions},
-              {"warmup", r.warmup},
-              {"threads_used", r.threads_used},
-              {"kernel_isa", r.kernel_isa},
-              {"identity", json{{"experiment_sha256", r.identity.experiment_sha256},
-                                {"prompt_sha256", r.identity.prompt_sha256},
-                                {"model_files", ModelFilesToJson(r.identity.model_files)},
-                                {"group", r.identity.group}}},
-              {"costs", CostsToJson(r.costs)},
-              {"host", r.host.ToJson()},
-              {"prompt_tokens", r.prompt_tokens},
-              {"runs", runs}};
+           {"baseline_key", r.baseline_key},
+           {"name", r.name},
+           {"params", r.params},
+           {"repetitions", r.repetitions},
+           {"warmup", r.warmup},
+           {"threads_used", r.threads_used},
+           {"kernel_isa", r.kernel_isa},
+           {"identity", json{{"experiment_sha256", r.identity.experiment_sha256},
+                             {"prompt_sha256", r.identity.prompt_sha256},
+                             {"model_files", ModelFilesToJson(r.identity.model_files)},
+                             {"group", r.identity.group}}},
+           {"costs", CostsToJson(r.costs)},
+           {"host", r.host.ToJson()},
+           {"prompt_tokens", r.prompt_tokens},
+           {"runs", runs}};
   if (!r.prompt_categories.empty()) out["prompt_categories"] = r.prompt_categories;
   if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
   if (!r.target_types.empty()) out["target_types"] = r.target_types;
@@ -227,7 +233,8 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     if (j.contains("prompt_categories")) {
       r.prompt_categories = j.at("prompt_categories").get<std::vector<std::string>>();
       if (r.prompt_categories.size() != r.prompt_tokens.size())
-        Fail("{}: prompt_categories: {} entries for {} prompts", what, r.prompt_categories.size(), r.prompt_tokens.size());
+        Fail("{}: prompt_categories: {} entries for {} prompts", what, r.prompt_categories.size(),
+             r.prompt_tokens.size());
     }
     if (j.contains("prompt_set")) r.prompt_set = j.at("prompt_set");
     if (j.contains("target_types")) r.target_types = j.at("target_types").get<std::map<std::string, int>>();
@@ -255,16 +262,15 @@ std::string RawRecord::Difference(const RawRecord& x) const {
     return fmt::format("{}: {} in the results, {} now", field, json(was).dump(), json(now).dump());
   };
   for (auto& [field, v] : x.params.items())
-    if (!params.contains(field) || params[field] != v)
-      return differ(field, params.value(field, json(nullptr)), v);
+    if (!params.contains(field) || params[field] != v) return differ(field, params.value(field, json(nullptr)), v);
   if (repetitions != x.repetitions) return differ("repetitions", repetitions, x.repetitions);
   if (warmup != x.warmup) return differ("warmup", warmup, x.warmup);
   if (prompt_tokens != x.prompt_tokens || identity.prompt_sha256 != x.identity.prompt_sha256)
     return "prompts: the prompt token ids differ (prompt file, prompts.count or tokenizer changed)";
-  if (prompt_categories != x.prompt_categories) return "prompts: the prompts' categories differ (prompts.groups changed)";
+  if (prompt_categories != x.prompt_categories)
+    return "prompts: the prompts' categories differ (prompts.groups changed)";
   if (std::string d = ModelFilesDifference(identity.model_files, x.identity.model_files); !d.empty()) return d;
-  if (identity.group != x.identity.group)
-    return "group: the points measured together (interleaved) differ";
+  if (identity.group != x.identity.group) return "group: the points measured together (interleaved) differ";
   return "";
 }
 
@@ -337,8 +343,7 @@ Results ReadResults(const std::string& path) {
   }
   size_t i = 0;
   for (auto& b : doc["benchmarks"]) {
-    if (!b.is_object() || !b.contains("key") || !b["key"].is_string())
-      Fail("{}: benchmarks[{}].key: missing", path, i);
+    if (!b.is_object() || !b.contains("key") || !b["key"].is_string()) Fail("{}: benchmarks[{}].key: missing", path, i);
     res.records.push_back(b);
     UpgradeRecord(res.records.back());
     ++i;
@@ -346,13 +351,14 @@ Results ReadResults(const std::string& path) {
   return res;
 }
 
-std::string DumpJson(const json& j, int indent) {
-  return j.dump(indent, ' ', false, json::error_handler_t::replace);
-}
+std::string DumpJson(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
 
 json HostLoad::ToJson() const {
-  return json{{"load_before", load_before}, {"load_after", load_after}, {"other_cpu", other_cpu},
-              {"steal", steal}, {"busy", busy}};
+  return json{{"load_before", load_before},
+              {"load_after", load_after},
+              {"other_cpu", other_cpu},
+              {"steal", steal},
+              {"busy", busy}};
 }
 
 }  // namespace specsweep

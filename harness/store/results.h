@@ -19,29 +19,29 @@ inline constexpr int kResultsSchemaVersion = 3;
 // (measure/context.h samples it).
 struct HostLoad {
   double load_before = 0, load_after = 0;  // 1-minute load average
-  double other_cpu = 0;  // fraction of all cores' time used by other processes
-  double steal = 0;      // fraction of all cores' time taken by the hypervisor
-  bool busy = false;     // other_cpu > kBusyOtherCpu or steal > kBusySteal
+  double other_cpu = 0;                    // fraction of all cores' time used by other processes
+  double steal = 0;                        // fraction of all cores' time taken by the hypervisor
+  bool busy = false;                       // other_cpu > kBusyOtherCpu or steal > kBusySteal
   nlohmann::json ToJson() const;
 };
 inline constexpr double kBusyOtherCpu = 0.10, kBusySteal = 0.05;
 
 // One generation of one prompt.
 struct RawRun {
-  int prompt = 0;            // index into the point's prompt list
-  int rep = 0;               // repetition index
-  int round = 0;             // round of the group: rep * n_prompts + prompt
-  int slot = 0;              // position of this point in the round's rotated order
+  int prompt = 0;  // index into the point's prompt list
+  int rep = 0;     // repetition index
+  int round = 0;   // round of the group: rep * n_prompts + prompt
+  int slot = 0;    // position of this point in the round's rotated order
   GenerationStats stats;
-  std::string output_hash;   // sha256 prefix of the generated ids (lossless checks)
+  std::string output_hash;  // sha256 prefix of the generated ids (lossless checks)
 };
 
 // One file a record's model was read from. Its identity is the content (sha256) and
 // the file name, never the directory: the same weights give the same record at any path
 // (another checkout, a CI runner, a symlinked models folder).
 struct ModelFile {
-  std::string role;    // "target" or "draft"; "" in results written before roles
-  std::string file;    // file name without its directory
+  std::string role;  // "target" or "draft"; "" in results written before roles
+  std::string file;  // file name without its directory
   std::string sha256;
   auto operator<=>(const ModelFile&) const = default;
 };
@@ -58,9 +58,9 @@ std::string ModelFilesDifference(const ModelFiles& was, const ModelFiles& now);
 // What makes a record what it is. A resumed sweep reuses a record only when the
 // experiment asks for exactly this again (RawRecord::Difference).
 struct Identity {
-  std::string experiment_sha256;  // canonical parsed experiment (provenance; merge)
-  std::string prompt_sha256;      // the point's prompt token ids
-  ModelFiles model_files;         // target's and draft's files
+  std::string experiment_sha256;   // canonical parsed experiment (provenance; merge)
+  std::string prompt_sha256;       // the point's prompt token ids
+  ModelFiles model_files;          // target's and draft's files
   std::vector<std::string> group;  // keys of the points measured with it, interleaved
 };
 
@@ -71,11 +71,11 @@ struct RawRecord {
   std::string name;          // Point::Name()
   nlohmann::json params;     // Point::ParamsJson()
   int repetitions = 0, warmup = 0;
-  int threads_used = 0;      // the Runtime::threads it was measured with
-  std::string kernel_isa;    // kernel family of the matrix products
+  int threads_used = 0;    // the Runtime::threads it was measured with
+  std::string kernel_isa;  // kernel family of the matrix products
   Identity identity;
-  CallCosts costs;           // verify-cost model inputs, measured with the runs
-  HostLoad host;             // the machine while the point's group was measured
+  CallCosts costs;  // verify-cost model inputs, measured with the runs
+  HostLoad host;    // the machine while the point's group was measured
   // What the target's and the draft's multiplied matrices were stored as while measured
   // (type name -> count; the asked quant type listed even at 0). Empty before #30.
   std::map<std::string, int> target_types, draft_types;
@@ -83,7 +83,7 @@ struct RawRecord {
   // [n_prompts] each prompt's report group (a question set's category, mapped), or {}.
   std::vector<std::string> prompt_categories;
   nlohmann::json prompt_set = nlohmann::json::object();  // file, sha256, template, selection ({}: plain)
-  std::vector<RawRun> runs;        // [n_prompts * repetitions]
+  std::vector<RawRun> runs;                              // [n_prompts * repetitions]
 
   // "" when `other` (the record the experiment asks for now) describes the same
   // measurement; else the first difference, e.g. "repetitions: 1 in the results, 2 now".
@@ -127,10 +127,10 @@ JsonlContents ReadJsonl(const std::string& path);
 // of a .jsonl (report/load.h's LoadResults aggregates them into `records`).
 struct Results {
   std::string path;
-  nlohmann::json context;                // {} for a .jsonl
-  std::vector<nlohmann::json> records;   // flat benchmark records
-  std::vector<RawRecord> raw;            // a .jsonl's records, not yet aggregated
-  std::vector<std::string> warnings;     // a .jsonl's corrupt lines ("FILE:LINE: corrupt line ...")
+  nlohmann::json context;               // {} for a .jsonl
+  std::vector<nlohmann::json> records;  // flat benchmark records
+  std::vector<RawRecord> raw;           // a .jsonl's records, not yet aggregated
+  std::vector<std::string> warnings;    // a .jsonl's corrupt lines ("FILE:LINE: corrupt line ...")
 };
 Results ReadResults(const std::string& path);
 

@@ -71,8 +71,9 @@ void ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
   e.prompts.count = 4;
   if (doc.contains("prompts")) {
     const json& p = c.Map(doc["prompts"], "prompts");
-    c.CheckKeys(p, "prompts", {"file", "count", "passages", "input_lengths", "category", "turns", "categories",
-                               "per_category", "select", "max_chars", "groups"});
+    c.CheckKeys(p, "prompts",
+                {"file", "count", "passages", "input_lengths", "category", "turns", "categories", "per_category",
+                 "select", "max_chars", "groups"});
     if (p.contains("category")) {
       e.prompts.category = c.Str(p["category"], "prompts.category");
       if (e.prompts.category != "free" && e.prompts.category != "grounded")
@@ -100,11 +101,12 @@ void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point
   for (auto* v : {&ar, &spec})
     for (auto& pt : *v) (pt.input_length > 0 ? uses_passages : uses_file) = true;
   for (auto [used, path, key] : {std::tuple{uses_passages, e.prompts.passages, "prompts.passages"},
-                                  std::tuple{uses_file, e.prompts.file, "prompts.file"}}) {
+                                 std::tuple{uses_file, e.prompts.file, "prompts.file"}}) {
     if (!used) continue;
     if (!fs::exists(path))
       c.Bad(key, fmt::format("'{}' does not exist (relative paths are tried beside the experiment file, then in "
-                             "the source tree and its experiments/)", path));
+                             "the source tree and its experiments/)",
+                             path));
     if (fs::is_directory(path))
       c.Bad(key, fmt::format("'{}' is a directory; give a text file ({})", path,
                              std::string(key) == "prompts.file" ? "one prompt per line"
@@ -116,8 +118,7 @@ void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point
 void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experiment& e) {
   if (!doc.contains("decoders")) c.Bad("decoders", "missing");
   PointBudget budget{kDefaultMaxPoints, "the default max_points"};
-  if (doc.contains("max_points"))
-    budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
+  if (doc.contains("max_points")) budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
   std::vector<Point> spec, ar;
   for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders"))
     ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, e.models_dir, ar, spec, budget);
@@ -133,8 +134,9 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   for (auto& [k, v] : doc.items())
     if (AxisKeys().count(k) || kHfAliases.count(k))
       c.Bad(k, "a sweep axis: write it under sweep: (every decoder) or in a decoder entry (docs/experiments.md)");
-  c.CheckKeys(doc, "", {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions",
-                        "warmup", "template", "max_points"});
+  c.CheckKeys(doc, "",
+              {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions", "warmup", "template",
+               "max_points"});
   Experiment e;
   e.file = file;
   e.models_dir = models_dir;

@@ -18,9 +18,9 @@
 namespace specsweep {
 
 struct PromptSet {
-  std::string file;      // natural prompts, one per line, or a .jsonl question set (input_length == 0)
-  std::string passages;  // long text, passages separated by blank lines (input_length cuts)
-  int count = 0;         // prompts taken from the file / passages used per input length
+  std::string file;               // natural prompts, one per line, or a .jsonl question set (input_length == 0)
+  std::string passages;           // long text, passages separated by blank lines (input_length cuts)
+  int count = 0;                  // prompts taken from the file / passages used per input length
   std::string category = "free";  // free | grounded (Point::prompt_category)
   bool questions = false;         // `file` is a question set (harness/sweep/questions.h)
   bool all_turns = false;         // turns: all (each question a conversation) | first
@@ -29,13 +29,13 @@ struct PromptSet {
 
 struct Experiment {
   std::string name;
-  std::string file;      // the experiment file itself
+  std::string file;  // the experiment file itself
   std::string models_dir;
   std::vector<std::string> models;
   PromptSet prompts;
   ChatTemplate chat_template{"none", ""};  // `template`: wraps each turn before tokenization
-  int repetitions = 1;   // measured runs of every prompt
-  int warmup = 0;        // unmeasured generations before each point
+  int repetitions = 1;                     // measured runs of every prompt
+  int warmup = 0;                          // unmeasured generations before each point
   // Expanded grid: each baseline right before the speculative points comparing to it.
   std::vector<Point> points;
 };
@@ -44,7 +44,6 @@ struct Experiment {
 // directory, then the source tree. Throws Error("FILE: key.path: what").
 Experiment LoadExperiment(const std::string& path, const std::string& models_dir = "");
 // Same, from an already parsed document (`file` only names it in errors and resolves paths).
-Experiment ParseExperiment(const nlohmann::json& doc, const std::string& file,
-                           const std::string& models_dir = "");
+Experiment ParseExperiment(const nlohmann::json& doc, const std::string& file, const std::string& models_dir = "");
 
 }  // namespace specsweep

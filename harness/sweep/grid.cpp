@@ -53,9 +53,9 @@ Entry ReadEntry(const Ctx& c, const json& doc, const json& d, const std::string&
     overrides.erase("decoder");
     ParseAxes(c, overrides, dp, e.axes, models_dir);
   }
-  e.draft_path = d.is_object() && d.contains("draft")                  ? dp + ".draft"
+  e.draft_path = d.is_object() && d.contains("draft")                      ? dp + ".draft"
                  : doc.contains("sweep") && doc["sweep"].contains("draft") ? "sweep.draft"
-                                                                         : dp;
+                                                                           : dp;
   if (!e.speculative()) {  // non-speculative decoders collapse the draft axes to one value
     Axes& a = e.axes;
     a.k = {0}, a.k_policy = {KPolicy::Constant}, a.draft = {DraftSpec{}}, a.acceptance_source = {{}};
@@ -70,7 +70,8 @@ void AddLookupDrafts(const Ctx& c, const json& d, const std::string& dp, const A
     if (kp == KPolicy::Threshold || kp == KPolicy::Adaptive)
       c.Bad(d.is_object() && d.contains("k_policy") ? dp + ".k_policy" : "sweep.k_policy",
             fmt::format("{} reads the draft's probabilities, which a lookup draft does not have "
-                        "(use constant or heuristic)", KPolicyName(kp)));
+                        "(use constant or heuristic)",
+                        KPolicyName(kp)));
   const LookupDraft& lookup = *dr.get<LookupDraft>();
   const size_t before = out.size();
   for (int mx : a.max_ngram.empty() ? std::vector<int>{lookup.max_ngram} : a.max_ngram)
@@ -89,11 +90,11 @@ std::vector<DraftSpec> ShapeTrees(const Axes& a, const std::vector<DraftSpec>& d
     const size_t before = shaped.size();
     for (int b : a.tree_budget) {
       if (dr.get<RecyclingDraft>() || dr.get<LookaheadDraft>()) break;  // shaped by branching / by its window
-      if (dr.get<RestDraft>() && b == 0) continue;                     // a rest draft is a tree
+      if (dr.get<RestDraft>() && b == 0) continue;                      // a rest draft is a tree
       shaped.push_back(dr.WithTree(b ? std::optional(DraftTree::Dynamic(b)) : std::nullopt));
     }
     for (const std::vector<int>& br : a.branching) {
-      if (dr.get<LookupDraft>() && !br.empty()) continue;              // a lookup tree has no fixed shape
+      if (dr.get<LookupDraft>() && !br.empty()) continue;             // a lookup tree has no fixed shape
       if (dr.get<LookaheadDraft>() || dr.get<RestDraft>()) continue;  // shaped by its window / its tree_budget
       if (dr.get<RecyclingDraft>() && br.empty()) continue;           // nor a recycling chain
       const DraftSpec t = dr.WithTree(br.empty() ? std::nullopt : std::optional(DraftTree::Static(br)));
@@ -152,12 +153,20 @@ std::vector<std::pair<const DecoderSetting*, const std::vector<std::string>*>> T
 void CheckGridSize(const Ctx& c, const std::string& dp, const Entry& e, size_t models, size_t drafts,
                    size_t planned_before, const PointBudget& budget) {
   const Axes& a = e.axes;
-  std::vector<std::pair<std::string, size_t>> axes = {
-      {"models", models}, {"target_quant", a.target_quant.size()}, {"input_length", a.input_length.size()},
-      {"max_new_tokens", a.max_new_tokens.size()}, {"temperature", a.temperature.size()},
-      {"top_k", a.top_k.size()}, {"top_p", a.top_p.size()}, {"seed", a.seed.size()}, {"threads", a.threads.size()},
-      {"kv_type", a.kv_type.size()}, {"k", a.k.size()}, {"k_policy", a.k_policy.size()},
-      {"draft_p_min", a.draft_p_min.size()}, {"drafts", drafts}};
+  std::vector<std::pair<std::string, size_t>> axes = {{"models", models},
+                                                      {"target_quant", a.target_quant.size()},
+                                                      {"input_length", a.input_length.size()},
+                                                      {"max_new_tokens", a.max_new_tokens.size()},
+                                                      {"temperature", a.temperature.size()},
+                                                      {"top_k", a.top_k.size()},
+                                                      {"top_p", a.top_p.size()},
+                                                      {"seed", a.seed.size()},
+                                                      {"threads", a.threads.size()},
+                                                      {"kv_type", a.kv_type.size()},
+                                                      {"k", a.k.size()},
+                                                      {"k_policy", a.k_policy.size()},
+                                                      {"draft_p_min", a.draft_p_min.size()},
+                                                      {"drafts", drafts}};
   for (auto& [s, texts] : TableAxes(e)) axes.emplace_back(std::string(s->name), texts->size());
   double n = 1;  // a double: the product of a hostile file's axes overflows 64 bits
   std::string product;
@@ -197,24 +206,40 @@ std::vector<Point> Product(const Entry& e, const std::vector<std::string>& model
   // A greedy point's other sampling settings stay at their defaults (equal keys).
   Multiply(pts, a.temperature, [](Point& p, float t) { p.options.sampling.temperature = t; });
   auto sampled = [](const Point& p) { return p.options.sampling.temperature > 0; };
-  Multiply(pts, a.top_k, [&](Point& p, int v) { if (sampled(p)) p.options.sampling.top_k = v; });
-  Multiply(pts, a.top_p, [&](Point& p, float v) { if (sampled(p)) p.options.sampling.top_p = v; });
-  Multiply(pts, a.seed, [&](Point& p, uint64_t v) { if (sampled(p)) p.options.sampling.seed = v; });
+  Multiply(pts, a.top_k, [&](Point& p, int v) {
+    if (sampled(p)) p.options.sampling.top_k = v;
+  });
+  Multiply(pts, a.top_p, [&](Point& p, float v) {
+    if (sampled(p)) p.options.sampling.top_p = v;
+  });
+  Multiply(pts, a.seed, [&](Point& p, uint64_t v) {
+    if (sampled(p)) p.options.sampling.seed = v;
+  });
   Multiply(pts, a.threads, [](Point& p, int n) { p.threads = n; });
   Multiply(pts, a.kv_type, [](Point& p, KvType t) { p.options.kv_type = t; });
   const bool spec = e.speculative();
-  Multiply(pts, a.k, [&](Point& p, int k) { if (spec) p.options.k = k; });
-  Multiply(pts, a.k_policy, [&](Point& p, KPolicy kp) { if (spec) p.options.k_policy = kp; });
+  Multiply(pts, a.k, [&](Point& p, int k) {
+    if (spec) p.options.k = k;
+  });
+  Multiply(pts, a.k_policy, [&](Point& p, KPolicy kp) {
+    if (spec) p.options.k_policy = kp;
+  });
   Multiply(pts, a.draft_p_min, [&](Point& p, float v) {
     if (spec && p.options.k_policy == KPolicy::Threshold) p.options.draft_p_min = v;
   });
-  Multiply(pts, drafts, [&](Point& p, const DraftSpec& d) { if (spec) p.options.draft = d; });
-  Multiply(pts, a.acceptance_source, [&](Point& p, const AcceptanceSource& s) { if (spec) p.options.acceptance_source = s; });
+  Multiply(pts, drafts, [&](Point& p, const DraftSpec& d) {
+    if (spec) p.options.draft = d;
+  });
+  Multiply(pts, a.acceptance_source, [&](Point& p, const AcceptanceSource& s) {
+    if (spec) p.options.acceptance_source = s;
+  });
   for (auto& [s, texts] : TableAxes(e))
     Multiply(pts, *texts, [s = s](Point& p, const std::string& t) { s->parse(p.options, t, s->name); });
   // A model drafting for itself measures nothing; skipping it lets one draft list serve
   // every target (e.g. two models drafting for each other).
-  std::erase_if(pts, [&](const Point& p) { return spec && !p.options.draft.model().empty() && p.options.draft.model() == p.model; });
+  std::erase_if(pts, [&](const Point& p) {
+    return spec && !p.options.draft.model().empty() && p.options.draft.model() == p.model;
+  });
   return pts;
 }
 

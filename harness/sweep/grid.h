@@ -22,10 +22,10 @@ struct PointBudget {
 
 // Expands decoder entry `d` (a name or a map at `dp`) over `models` on top of the
 // global axes; appends autoregressive points to `ar`, speculative ones to `spec`.
-void ExpandDecoderEntry(const schema::Ctx& c, const nlohmann::json& doc, const nlohmann::json& d,
-                        const std::string& dp, const schema::Axes& global, const std::vector<std::string>& models,
-                        const std::string& prompt_category, const std::string& models_dir,
-                        std::vector<Point>& ar, std::vector<Point>& spec, const PointBudget& budget);
+void ExpandDecoderEntry(const schema::Ctx& c, const nlohmann::json& doc, const nlohmann::json& d, const std::string& dp,
+                        const schema::Axes& global, const std::vector<std::string>& models,
+                        const std::string& prompt_category, const std::string& models_dir, std::vector<Point>& ar,
+                        std::vector<Point>& spec, const PointBudget& budget);
 
 // Each baseline (explicit AR point or added) followed by its speculative points, groups
 // in order of first appearance; duplicates dropped.

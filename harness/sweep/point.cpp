@@ -32,10 +32,9 @@ std::vector<std::pair<std::string_view, std::string>> TableSettings(const Point&
 
 std::string Point::Key() const {
   const DecoderOptions& o = options;
-  std::string k = fmt::format("model={};tq={};dec={};in={};new={};temp={};topk={};topp={};seed={};thr={}",
-                              model, QuantName(target_quant), DecoderKindName(o.kind), input_length,
-                              o.max_new_tokens, o.sampling.temperature, o.sampling.top_k, o.sampling.top_p,
-                              o.sampling.seed, threads);
+  std::string k = fmt::format("model={};tq={};dec={};in={};new={};temp={};topk={};topp={};seed={};thr={}", model,
+                              QuantName(target_quant), DecoderKindName(o.kind), input_length, o.max_new_tokens,
+                              o.sampling.temperature, o.sampling.top_k, o.sampling.top_p, o.sampling.seed, threads);
   if (o.kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(o.kv_type));  // keys of older files stay valid
   if (prompt_category != "free") k += ";cat=" + prompt_category;
   if (speculative()) {

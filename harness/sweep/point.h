@@ -22,8 +22,8 @@ struct Point {
   // into the draft; a trace acceptance source is named here and loaded by the measuring
   // stage. Fixed token counts make runs comparable: an early EOS would shorten some points.
   DecoderOptions options = Defaults();
-  int input_length = 0;               // prompt length in tokens cut from passages; 0: prompt file
-  int threads = 0;                    // 0: the --threads global / all cores
+  int input_length = 0;  // prompt length in tokens cut from passages; 0: prompt file
+  int threads = 0;       // 0: the --threads global / all cores
   // What the prompts ask of the model (the experiment's prompts.category): "free"
   // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
   std::string prompt_category = "free";

@@ -36,15 +36,17 @@ std::vector<std::string> SplitPassages(const std::string& text) {
     cur.clear();
   };
   while (std::getline(in, line)) {
-    if (Trim(line).empty()) flush();
-    else cur += (cur.empty() ? "" : "\n") + line;
+    if (Trim(line).empty())
+      flush();
+    else
+      cur += (cur.empty() ? "" : "\n") + line;
   }
   flush();
   return out;
 }
 
-std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passages, const Tokenizer& tok,
-                                          int n_tokens, int count, const std::string& what) {
+std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passages, const Tokenizer& tok, int n_tokens,
+                                          int count, const std::string& what) {
   if (count > int(passages.size()))
     Fail("{}: prompts.count: {} prompts need {} passages, the file has {}", what, count, count, passages.size());
   std::vector<std::vector<int>> out;

@@ -15,7 +15,7 @@ std::vector<std::string> SplitPassages(const std::string& text);
 // `count` prompts of exactly `n_tokens` tokens (BOS included): prompt i is passage i
 // followed by the next passages as needed, encoded, cut to n_tokens. Never pads: Error
 // when the passages (`what` names them) run out of text.
-std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passages, const Tokenizer& tok,
-                                          int n_tokens, int count, const std::string& what);
+std::vector<std::vector<int>> CutPassages(const std::vector<std::string>& passages, const Tokenizer& tok, int n_tokens,
+                                          int count, const std::string& what);
 
 }  // namespace specsweep

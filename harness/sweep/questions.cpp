@@ -11,19 +11,25 @@
 namespace specsweep {
 
 const std::vector<std::string>& SpecBenchGroupOrder() {
-  static const std::vector<std::string> g = {"multi-turn conversation", "translation", "summarization",
-                                             "question answering", "math reasoning", "RAG"};
+  static const std::vector<std::string> g = {"multi-turn conversation", "translation",    "summarization",
+                                             "question answering",      "math reasoning", "RAG"};
   return g;
 }
 
 const std::map<std::string, std::string>& SpecBenchGroups() {
-  static const std::map<std::string, std::string> m = {
-      {"writing", "multi-turn conversation"}, {"roleplay", "multi-turn conversation"},
-      {"reasoning", "multi-turn conversation"}, {"math", "multi-turn conversation"},
-      {"coding", "multi-turn conversation"}, {"extraction", "multi-turn conversation"},
-      {"stem", "multi-turn conversation"}, {"humanities", "multi-turn conversation"},
-      {"translation", "translation"}, {"summarization", "summarization"},
-      {"qa", "question answering"}, {"math_reasoning", "math reasoning"}, {"rag", "RAG"}};
+  static const std::map<std::string, std::string> m = {{"writing", "multi-turn conversation"},
+                                                       {"roleplay", "multi-turn conversation"},
+                                                       {"reasoning", "multi-turn conversation"},
+                                                       {"math", "multi-turn conversation"},
+                                                       {"coding", "multi-turn conversation"},
+                                                       {"extraction", "multi-turn conversation"},
+                                                       {"stem", "multi-turn conversation"},
+                                                       {"humanities", "multi-turn conversation"},
+                                                       {"translation", "translation"},
+                                                       {"summarization", "summarization"},
+                                                       {"qa", "question answering"},
+                                                       {"math_reasoning", "math reasoning"},
+                                                       {"rag", "RAG"}};
   return m;
 }
 
@@ -60,7 +66,8 @@ std::vector<Question> SelectQuestions(std::vector<Question> all, const QuestionS
     q.group = it == groups.end() ? q.category : it->second;  // unmapped: its own group
     known.insert(q.category);
     known.insert(q.group);
-    if (!s.categories.empty() && std::find(s.categories.begin(), s.categories.end(), q.category) == s.categories.end() &&
+    if (!s.categories.empty() &&
+        std::find(s.categories.begin(), s.categories.end(), q.category) == s.categories.end() &&
         std::find(s.categories.begin(), s.categories.end(), q.group) == s.categories.end())
       continue;
     if (!by_group.count(q.group)) order.push_back(q.group);

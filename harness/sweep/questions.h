@@ -17,10 +17,10 @@ struct Question {
 
 // What an experiment takes from a question file (the prompts: keys).
 struct QuestionSelection {
-  std::vector<std::string> categories;  // groups or raw categories to keep ({}: all)
-  int per_category = 0;                 // questions per group (0: all of them)
-  std::string select = "first";         // first (file order) | shortest (fewest characters)
-  int max_chars = 0;                    // longer turns keep their head and tail (0: never cut)
+  std::vector<std::string> categories;        // groups or raw categories to keep ({}: all)
+  int per_category = 0;                       // questions per group (0: all of them)
+  std::string select = "first";               // first (file order) | shortest (fewest characters)
+  int max_chars = 0;                          // longer turns keep their head and tail (0: never cut)
   std::map<std::string, std::string> groups;  // raw category -> group (SpecBenchGroups() by default)
 };
 

@@ -34,7 +34,8 @@ std::optional<QType> ParseQuantOrNone(const Ctx& c, const json& v, const std::st
     t = ParseQType(s);
   } catch (const Error& e) {
     c.Bad(path, fmt::format("unknown quantization type '{}' (expected none, f32, f16, bf16, q8_0, q4_0, "
-                            "q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k, q6_k)", s));
+                            "q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q4_g64, q4_g128, q4_k, q5_k, q6_k)",
+                            s));
   }
   if (!CanQuantizeTo(t)) c.Bad(path, LoadOnlyReason(t));
   return t;
@@ -53,8 +54,7 @@ json ResolveHfAliases(const Ctx& c, const json& m, const std::string& path) {
   if (m.contains("max_matching_ngram_size")) set("max_matching_ngram_size", "max_ngram", m["max_matching_ngram_size"]);
   if (m.contains("assistant_model")) {
     json drafts = json::array();
-    for (auto& [x, xp] : c.Axis(m["assistant_model"], p("assistant_model")))
-      drafts.push_back("model=" + c.Str(x, xp));
+    for (auto& [x, xp] : c.Axis(m["assistant_model"], p("assistant_model"))) drafts.push_back("model=" + c.Str(x, xp));
     set("assistant_model", "draft", drafts);
   }
   if (m.contains("prompt_lookup_num_tokens")) {
@@ -128,19 +128,26 @@ void ParseSamplingAxes(const Ctx& c, const json& v, const std::string& kp, Axes&
   c.CheckKeys(v, kp, {"temperature", "top_k", "top_p", "seed"});
   for (auto& [sk, sv] : v.items()) {
     const AxisValues axis = c.Axis(sv, kp + "." + sk);
-    if (sk == "temperature") NumberAxis(c, axis, Setting(sk), a.temperature);
-    else if (sk == "top_k") IntAxis(c, axis, Setting(sk), a.top_k);
-    else if (sk == "top_p") NumberAxis(c, axis, Setting(sk), a.top_p);
-    else if (sk == "seed") IntAxis(c, axis, Setting(sk), a.seed);
+    if (sk == "temperature")
+      NumberAxis(c, axis, Setting(sk), a.temperature);
+    else if (sk == "top_k")
+      IntAxis(c, axis, Setting(sk), a.top_k);
+    else if (sk == "top_p")
+      NumberAxis(c, axis, Setting(sk), a.top_p);
+    else if (sk == "seed")
+      IntAxis(c, axis, Setting(sk), a.seed);
   }
 }
 
 // The integer and number axes; false for another key.
 bool ParseNumberAxis(const Ctx& c, const std::string& key, const AxisValues& axis, Axes& a) {
-  const std::map<std::string, std::vector<int>*> ints = {
-      {"k", &a.k},         {"max_ngram", &a.max_ngram}, {"min_ngram", &a.min_ngram},
-      {"tree_budget", &a.tree_budget}, {"input_length", &a.input_length}, {"max_new_tokens", &a.max_new_tokens},
-      {"threads", &a.threads}};
+  const std::map<std::string, std::vector<int>*> ints = {{"k", &a.k},
+                                                         {"max_ngram", &a.max_ngram},
+                                                         {"min_ngram", &a.min_ngram},
+                                                         {"tree_budget", &a.tree_budget},
+                                                         {"input_length", &a.input_length},
+                                                         {"max_new_tokens", &a.max_new_tokens},
+                                                         {"threads", &a.threads}};
   if (auto it = ints.find(key); it != ints.end()) {
     IntAxis(c, axis, AnySetting(key), *it->second);
     return true;
@@ -195,8 +202,8 @@ DraftSpec ParseDraft(const Ctx& c, const json& x, const std::string& xp, const s
   } else if (x.is_object()) {
     d = DraftFromMap(c, x, xp);
   } else {
-    c.Bad(xp, fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}",
-                          TypeName(x)));
+    c.Bad(xp,
+          fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}", TypeName(x)));
   }
   const std::string& model = d.model();
   if (!model.empty() && !ModelExists(model, models_dir))
@@ -215,10 +222,12 @@ bool ParseTextAxis(const Ctx& c, const std::string& key, const AxisValues& axis,
     each(key == "target_quant" ? a.target_quant : a.draft_quant,
          [&](const json& x, const std::string& xp) { return ParseQuantOrNone(c, x, xp); });
   } else if (key == "k_policy") {
-    EnumAxis(c, axis, a.k_policy, [](const std::string& s) { return ParseKPolicy(s); }, "k_policy",
-             "constant, heuristic, threshold, adaptive");
+    EnumAxis(
+        c, axis, a.k_policy, [](const std::string& s) { return ParseKPolicy(s); }, "k_policy",
+        "constant, heuristic, threshold, adaptive");
   } else if (key == "kv_type") {
-    EnumAxis(c, axis, a.kv_type, [](const std::string& s) { return ParseKvType(s); }, "KV cache type", "f32, f16");
+    EnumAxis(
+        c, axis, a.kv_type, [](const std::string& s) { return ParseKvType(s); }, "KV cache type", "f32, f16");
   } else if (key == "draft") {
     each(a.draft, [&](const json& x, const std::string& xp) { return ParseDraft(c, x, xp, models_dir); });
   } else if (key == "branching") {

@@ -117,8 +117,8 @@ const std::set<std::string>& SpecAxes();
 //   assistant_model: M               -> draft: model=M
 //   prompt_lookup_num_tokens: K      -> draft: lookup, k: K
 //   max_matching_ngram_size: N       -> max_ngram: N
-inline const std::set<std::string> kHfAliases = {"num_assistant_tokens", "assistant_model",
-                                                 "prompt_lookup_num_tokens", "max_matching_ngram_size"};
+inline const std::set<std::string> kHfAliases = {"num_assistant_tokens", "assistant_model", "prompt_lookup_num_tokens",
+                                                 "max_matching_ngram_size"};
 nlohmann::json ResolveHfAliases(const Ctx& c, const nlohmann::json& m, const std::string& path);
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const nlohmann::json& v, const std::string& path);

@@ -24,8 +24,7 @@ ShardSpec ParseShard(std::string_view text, std::string_view what) {
   if (slash == std::string_view::npos || !number(text.substr(0, slash), s.index) ||
       !number(text.substr(slash + 1), s.count))
     Fail("{}: '{}' is not I/N (shard I of N, e.g. 0/4)", what, text);
-  if (s.count < 1 || s.index < 0 || s.index >= s.count)
-    Fail("{}: '{}': need N >= 1 and 0 <= I < N", what, text);
+  if (s.count < 1 || s.index < 0 || s.index >= s.count) Fail("{}: '{}': need N >= 1 and 0 <= I < N", what, text);
   return s;
 }
 
@@ -125,8 +124,9 @@ std::vector<Point> ShardPoints(const Experiment& e, const ShardSpec& s) {
 }
 
 nlohmann::json ShardContext(const ShardSpec& s, size_t shard_points, size_t experiment_points) {
-  return {{"shard",
-           {{"index", s.index}, {"count", s.count}, {"points", shard_points}, {"experiment_points", experiment_points}}}};
+  return {
+      {"shard",
+       {{"index", s.index}, {"count", s.count}, {"points", shard_points}, {"experiment_points", experiment_points}}}};
 }
 
 }  // namespace specsweep

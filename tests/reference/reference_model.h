@@ -47,8 +47,8 @@ struct RefModel {
   Config config;
   Mat embed_tokens;  // [vocab][hidden]
   std::vector<Layer> layers;
-  Vec norm;          // [hidden]
-  Mat lm_head;       // [vocab][hidden] (a copy of embed_tokens when tied)
+  Vec norm;     // [hidden]
+  Mat lm_head;  // [vocab][hidden] (a copy of embed_tokens when tied)
 };
 
 // HF's inverse frequencies [hd/2] with the configured scaling.

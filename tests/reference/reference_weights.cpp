@@ -131,7 +131,7 @@ RefModel FromHfFolder(const std::string& dir) {
   c.num_attention_heads = j.at("num_attention_heads");
   c.num_key_value_heads = j.value("num_key_value_heads", c.num_attention_heads);
   c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? j["head_dim"].get<int>()
-                                                                 : c.hidden_size / c.num_attention_heads;
+                                                                  : c.hidden_size / c.num_attention_heads;
   c.vocab_size = j.at("vocab_size");
   c.rope_theta = j.value("rope_theta", 10000.0);
   c.rms_norm_eps = j.at("rms_norm_eps");
