@@ -43,6 +43,7 @@ struct ModelFile {
   std::string role;  // "target" or "draft"; "" in results written before roles
   std::string file;  // file name without its directory
   std::string sha256;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>.
   auto operator<=>(const ModelFile&) const = default;
 };
 using ModelFiles = std::vector<ModelFile>;  // sorted
