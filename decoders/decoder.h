@@ -47,11 +47,12 @@ struct DecoderOptions {
   AcceptanceSource acceptance_source;
   int max_new_tokens = 64;
   bool stop_at_eos = true;
-  KvType kv_type = KvType::F32;         // attention cache of the target and the draft
+  KvType kv_type = KvType::F32;         // attention cache of the target (and of the draft)
   SamplingParams sampling;
+  std::optional<KvType> draft_kv_type;  // the draft model's own attention cache (none: kv_type)
 
   // The draft model's attention cache type.
-  KvType DraftKvType() const { return kv_type; }
+  KvType DraftKvType() const { return draft_kv_type.value_or(kv_type); }
 };
 
 struct GenerationStats {

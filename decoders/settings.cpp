@@ -40,6 +40,13 @@ const std::vector<DecoderSetting>& DecoderSettings() {
           "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"),
       SettingDef("max_new_tokens", "-n,--max-new-tokens").Int(1, 1 << 20).Help("Tokens to generate"),
       SettingDef("kv_type", "--kv-type").Help("KV cache type of target and draft: f32 (default), f16"),
+      SettingDef("draft_kv_type", "--draft-kv-type")
+          .Speculative()
+          .Help("KV cache type of the draft model: f32, f16 (default: the target's, --kv-type)")
+          .Table([](DecoderOptions& o, std::string_view t, std::string_view what) { o.draft_kv_type = ParseKvType(t, what); },
+                 [](const DecoderOptions& o) {
+                   return o.draft_kv_type ? std::string(KvTypeName(*o.draft_kv_type)) : std::string();
+                 }),
       SettingDef("temperature", "--temp").Number(0, 100).Group("sampling").Help("Temperature (0: greedy)"),
       SettingDef("top_k", "--top-k").Int(0, 1 << 24).Group("sampling").Help("Top-k (0: off)"),
       SettingDef("top_p", "--top-p").Number(0, 1, true).Group("sampling").Help("Top-p (1: off)"),

@@ -12,6 +12,8 @@
 
 #include "decoders/decoder.h"
 #include "decoders/draft_policy.h"
+#include "decoders/settings.h"
+#include "harness/sweep/experiment.h"
 #include "base/error.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
@@ -480,6 +482,61 @@ TEST(MakeDecoder, RuntimeChangesNoToken) {
   const std::vector<int> one = MakeDecoder(target, o)->Generate(prompt).tokens;
   DecoderEnv full{testing::Threads(2, TeamPolicy::kFull)};
   EXPECT_EQ(MakeDecoder(target, o, full)->Generate(prompt).tokens, one);
+}
+
+}  // namespace
+}  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// draft_kv_type, a setting carried whole by decoders/settings.h: its own KV cache type for
+// the draft model only; lossless (the target verifies), and named in keys, names and params
+// only when given, so older records keep their keys.
+TEST(Decoders, DraftKvTypeIsLosslessAndNamedOnlyWhenGiven) {
+  LoadedModel t = Synthetic(TinyTestConfig(), 1, "synthetic");
+  const std::vector<int> prompt{1, 5, 9};
+  DecoderOptions ar;
+  ar.max_new_tokens = 24;
+  ar.stop_at_eos = false;
+  const std::vector<int> expected = MakeDecoder(t, ar)->Generate(prompt).tokens;
+  DecoderOptions o = ar;
+  o.kind = DecoderKind::Speculative;
+  o.draft = DraftSpec::Make(TargetDraft{1, std::nullopt});
+  const DecoderSetting& s = Setting("draft_kv_type");
+  s.parse(o, "f16", "--draft-kv-type");
+  EXPECT_EQ(o.DraftKvType(), KvType::F16);
+  EXPECT_EQ(o.kv_type, KvType::F32);
+  EXPECT_EQ(MakeDecoder(t, o)->Generate(prompt).tokens, expected);
+  testing::ExpectError([&] { s.parse(o, "q8", "x"); }, {"x: 'q8' is not a KV cache type (f32, f16)"});
+
+  Point p;
+  p.model = "m";
+  p.options = o;
+  EXPECT_NE(p.Key().find(";draft_kv_type=f16"), std::string::npos) << p.Key();
+  EXPECT_NE(p.Name().find("/draft_kv_type=f16"), std::string::npos) << p.Name();
+  EXPECT_EQ(p.ParamsJson()["draft_kv_type"], "f16");
+  EXPECT_EQ(PointFromParams(p.ParamsJson(), "t").Options().DraftKvType(), KvType::F16);
+  EXPECT_EQ(p.Baseline().Key().find("draft_kv_type"), std::string::npos);
+  p.options.draft_kv_type.reset();
+  EXPECT_EQ(p.Key().find("draft_kv_type"), std::string::npos);
+  EXPECT_FALSE(p.ParamsJson().contains("draft_kv_type"));
+
+  // An experiment axis of the same name.
+  const std::string dir = testing::TempDir();
+  testing::WriteFile(dir + "/p.txt", "a b\n");
+  nlohmann::json doc = {{"name", "d"},
+                        {"models", {dir + "/p.txt"}},
+                        {"prompts", {{"file", dir + "/p.txt"}, {"count", 1}}},
+                        {"sweep", {{"draft_kv_type", {"f32", "f16"}}}},
+                        {"decoders", {"ar", {{"decoder", "speculative"}, {"draft", "layers=1"}}}}};
+  const Experiment e = ParseExperiment(doc, dir + "/e.yaml");
+  ASSERT_EQ(e.points.size(), 3u);  // the baseline, then the draft with each KV type
+  EXPECT_EQ(e.points[1].Options().DraftKvType(), KvType::F32);
+  EXPECT_EQ(e.points[2].Options().DraftKvType(), KvType::F16);
+  doc["sweep"]["draft_kv_type"] = "f8";
+  testing::ExpectError([&] { ParseExperiment(doc, dir + "/e.yaml"); },
+                       {"e.yaml: sweep.draft_kv_type: 'f8' is not a KV cache type (f32, f16)"});
 }
 
 }  // namespace
