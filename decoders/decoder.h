@@ -38,7 +38,7 @@ struct DecoderOptions {
   // (heuristic, which grows past it). KLabel says which.
   int k = 4;
   KPolicy k_policy = KPolicy::Constant;
-  float draft_p_min = 0.8f;             // threshold policy: stop below this top prob
+  float draft_p_min = 0.8f;  // threshold policy: stop below this top prob
   // What drafts (speculative only). Prompt lookup copies what followed the most recent
   // earlier occurrence of the last n tokens, n = max_ngram down to min_ngram (0: 3, 1).
   DraftSpec draft;
@@ -47,7 +47,7 @@ struct DecoderOptions {
   AcceptanceSource acceptance_source;
   int max_new_tokens = 64;
   bool stop_at_eos = true;
-  KvType kv_type = KvType::F32;         // attention cache of the target (and of the draft)
+  KvType kv_type = KvType::F32;  // attention cache of the target (and of the draft)
   SamplingParams sampling;
   std::optional<KvType> draft_kv_type;  // the draft model's own attention cache (none: kv_type)
 
@@ -62,13 +62,13 @@ struct GenerationStats {
   // token (autoregressive), not when it yields none (speculative: the last prompt token
   // goes with the first draft block).
   int target_calls = 0;
-  int draft_calls = 0;    // draft Forward calls (including catch-up of accepted tokens)
+  int draft_calls = 0;  // draft Forward calls (including catch-up of accepted tokens)
   // Token trees of a draft model (draft_tree.h), its draft_calls by size: [n-1] = calls
   // over n positions, catch-ups (a sequence, last logits) and tree calls (n nodes below
   // the tree, every node's logits). The tree cost model prices each (docs/trees.md).
   std::vector<int64_t> draft_calls_by_size, draft_tree_calls_by_size;
-  int64_t drafted = 0;    // draft tokens proposed
-  int64_t accepted = 0;   // draft tokens accepted
+  int64_t drafted = 0;                   // draft tokens proposed
+  int64_t accepted = 0;                  // draft tokens accepted
   std::vector<int64_t> drafted_at_pos;   // [K_max] drafted tokens at draft position i+1
   std::vector<int64_t> accepted_at_pos;  // [K_max] accepted tokens at draft position i+1
   std::vector<int> k_per_step;           // K actually drafted in each step
@@ -89,9 +89,7 @@ struct GenerationStats {
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
   // Tokens emitted per token-yielding target call, bonus token included (Spec-Bench/vLLM
   // convention): exactly 1 for autoregressive decoding.
-  double mean_accepted_length() const {
-    return target_calls ? double(generated_tokens) / double(target_calls) : 0.0;
-  }
+  double mean_accepted_length() const { return target_calls ? double(generated_tokens) / double(target_calls) : 0.0; }
 };
 
 struct GenerationResult {
@@ -103,11 +101,11 @@ struct GenerationResult {
 // Forward-call times of a decoder's models, the inputs of the verify-cost model: each
 // the median of several calls at the end of a prefilled prompt.
 struct CallCosts {
-  std::vector<double> target_s;  // [n_max] T_target(n) for n = 1..n_max (verify batch n)
-  std::vector<double> draft_s;   // [2] T_draft(1), T_draft(2) (the catch-up batch after a
-                                 // fully accepted step); empty for a decoder without one.
-                                 // A model's token tree: [n_max] T_draft(n), n = 1..n_max
-                                 // (n_max: the largest call its shape can make)
+  std::vector<double> target_s;      // [n_max] T_target(n) for n = 1..n_max (verify batch n)
+  std::vector<double> draft_s;       // [2] T_draft(1), T_draft(2) (the catch-up batch after a
+                                     // fully accepted step); empty for a decoder without one.
+                                     // A model's token tree: [n_max] T_draft(n), n = 1..n_max
+                                     // (n_max: the largest call its shape can make)
   std::vector<double> draft_tree_s;  // a model's token tree: [n_max] a tree call over n nodes
 };
 
@@ -175,14 +173,14 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
 // Speculative decoding with an already-loaded draft model (options.draft.model is
 // ignored; draft.layers/draft.quant still apply to it). Same validation as above; a draft with
 // another vocabulary needs both tokenizers.
-std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options,
-                                     const LoadedModel& draft, const DecoderEnv& env = {});
+std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOptions& options, const LoadedModel& draft,
+                                     const DecoderEnv& env = {});
 
 // "ar" (or "autoregressive"), "speculative", or its aliases "assisted" and "self-spec"
 // (whose draft ApplyDecoderAlias settles).
 DecoderKind ParseDecoderKind(std::string_view s);
-KPolicy ParseKPolicy(std::string_view s);          // "constant", "heuristic", "threshold", "adaptive"
-std::string_view DecoderKindName(DecoderKind k);   // "ar", "speculative"
+KPolicy ParseKPolicy(std::string_view s);         // "constant", "heuristic", "threshold", "adaptive"
+std::string_view DecoderKindName(DecoderKind k);  // "ar", "speculative"
 std::string_view KPolicyName(KPolicy p);
 // What K meant for a run, for tables and plots: "k=4" (constant), "k<=4 threshold",
 // "k<=4 adaptive" (bounds), "k0=4 heuristic" (the start).

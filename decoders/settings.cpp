@@ -8,9 +8,7 @@
 
 namespace specsweep {
 
-int64_t SettingRange::IntHi() const {
-  return hi >= 9223372036854775807.0 ? INT64_MAX : static_cast<int64_t>(hi);
-}
+int64_t SettingRange::IntHi() const { return hi >= 9223372036854775807.0 ? INT64_MAX : static_cast<int64_t>(hi); }
 
 void DecoderSetting::CheckRange(double v, std::string_view what) const {
   if (!range.Contains(v))
@@ -19,31 +17,44 @@ void DecoderSetting::CheckRange(double v, std::string_view what) const {
 
 const std::vector<DecoderSetting>& DecoderSettings() {
   static const std::vector<DecoderSetting> table = {
-      SettingDef("k", "--k,--draft-max").Int(1, 64).Speculative().Help(
-          "Draft length K: every step (constant), the bound (threshold, adaptive), the start (heuristic)"),
+      SettingDef("k", "--k,--draft-max")
+          .Int(1, 64)
+          .Speculative()
+          .Help("Draft length K: every step (constant), the bound (threshold, adaptive), the start (heuristic)"),
       SettingDef("k_policy", "--k-policy").Speculative().Help("constant | heuristic | threshold | adaptive"),
-      SettingDef("draft_p_min", "--draft-p-min").Number(0, 1, true).Speculative().Help(
-          "Threshold policy: stop drafting below this top probability"),
-      SettingDef("draft", "--draft").Speculative().Help(
-          "The whole draft, as in experiment files: q4_0, layers=2+q8_0, model=NAME, lookup+max_ngram=4 (or give its "
-          "parts below)"),
+      SettingDef("draft_p_min", "--draft-p-min")
+          .Number(0, 1, true)
+          .Speculative()
+          .Help("Threshold policy: stop drafting below this top probability"),
+      SettingDef("draft", "--draft")
+          .Speculative()
+          .Help("The whole draft, as in experiment files: q4_0, layers=2+q8_0, model=NAME, lookup+max_ngram=4 (or give "
+                "its "
+                "parts below)"),
       // Axes of the experiment files that set a part of each draft (decoders/draft_spec.h).
       SettingDef("draft_quant", "--draft-quant").Speculative().Help("Draft weights quantized in memory"),
-      SettingDef("max_ngram", "--max-ngram").Int(1, 64).Speculative().Help(
-          "Lookup draft: longest n-gram matched (default 3)"),
-      SettingDef("min_ngram", "--min-ngram").Int(1, 64).Speculative().Help(
-          "Lookup draft: shortest n-gram matched (default 1)"),
+      SettingDef("max_ngram", "--max-ngram")
+          .Int(1, 64)
+          .Speculative()
+          .Help("Lookup draft: longest n-gram matched (default 3)"),
+      SettingDef("min_ngram", "--min-ngram")
+          .Int(1, 64)
+          .Speculative()
+          .Help("Lookup draft: shortest n-gram matched (default 1)"),
       SettingDef("tree_budget").Int(0, 1024).Speculative(),
       SettingDef("branching").Speculative(),
-      SettingDef("acceptance_source", "--acceptance-source").Speculative().Help(
-          "measured (default) | alpha=A | positions=[p1,p2,...] | trace=RESULTS[:POINT]: accepted draft tokens per "
-          "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"),
+      SettingDef("acceptance_source", "--acceptance-source")
+          .Speculative()
+          .Help(
+              "measured (default) | alpha=A | positions=[p1,p2,...] | trace=RESULTS[:POINT]: accepted draft tokens per "
+              "step drawn from a source instead of compared (real draft, verify and rollback; the text is not shown)"),
       SettingDef("max_new_tokens", "-n,--max-new-tokens").Int(1, 1 << 20).Help("Tokens to generate"),
       SettingDef("kv_type", "--kv-type").Help("KV cache type of target and draft: f32 (default), f16"),
       SettingDef("draft_kv_type", "--draft-kv-type")
           .Speculative()
           .Help("KV cache type of the draft model: f32, f16 (default: the target's, --kv-type)")
-          .Table([](DecoderOptions& o, std::string_view t, std::string_view what) { o.draft_kv_type = ParseKvType(t, what); },
+          .Table([](DecoderOptions& o, std::string_view t,
+                    std::string_view what) { o.draft_kv_type = ParseKvType(t, what); },
                  [](const DecoderOptions& o) {
                    return o.draft_kv_type ? std::string(KvTypeName(*o.draft_kv_type)) : std::string();
                  }),

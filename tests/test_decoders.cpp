@@ -116,8 +116,7 @@ TEST_P(Lossless, GreedySpeculativeEqualsAutoregressive) {
         for (size_t i = 0; i < prompts.size(); ++i) {
           GenerationResult r = dec->Generate(prompt_ids[i]);
           ASSERT_EQ(r.tokens, expected[i]) << model_name << "@" << quant_name << " kv " << kv_name << " " << dk.label
-                                           << " K=" << k << " policy=" << KPolicyName(pol)
-                                           << " prompt: " << prompts[i];
+                                           << " K=" << k << " policy=" << KPolicyName(pol) << " prompt: " << prompts[i];
           drafted += r.stats.drafted;
           accepted += r.stats.accepted;
         }
@@ -136,8 +135,7 @@ std::string LosslessName(const ::testing::TestParamInfo<Lossless::ParamType>& in
   return s;
 }
 INSTANTIATE_TEST_SUITE_P(All, Lossless,
-                         ::testing::Combine(::testing::Values("synthetic", "tinystories-260k",
-                                                              "tinystories-656k"),
+                         ::testing::Combine(::testing::Values("synthetic", "tinystories-260k", "tinystories-656k"),
                                             ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0"),
                                             ::testing::Values("f32")),
                          LosslessName);
@@ -189,12 +187,11 @@ TEST(Decoders, StatsInvariants) {
   const std::vector<int> prompt{1, 5, 9, 14, 20};
   for (float temp : {0.0f, 1.0f}) {
     for (auto [kind, layers, pol, k] :
-         std::vector<std::tuple<DecoderKind, int, KPolicy, int>>{
-             {DecoderKind::Autoregressive, 0, KPolicy::Constant, 4},
-             {DecoderKind::Speculative, 1, KPolicy::Constant, 4},
-             {DecoderKind::Speculative, 1, KPolicy::Heuristic, 2},
-             {DecoderKind::Speculative, 1, KPolicy::Threshold, 5},
-             {DecoderKind::Speculative, 1, KPolicy::Adaptive, 4}}) {
+         std::vector<std::tuple<DecoderKind, int, KPolicy, int>>{{DecoderKind::Autoregressive, 0, KPolicy::Constant, 4},
+                                                                 {DecoderKind::Speculative, 1, KPolicy::Constant, 4},
+                                                                 {DecoderKind::Speculative, 1, KPolicy::Heuristic, 2},
+                                                                 {DecoderKind::Speculative, 1, KPolicy::Threshold, 5},
+                                                                 {DecoderKind::Speculative, 1, KPolicy::Adaptive, 4}}) {
       DecoderOptions o;
       o.kind = kind;
       o.draft = DraftSpec::Make(TargetDraft{layers, std::nullopt});
@@ -216,8 +213,7 @@ TEST(Decoders, StatsInvariants) {
       EXPECT_EQ(r.stats.prompt_tokens, 5);
       EXPECT_FALSE(r.stats.stopped_at_eos);
       // Heuristic K grows by 2 per fully accepted step; bound it by the step count.
-      const int max_k = pol == KPolicy::Heuristic ? k + 2 * 40
-                                                   : k;  // adaptive too: k bounds it
+      const int max_k = pol == KPolicy::Heuristic ? k + 2 * 40 : k;  // adaptive too: k bounds it
       CheckStats(r, streamed, max_k, kind != DecoderKind::Autoregressive);
       if (pol == KPolicy::Adaptive) {
         // Adaptive drafts at least kMinSteps unless max_new_tokens clips the step: K is
@@ -366,15 +362,21 @@ TEST(Decoders, BadInputs) {
   EXPECT_NE(with([](auto& x) { x.k = 0; }).find("k: must be in [1, 127]"), std::string::npos);
   EXPECT_NE(with([&](auto& x) { x.k = ctx; }).find("k:"), std::string::npos);
   EXPECT_EQ(with([&](auto& x) { x.k = ctx - 1; }), "");
-  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{-1, std::nullopt}); }).find("draft.layers"), std::string::npos);
-  EXPECT_NE(with([&](auto& x) { x.draft = DraftSpec::Make(TargetDraft{nl + 1, std::nullopt}); }).find("draft.layers: must be in [1, 2]"),
+  EXPECT_NE(with([](auto& x) {
+              x.draft = DraftSpec::Make(TargetDraft{-1, std::nullopt});
+            }).find("draft.layers"),
+            std::string::npos);
+  EXPECT_NE(with([&](auto& x) {
+              x.draft = DraftSpec::Make(TargetDraft{nl + 1, std::nullopt});
+            }).find("draft.layers: must be in [1, 2]"),
             std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 0.0f; }).find("draft_p_min"), std::string::npos);
   EXPECT_NE(with([](auto& x) { x.draft_p_min = 1.0f; }).find("draft_p_min"), std::string::npos);
-  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec{}; }).find("speculative decoding needs a draft"),
-            std::string::npos);
+  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec{}; }).find("speculative decoding needs a draft"), std::string::npos);
   EXPECT_NE(with([](auto& x) { x.sampling.top_p = 0.0f; }).find("top_p"), std::string::npos);
-  EXPECT_NE(with([](auto& x) { x.draft = DraftSpec::Make(TargetDraft{5, QType::Q4_0}); }).find("draft.layers"),
+  EXPECT_NE(with([](auto& x) {
+              x.draft = DraftSpec::Make(TargetDraft{5, QType::Q4_0});
+            }).find("draft.layers"),
             std::string::npos);
 
   ModelConfig small = TinyTestConfig();
@@ -388,8 +390,7 @@ TEST(Decoders, BadInputs) {
   EXPECT_NE(ErrorOf([&] { dec->Generate(std::vector<int>(ctx + 1, 5)); }).find("longer than the context"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { dec->Generate(std::vector<int>{}); }).find("prompt: empty"), std::string::npos);
-  EXPECT_NE(ErrorOf([&] { dec->Generate(std::vector<int>{1, 500}); }).find("outside vocabulary"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { dec->Generate(std::vector<int>{1, 500}); }).find("outside vocabulary"), std::string::npos);
   EXPECT_NE(ErrorOf([] { ParseKPolicy("fast"); }).find("k_policy"), std::string::npos);
   EXPECT_NE(ErrorOf([] { ParseDecoderKind("beam"); }).find("unknown decoder 'beam'"), std::string::npos);
   for (const std::string& e : {mismatch}) EXPECT_EQ(e.find('\n'), std::string::npos);
@@ -400,13 +401,13 @@ TEST(Decoders, BadInputs) {
 TEST(GenerateCli, GreedyTextAndSpeculativeAgree) {
   if (SharedModelsDir().empty()) GTEST_SKIP() << "no shared models";
   const std::string m = SharedModelsDir();
-  auto ar = testing::RunCli({"generate", "--models", m, "--model", "tinystories-260k", "--prompt",
-                             "Once upon a time", "-n", "20"});
+  auto ar = testing::RunCli(
+      {"generate", "--models", m, "--model", "tinystories-260k", "--prompt", "Once upon a time", "-n", "20"});
   ASSERT_EQ(ar.exit_code, 0) << ar.err;
   EXPECT_NE(ar.out.find("Once upon a time, there was a little girl named Lily"), std::string::npos) << ar.out;
   EXPECT_NE(ar.out.find("tokens/s"), std::string::npos);
-  auto ss = testing::RunCli({"generate", "--models", m, "--model", "tinystories-260k", "--prompt",
-                             "Once upon a time", "-n", "20", "--decoder", "self-spec", "--json"});
+  auto ss = testing::RunCli({"generate", "--models", m, "--model", "tinystories-260k", "--prompt", "Once upon a time",
+                             "-n", "20", "--decoder", "self-spec", "--json"});
   ASSERT_EQ(ss.exit_code, 0) << ss.err;
   auto j = nlohmann::json::parse(ss.out);
   EXPECT_EQ(j["decoder"], "speculative");  // self-spec is its alias
@@ -426,8 +427,8 @@ TEST(GenerateCli, Errors) {
   EXPECT_NE(r.err.find("longer than the context"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   // A draft with another tokenizer bridges through text, greedy only (tests/test_drafts.cpp).
-  r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-260k", "--prompt", "Hi",
-                       "--decoder", "assisted", "--draft-model", "tinystories-656k", "--temp", "1"});
+  r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-260k", "--prompt", "Hi", "--decoder",
+                       "assisted", "--draft-model", "tinystories-656k", "--temp", "1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("another tokenizer"), std::string::npos) << r.err;
 }
