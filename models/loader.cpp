@@ -50,12 +50,12 @@ bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0
 // format), else a SentencePiece tokenizer.model or <checkpoint name>.model.
 std::unique_ptr<Tokenizer> LoadLlama2cSideTokenizer(const fs::path& ckpt, int vocab, std::string* file) {
   const fs::path dir = ckpt.parent_path().empty() ? fs::path(".") : ckpt.parent_path();
-  for (auto name : {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")})
+  for (const auto& name : {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")})
     if (fs::is_regular_file(dir / name)) {
       *file = (dir / name).string();
       return LoadLlama2cTokenizer(*file, vocab);
     }
-  for (auto name : {std::string("tokenizer.model"), ckpt.stem().string() + ".model"})
+  for (const auto& name : {std::string("tokenizer.model"), ckpt.stem().string() + ".model"})
     if (fs::is_regular_file(dir / name)) {
       *file = (dir / name).string();
       return LoadSentencePieceTokenizer(*file);

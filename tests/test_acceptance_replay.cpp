@@ -45,7 +45,7 @@ std::vector<AcceptanceTrace> TracesOf(const std::vector<GenerationStats>& runs) 
   for (auto& s : runs) {
     AcceptanceTrace t;
     EXPECT_EQ(s.k_per_step.size(), s.accepted_per_step.size());
-    for (size_t i = 0; i < s.k_per_step.size(); ++i) t.push_back({s.k_per_step[i], s.accepted_per_step[i]});
+    for (size_t i = 0; i < s.k_per_step.size(); ++i) t.push_back({s.k_per_step[i], s.accepted_per_step[i], {}});
     out.push_back(t);
   }
   return out;
@@ -186,7 +186,7 @@ TEST(AcceptanceReplay, BadUsesFailWithOneLine) {
   o.acceptance_source = ParseAcceptanceSource("trace=x", "test");
   ExpectError([&] { MakeDecoder(m, o); }, {"acceptance_source", "not loaded"});
   o.acceptance_source.traces =
-      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1}, {3, 3}}});
+      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1, {}}, {3, 3, {}}}});
   ExpectError([&] { MakeDecoder(m, o); }, {"k", "up to 4", "got 2"});
 }
 

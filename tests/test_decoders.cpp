@@ -459,14 +459,14 @@ TEST(MakeDecoder, DraftsComeFromTheCaller) {
   DecoderOptions o = ar;
   o.kind = DecoderKind::Speculative;
   o.k = 2;
-  o.draft.model = "tiny-draft";
+  o.draft = ParseDraftSpec("model=tiny-draft", "test");
   testing::ExpectError([&] { MakeDecoder(target, o); }, {"'tiny-draft'", "no draft models"});
   CountingDrafts drafts;
   drafts.draft = Synthetic(TinyTestConfig(), 2, "");
   EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{Runtime{}, &drafts})->Generate(prompt).tokens, expected);
   EXPECT_EQ(drafts.loads, 1);
   EXPECT_EQ(drafts.quantized, 0);
-  o.draft.quant = QType::Q8_0;
+  o.draft = ParseDraftSpec("model=tiny-draft+q8_0", "test");
   EXPECT_EQ(MakeDecoder(target, o, DecoderEnv{Runtime{}, &drafts})->Generate(prompt).tokens, expected);
   EXPECT_EQ(drafts.quantized, 1);
 }
@@ -478,7 +478,7 @@ TEST(MakeDecoder, RuntimeChangesNoToken) {
   o.kind = DecoderKind::Speculative;
   o.k = 3;
   o.max_new_tokens = 12;
-  o.draft.quant = QType::Q4_0;
+  o.draft = ParseDraftSpec("q4_0", "test");
   const std::vector<int> prompt = {1, 7, 2};
   const std::vector<int> one = MakeDecoder(target, o)->Generate(prompt).tokens;
   DecoderEnv full{testing::Threads(2, TeamPolicy::kFull)};

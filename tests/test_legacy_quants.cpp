@@ -286,8 +286,9 @@ TEST(LegacyKernels, PackedLayoutRoundTripsAndEveryFamilyBitIdentical) {
       const bool vbmi_gfni = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
       if (FindKernelFamily("avx512"))
         for (bool vbmi : {false, true}) {
-          if (!vbmi || vbmi_gfni)
+          if (!vbmi || vbmi_gfni) {
             EXPECT_TRUE(SameBits(RunKernel(LegacyPackedAvx512(t, vbmi), P, X, 9), want)) << label << " vbmi " << vbmi;
+          }
         }
     }
 }

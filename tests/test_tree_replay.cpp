@@ -184,7 +184,7 @@ TEST(TreeReplay, BadUsesFailWithOneLine) {
   DecoderOptions tree = SelfSpecTree({2, 1}, 0, 8, 8);
   tree.acceptance_source = ParseAcceptanceSource("trace=x", "test");
   tree.acceptance_source.traces =
-      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1}}});
+      std::make_shared<const std::vector<AcceptanceTrace>>(std::vector<AcceptanceTrace>{{{4, 1, {}}}});
   ExpectError([&] { MakeDecoder(m, tree); }, {"trace x", "records chains"});
   DecoderOptions chain = SelfSpecTree({}, 0, 8, 8);
   chain.acceptance_source = ParseAcceptanceSource("trace=x", "test");
