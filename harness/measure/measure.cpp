@@ -181,6 +181,18 @@ std::vector<double> MedianOver(const std::vector<std::vector<double>>& v) {
 
 constexpr int kCostReps = 5;  // calls per batch size and prompt
 
+// What a point ran on: its matrices' stored types, the runtime, the host's load.
+void DescribeRun(const Point& p, const Decoder& decoder, const Runtime& rt, const HostLoad& host, SweepInputs& in,
+                 RawRecord& r) {
+  r.target_types = MatrixTypeCounts(*in.models.Target(p.model, p.target_quant).model);
+  r.draft_types = decoder.draft_types();
+  for (auto [types, asked] : {std::pair{&r.target_types, p.target_quant}, {&r.draft_types, p.options.draft.quant()}})
+    if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
+  r.threads_used = rt.threads;
+  r.kernel_isa = rt.kernel_isa();
+  r.host = host;
+}
+
 }  // namespace
 
 void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,
@@ -264,18 +276,10 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   const HostLoad host = HostLoadBetween(before, SampleHost());
   const std::vector<double> target_s = MedianOver(target);
   for (int j = 0; j < n; ++j) {
-    const Point& p = *g.points[j];
-    records[j].target_types = MatrixTypeCounts(*in.models.Target(p.model, p.target_quant).model);
-    records[j].draft_types = decoders[j]->draft_types();
-    for (auto [types, asked] :
-         {std::pair{&records[j].target_types, p.target_quant}, {&records[j].draft_types, p.options.draft.quant()}})
-      if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
-    records[j].threads_used = rt.threads;
-    records[j].kernel_isa = rt.kernel_isa();
     records[j].costs.target_s = target_s;
     records[j].costs.draft_s = MedianOver(draft[j]);
     records[j].costs.draft_tree_s = MedianOver(draft_tree[j]);
-    records[j].host = host;
+    DescribeRun(*g.points[j], *decoders[j], rt, host, in, records[j]);
   }
 }
 
