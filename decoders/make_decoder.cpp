@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "decoders/draft_vocabulary.h"
 #include "decoders/speculative.h"
 #include "base/error.h"
 #include "models/tokenizer.h"
@@ -161,6 +162,10 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
     Fail("decoder: draft: a {} draft has no model; do not pass a draft model with it", o.draft.ModelFreeName());
   ValidateSpeculativeOptions(target, o);
   return MakeSeparateDraftDecoder(target, o, draft, env);
+}
+
+bool DraftSharesVocabulary(const LoadedModel& target, const LoadedModel& draft) {
+  return SharesVocabulary(target, draft);
 }
 
 }  // namespace specsweep

@@ -156,14 +156,17 @@ namespace specsweep {
 namespace {
 
 // Token-tree axes: every draft in every shape; the label carries the shape and parses back.
+// (A shape that does not apply to a draft is an error: tests/test_silent_sweep.cpp.)
 TEST(ExperimentDrafts, TreeAxesShapeEveryDraft) {
   Experiment e = Load("trees.yaml", Head() + R"(sweep:
   k: [16]
   tree_budget: [0, 8]
-  branching: ["4,2,1", chain]
 decoders:
   - decoder: speculative
-    draft: [lookup, q4_0]
+    draft: [lookup]
+  - decoder: speculative
+    draft: [q4_0]
+    branching: ["4,2,1", chain]
 )");
   std::set<std::string> labels;
   for (const Point& p : e.points) {

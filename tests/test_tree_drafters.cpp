@@ -101,8 +101,9 @@ TEST(TreeDraftSpec, LookaheadAndRest) {
   testing::ExpectError([] { ParseDraftSpec("q4_0+corpus=x", "t"); }, {"corpus needs the rest draft"});
 }
 
-// Experiment files: the tree axes leave lookahead as it is (its window shapes it) and give
-// REST their budgets (a REST draft is never a chain); the corpus is found beside the file.
+// Experiment files: lookahead is shaped by its window, REST by the tree_budget axis (a
+// tree axis that does not apply to a draft is an error: tests/test_silent_sweep.cpp); the
+// corpus is found beside the file.
 TEST(TreeDraftSpec, ExperimentAxesAndCorpusPath) {
   const std::string dir = testing::TempDir();
   testing::WriteTinyGguf(dir + "/tiny.gguf", 3);
@@ -111,8 +112,9 @@ TEST(TreeDraftSpec, ExperimentAxesAndCorpusPath) {
   testing::WriteFile(dir + "/e.yaml",
                      "name: e\nmodels: [\"" + dir +
                          "/tiny.gguf\"]\nprompts: {file: prompts.txt, count: 1}\n"
-                         "sweep: {k: [16], tree_budget: [0, 8], branching: [\"4,2,1\"]}\n"
-                         "decoders:\n  - decoder: speculative\n    draft: [lookahead, \"rest+corpus=c.txt\"]\n");
+                         "sweep: {k: [16]}\n"
+                         "decoders:\n  - decoder: speculative\n    draft: [lookahead]\n"
+                         "  - decoder: speculative\n    draft: [\"rest+corpus=c.txt\"]\n    tree_budget: [8]\n");
   std::set<std::string> labels;
   for (const Point& p : LoadExperiment(dir + "/e.yaml").points)
     if (p.speculative()) labels.insert(p.options.draft.Label());

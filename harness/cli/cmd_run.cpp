@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "harness/cli/commands.h"
+#include "harness/sweep/draft_tokenizer.h"
 #include "harness/sweep/experiment.h"
 #include "harness/measure/measure.h"
 #include "harness/pipeline.h"
@@ -31,7 +32,8 @@ void RunCommand(const RunArgs& a) {
     o.context.update(ShardContext(s, e.points.size(), total));
   }
   if (a.list) {
-    for (auto& p : e.points) std::printf("%s\n", p.Key().c_str());
+    const BridgedDrafts bridged = FindBridgedDrafts(e);
+    for (auto& p : e.points) std::printf("%s%s\n", p.Key().c_str(), BridgedNote(p, bridged).c_str());
     std::printf("%zu points\n", e.points.size());
     return;
   }

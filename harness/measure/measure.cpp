@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "decoders/draft_policy.h"
+#include "decoders/draft_vocabulary.h"
 #include "harness/measure/context.h"
 #include "harness/measure/conversation.h"
 #include "harness/measure/process_runtime.h"
+#include "harness/sweep/draft_tokenizer.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
@@ -188,6 +190,11 @@ void DescribeRun(const Point& p, const Decoder& decoder, const Runtime& rt, cons
   r.draft_types = decoder.draft_types();
   for (auto [types, asked] : {std::pair{&r.target_types, p.target_quant}, {&r.draft_types, p.options.draft.quant()}})
     if (asked && !types->empty()) (*types)[std::string(QTypeName(*asked))] += 0;  // listed even when it covers none
+  if (const std::string& draft = p.options.draft.model(); p.speculative())
+    r.draft_tokenizer = draft.empty() || DraftSharesVocabulary(in.models.Target(p.model, p.target_quant),
+                                                               in.models.Drafts().Load(draft))
+                            ? kDraftTokenizerShared
+                            : kDraftTokenizerBridged;
   r.threads_used = rt.threads;
   r.kernel_isa = rt.kernel_isa();
   r.host = host;

@@ -19,6 +19,7 @@
 #include "harness/store/results.h"
 #include "harness/store/results_dir.h"
 #include "harness/store/sha256.h"
+#include "harness/sweep/draft_tokenizer.h"
 #include "harness/sweep/prompts.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
@@ -142,19 +143,22 @@ int PromptsAvailable(const std::string& path, bool passages) {
   return n;
 }
 
-// The prompt sources the grid uses: path, sha256, how many are used of how many.
-json PromptsJson(const Experiment& e) {
+// The prompt sources the grid uses: path, sha256, how many are used of how many (of a
+// question set: the questions selected, `questions`).
+json PromptsJson(const Experiment& e, size_t questions) {
   bool file = false, passages = false;
   std::set<int> lengths;
   for (auto& p : e.points) {
     (p.input_length > 0 ? passages : file) = true;
     if (p.input_length > 0) lengths.insert(p.input_length);
   }
-  json j{{"count", e.prompts.count}, {"category", e.prompts.category}};
+  json j{{"count", e.prompts.questions && !passages ? int(questions) : e.prompts.count},
+         {"category", e.prompts.category}};
   if (file)
     j["file"] = {{"path", fs::absolute(e.prompts.file).lexically_normal().string()},
                  {"sha256", Sha256File(e.prompts.file)},
                  {"available", PromptsAvailable(e.prompts.file, false)}};
+  if (file && e.prompts.questions) j["file"]["used"] = questions;
   if (passages)
     j["passages"] = {{"path", fs::absolute(e.prompts.passages).lexically_normal().string()},
                      {"sha256", Sha256File(e.prompts.passages)},
@@ -163,17 +167,33 @@ json PromptsJson(const Experiment& e) {
   return j;
 }
 
-// "plan: ..." lines, printed before anything is loaded.
+// "plan: ..." lines, printed before anything is loaded: what a group runs (the prompt
+// file's or question set's rounds, and the cut passages'), and where each prompt comes from.
 std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
+  const bool file = prompts.contains("file"), passages = prompts.contains("passages");
+  std::vector<std::string> rounds;
+  if (file) {
+    const int n = e.prompts.questions ? prompts["file"]["used"].get<int>() : e.prompts.count;
+    rounds.push_back(
+        fmt::format("{} repetition(s) x {} {} = {} rounds per group{}", e.repetitions, n,
+                    e.prompts.questions ? "question(s)" : "prompt(s)", e.repetitions * n,
+                    passages ? (e.prompts.questions ? " of the question set" : " of the prompt file") : ""));
+  }
+  if (passages)
+    rounds.push_back(fmt::format("{} repetition(s) x {} prompt(s) = {} rounds per group{}", e.repetitions,
+                                 e.prompts.count, e.repetitions * e.prompts.count, file ? " of cut passages" : ""));
   std::string t = fmt::format(
-      "plan: {} points in {} group(s) (a baseline and the points compared with it); "
-      "{} repetition(s) x {} prompt(s) = {} rounds per group, every point once per "
-      "round; warm-up {} generation(s) per point",
-      e.points.size(), groups, e.repetitions, e.prompts.count, e.repetitions * e.prompts.count, e.warmup);
-  if (prompts.contains("file"))
+      "plan: {} points in {} group(s) (a baseline and the points compared with it); {}, every point once per round; "
+      "warm-up {} generation(s) per point",
+      e.points.size(), groups, fmt::join(rounds, "; "), e.warmup);
+  if (file && e.prompts.questions)
+    t += fmt::format("\nplan: questions {} of {} from {} (turns: {})", prompts["file"]["used"].get<int>(),
+                     prompts["file"]["available"].get<int>(), prompts["file"]["path"].get<std::string>(),
+                     e.prompts.all_turns ? "all, each question a conversation" : "first");
+  else if (file)
     t += fmt::format("\nplan: prompts {} of {} from {}", e.prompts.count, prompts["file"]["available"].get<int>(),
                      prompts["file"]["path"].get<std::string>());
-  if (prompts.contains("passages"))
+  if (passages)
     t += fmt::format("\nplan: prompts {} cut from {} passages of {} (input lengths {})", e.prompts.count,
                      prompts["passages"]["available"].get<int>(), prompts["passages"]["path"].get<std::string>(),
                      fmt::join(prompts["passages"]["input_lengths"].get<std::vector<int>>(), ", "));
@@ -319,11 +339,12 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   // experiment -> schedule
   SweepInputs in(e);
   const std::vector<Group> groups = MakeGroups(e.points);
-  const json prompts_json = PromptsJson(e);
+  const json prompts_json = PromptsJson(e, in.prompts.Questions().size());
   auto note = [&](const std::string& line) {
     if (o.progress) fmt::print(o.progress, "{}\n", line), std::fflush(o.progress);
   };
   note(PlanText(e, groups.size(), prompts_json));
+  if (const std::string bridged = BridgedPlanText(e, FindBridgedDrafts(e)); !bridged.empty()) note(bridged);
   ProcessRuntime(o.default_threads);  // before any model is loaded: loaders pack weights for its kernels
   const std::string experiment_sha = o.experiment_sha256.empty() ? ExperimentSha256(e) : o.experiment_sha256;
   std::vector<std::vector<RawRecord>> expected;

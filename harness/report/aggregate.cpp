@@ -161,6 +161,7 @@ RecordIdentity BuildIdentity(const RawRecord& r) {
   id.experiment_sha256 = r.identity.experiment_sha256;
   id.target_types = r.target_types;
   id.draft_types = r.draft_types;
+  id.draft_tokenizer = r.draft_tokenizer;
   // What ran: a quant type that covered only some matrices shows in the labels.
   for (auto [types, label] : {std::pair{&r.target_types, "target_quant"}, std::pair{&r.draft_types, "draft_quant"}}) {
     if (types->empty()) continue;

@@ -77,6 +77,7 @@ void RecordIdentity::ToJson(json& out) const {
   out["experiment_sha256"] = experiment_sha256;
   if (!target_types.empty()) out["target_types"] = target_types;
   if (!draft_types.empty()) out["draft_types"] = draft_types;
+  if (!draft_tokenizer.empty()) out["draft_tokenizer"] = draft_tokenizer;
 }
 
 RecordIdentity RecordIdentity::FromJson(const json& j) {
@@ -105,6 +106,7 @@ RecordIdentity RecordIdentity::FromJson(const json& j) {
   }  // malformed: check reports it (IdentityMismatch), tables and plots do without
   id.target_types = Get<std::map<std::string, int>>(j, "target_types");
   id.draft_types = Get<std::map<std::string, int>>(j, "draft_types");
+  id.draft_tokenizer = Text(j, "draft_tokenizer");
   id.ReadParams();
   return id;
 }

@@ -32,6 +32,7 @@ struct RecordIdentity {
   std::string prompt_sha256, experiment_sha256;
   ModelFiles model_files;
   std::map<std::string, int> target_types, draft_types;
+  std::string draft_tokenizer;  // RawRecord::draft_tokenizer: "shared", "bridged", "" (autoregressive or unknown)
   // Typed reading of params, once: AR or speculative, and the draft when its label
   // parses (a draft of another version, or a label with a partial-quant note, does not).
   bool speculative = false;

@@ -190,6 +190,7 @@ json RawToJson(const RawRecord& r) {
   if (!r.prompt_set.empty()) out["prompt_set"] = r.prompt_set;
   if (!r.target_types.empty()) out["target_types"] = r.target_types;
   if (!r.draft_types.empty()) out["draft_types"] = r.draft_types;
+  if (!r.draft_tokenizer.empty()) out["draft_tokenizer"] = r.draft_tokenizer;
   return out;
 }
 
@@ -239,6 +240,7 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     if (j.contains("prompt_set")) r.prompt_set = j.at("prompt_set");
     if (j.contains("target_types")) r.target_types = j.at("target_types").get<std::map<std::string, int>>();
     if (j.contains("draft_types")) r.draft_types = j.at("draft_types").get<std::map<std::string, int>>();
+    if (j.contains("draft_tokenizer")) r.draft_tokenizer = j.at("draft_tokenizer").get<std::string>();
     for (auto& run : j.at("runs")) {
       RawRun x;
       x.prompt = run.at("prompt").get<int>();

@@ -80,6 +80,10 @@ struct RawRecord {
   // What the target's and the draft's multiplied matrices were stored as while measured
   // (type name -> count; the asked quant type listed even at 0). Empty before #30.
   std::map<std::string, int> target_types, draft_types;
+  // A speculative point's draft: "shared" (it reads the target's token ids) or "bridged"
+  // (a separate model with another tokenizer, through text); "" for an autoregressive
+  // point, and in records from before the field (unknown).
+  std::string draft_tokenizer;
   std::vector<int> prompt_tokens;  // [n_prompts] prompt lengths in tokens (first turns)
   // [n_prompts] each prompt's report group (a question set's category, mapped), or {}.
   std::vector<std::string> prompt_categories;

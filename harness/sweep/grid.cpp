@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/ranges.h>
+
 #include "decoders/draft_spec.h"
 
 using nlohmann::json;
@@ -82,29 +84,93 @@ void AddLookupDrafts(const Ctx& c, const json& d, const std::string& dp, const A
           "every min_ngram is larger than every max_ngram: no lookup draft left");
 }
 
-// Every draft in every tree shape of the tree_budget and branching axes.
+// Why a tree axis value does not apply to draft `dr` ("" when it does): `chain` is
+// tree_budget 0 or branching "chain", `dynamic` a tree_budget above 0, else a static
+// branching. The CLI's draft spec refuses the same combinations (decoders/draft_spec.cpp).
+std::string TreeMismatch(const DraftSpec& dr, bool chain, bool dynamic) {
+  if (dr.get<RecyclingDraft>())
+    return chain ? "a recycling draft is always a tree" : dynamic ? "a recycling tree's shape is branching" : "";
+  if (dr.get<LookaheadDraft>()) return "a lookahead draft's shape is its window, ngram and candidates";
+  if (dr.get<RestDraft>())
+    return chain ? "a rest draft is always a tree" : dynamic ? "" : "a rest tree's shape is tree_budget";
+  if (dr.get<LookupDraft>() && !chain && !dynamic)
+    return "a lookup tree holds every matching continuation; give tree_budget, not branching";
+  return "";
+}
+
+// A tree axis value that does not apply to one of the entry's drafts is an error naming
+// both: shaping only some drafts left others out of the plan without a word.
+void CheckTreeAxes(const Ctx& c, const json& d, const std::string& dp, const Entry& e) {
+  if (!e.speculative()) return;
+  const Axes& a = e.axes;
+  struct Value {
+    std::string axis, text;
+    bool chain, dynamic;
+  };
+  std::vector<Value> kinds;  // the first value of each kind given: |draft| x 4 checks at most
+  auto add = [&](const std::string& axis, const std::string& text, bool chain, bool dynamic) {
+    for (const Value& v : kinds)
+      if (v.axis == axis && v.chain == chain && v.dynamic == dynamic) return;
+    kinds.push_back({axis, text, chain, dynamic});
+  };
+  for (int b : a.tree_budget) add("tree_budget", std::to_string(b), b == 0, b > 0);
+  for (const std::vector<int>& br : a.branching)
+    add("branching", br.empty() ? "chain" : fmt::format("\"{}\"", fmt::join(br, ",")), br.empty(), false);
+  for (const DraftSpec& dr : a.draft)
+    for (const Value& v : kinds)
+      if (const std::string why = TreeMismatch(dr, v.chain, v.dynamic); !why.empty())
+        c.Bad(d.is_object() && d.contains(v.axis) ? dp + "." + v.axis : "sweep." + v.axis,
+              fmt::format("{} does not apply to the draft '{}' ({}): {}; give the tree axes in a decoder entry of "
+                          "the drafts they shape",
+                          v.text, dr.Label(), e.draft_path, why));
+}
+
+// Every draft in every tree shape of the tree_budget and branching axes (CheckTreeAxes
+// has made sure each shape applies to each draft); equal shapes once.
 std::vector<DraftSpec> ShapeTrees(const Axes& a, const std::vector<DraftSpec>& drafts) {
   if (a.tree_budget.empty() && a.branching.empty()) return drafts;
+  std::vector<std::optional<DraftTree>> trees;
+  for (int b : a.tree_budget) trees.push_back(b ? std::optional(DraftTree::Dynamic(b)) : std::nullopt);
+  for (const std::vector<int>& br : a.branching)
+    trees.push_back(br.empty() ? std::nullopt : std::optional(DraftTree::Static(br)));
   std::vector<DraftSpec> shaped;
   for (const DraftSpec& dr : drafts) {
-    const size_t before = shaped.size();
-    for (int b : a.tree_budget) {
-      if (dr.get<RecyclingDraft>() || dr.get<LookaheadDraft>()) break;  // shaped by branching / by its window
-      if (dr.get<RestDraft>() && b == 0) continue;                      // a rest draft is a tree
-      shaped.push_back(dr.WithTree(b ? std::optional(DraftTree::Dynamic(b)) : std::nullopt));
-    }
-    for (const std::vector<int>& br : a.branching) {
-      if (dr.get<LookupDraft>() && !br.empty()) continue;             // a lookup tree has no fixed shape
-      if (dr.get<LookaheadDraft>() || dr.get<RestDraft>()) continue;  // shaped by its window / its tree_budget
-      if (dr.get<RecyclingDraft>() && br.empty()) continue;           // nor a recycling chain
-      const DraftSpec t = dr.WithTree(br.empty() ? std::nullopt : std::optional(DraftTree::Static(br)));
-      if (std::none_of(shaped.begin(), shaped.end(), [&](const DraftSpec& o) { return o.Label() == t.Label(); }))
-        shaped.push_back(t);
-    }
-    if (shaped.size() == before && (dr.get<LookaheadDraft>() || dr.get<RestDraft>()))
-      shaped.push_back(dr);  // no axis shapes it
+    std::set<std::string> labels;
+    for (const std::optional<DraftTree>& t : trees)
+      if (DraftSpec s = dr.WithTree(t); labels.insert(s.Label()).second) shaped.push_back(std::move(s));
   }
   return shaped;
+}
+
+// How many drafts ConcreteDrafts makes, counted without making them (an upper bound:
+// equal tree shapes count twice): each model draft once per draft_quant, each lookup
+// draft once per n-gram pair with min <= max, times the tree shapes.
+double CountDrafts(const Entry& e) {
+  const Axes& a = e.axes;
+  const double shapes =
+      a.tree_budget.empty() && a.branching.empty() ? 1 : double(a.tree_budget.size() + a.branching.size());
+  if (!e.speculative()) return double(a.draft.size()) * shapes;
+  std::vector<int> maxes = a.max_ngram, mins = a.min_ngram;
+  std::sort(maxes.begin(), maxes.end());
+  std::sort(mins.begin(), mins.end());
+  double swept_pairs = 0;  // both n-gram axes given: the same pairs for every lookup draft
+  for (int mx : maxes) swept_pairs += double(std::upper_bound(mins.begin(), mins.end(), mx) - mins.begin());
+  double n = 0;
+  for (const DraftSpec& dr : a.draft) {
+    if (const LookupDraft* l = dr.get<LookupDraft>()) {
+      if (!maxes.empty() && !mins.empty())
+        n += swept_pairs;
+      else if (!maxes.empty())
+        n += double(maxes.end() - std::lower_bound(maxes.begin(), maxes.end(), l->min_ngram));
+      else if (!mins.empty())
+        n += double(std::upper_bound(mins.begin(), mins.end(), l->max_ngram) - mins.begin());
+      else
+        n += 1;
+    } else {
+      n += dr.ModelFree() || a.draft_quant.empty() ? 1 : double(a.draft_quant.size());
+    }
+  }
+  return n * shapes;
 }
 
 // The entry's concrete drafts: lookup drafts take the n-gram axes, model drafts the
@@ -150,10 +216,10 @@ std::vector<std::pair<const DecoderSetting*, const std::vector<std::string>*>> T
 }
 
 // Refuses a grid too large to plan before allocating any of it.
-void CheckGridSize(const Ctx& c, const std::string& dp, const Entry& e, size_t models, size_t drafts,
+void CheckGridSize(const Ctx& c, const std::string& dp, const Entry& e, size_t models, double drafts,
                    size_t planned_before, const PointBudget& budget) {
   const Axes& a = e.axes;
-  std::vector<std::pair<std::string, size_t>> axes = {{"models", models},
+  std::vector<std::pair<std::string, double>> axes = {{"models", models},
                                                       {"target_quant", a.target_quant.size()},
                                                       {"input_length", a.input_length.size()},
                                                       {"max_new_tokens", a.max_new_tokens.size()},
@@ -166,13 +232,14 @@ void CheckGridSize(const Ctx& c, const std::string& dp, const Entry& e, size_t m
                                                       {"k", a.k.size()},
                                                       {"k_policy", a.k_policy.size()},
                                                       {"draft_p_min", a.draft_p_min.size()},
-                                                      {"drafts", drafts}};
+                                                      {"drafts", drafts},
+                                                      {"acceptance_source", a.acceptance_source.size()}};
   for (auto& [s, texts] : TableAxes(e)) axes.emplace_back(std::string(s->name), texts->size());
   double n = 1;  // a double: the product of a hostile file's axes overflows 64 bits
   std::string product;
   for (auto& [name, size] : axes) {
-    n *= double(size);
-    if (size > 1) product += fmt::format("{}{} {}", product.empty() ? "" : " x ", size, name);
+    n *= size;
+    if (size != 1) product += fmt::format("{}{:.0f} {}", product.empty() ? "" : " x ", size, name);
   }
   if (n + double(planned_before) > double(budget.max_points))
     c.Bad(dp, fmt::format("plans {:.0f} points ({}{}), above {} of {}: raise max_points to plan it", n,
@@ -251,8 +318,10 @@ void ExpandDecoderEntry(const Ctx& c, const json& doc, const json& entry, const 
                         const PointBudget& budget) {
   const json d = ResolveHfAliases(c, entry, dp);
   const Entry e = ReadEntry(c, doc, d, dp, global, models_dir);
+  CheckTreeAxes(c, d, dp, e);
+  // Every axis counted before any of it is made (drafts and points alike).
+  CheckGridSize(c, dp, e, models.size(), CountDrafts(e), ar.size() + spec.size(), budget);
   const std::vector<DraftSpec> drafts = ConcreteDrafts(c, d, dp, e);
-  CheckGridSize(c, dp, e, models.size(), drafts.size(), ar.size() + spec.size(), budget);
   std::vector<Point>& out = e.speculative() ? spec : ar;
   for (Point& p : Product(e, models, drafts, prompt_category)) out.push_back(std::move(p));
 }

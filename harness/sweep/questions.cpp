@@ -1,6 +1,7 @@
 #include "harness/sweep/questions.h"
 
 #include <algorithm>
+#include <climits>
 #include <fstream>
 #include <set>
 
@@ -33,17 +34,35 @@ const std::map<std::string, std::string>& SpecBenchGroups() {
   return m;
 }
 
+namespace {
+
+// A question id as written: an integer of the id's range (81.7 or 2^32 + 81 read as an
+// int would silently be 81).
+int QuestionId(const nlohmann::json& v, const std::string& path, int n) {
+  const std::string text = v.dump();
+  if (!v.is_number_integer()) Fail("{}:{}: question_id: {} is not an integer", path, n, text);
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT_MAX)
+                             : v.get<int64_t>() < INT_MIN || v.get<int64_t>() > INT_MAX)
+    Fail("{}:{}: question_id: {} is out of range [{}, {}]", path, n, text, INT_MIN, INT_MAX);
+  return v.get<int>();
+}
+
+}  // namespace
+
 std::vector<Question> ReadQuestions(const std::string& path) {
   std::ifstream f(path);
   if (!f) Fail("{}: cannot open question file", path);
   std::vector<Question> out;
+  std::map<int, int> lines;  // id -> the line that gave it: ids name questions in records
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       const nlohmann::json j = nlohmann::json::parse(line);
       Question q;
-      q.id = j.at("question_id").get<int>();
+      q.id = QuestionId(j.at("question_id"), path, n);
+      if (auto [it, fresh] = lines.try_emplace(q.id, n); !fresh)
+        Fail("{}:{}: question_id {} given twice (first on line {})", path, n, q.id, it->second);
       q.category = j.at("category").get<std::string>();
       q.turns = j.at("turns").get<std::vector<std::string>>();
       if (q.turns.empty()) Fail("{}:{}: turns: empty list", path, n);

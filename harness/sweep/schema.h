@@ -48,6 +48,8 @@ struct Ctx {
   }
   int64_t Int(const nlohmann::json& v, const std::string& path, int64_t lo, int64_t hi) const {
     if (!v.is_number_integer()) Bad(path, fmt::format("expected an integer, got {}", TypeName(v)));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi))  // above int64's range too
+      Bad(path, fmt::format("{} is out of range [{}, {}]", v.get<uint64_t>(), lo, hi));
     int64_t i = v.get<int64_t>();
     if (i < lo || i > hi) Bad(path, fmt::format("{} is out of range [{}, {}]", i, lo, hi));
     return i;

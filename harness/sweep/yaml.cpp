@@ -1,6 +1,7 @@
 #include "harness/sweep/yaml.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -53,12 +54,17 @@ static json YamlToJson(const YAML::Node& n, int64_t& budget, const std::string& 
   if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  // Plain scalars that parse completely as numbers are numbers.
+  // Plain scalars that parse completely as numbers are numbers; integers as JSON reads
+  // them (int64, then uint64, then a number), so a seed has one range in both formats.
   {
-    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    const size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    const char *first = s.data() + (s[0] == '+' ? 1 : 0), *last = s.data() + s.size();
     bool digits = i < s.size();
     for (size_t j = i; j < s.size(); ++j) digits = digits && std::isdigit(static_cast<unsigned char>(s[j]));
-    if (digits && s.size() < 19) return std::stoll(s);
+    int64_t v = 0;
+    uint64_t u = 0;
+    if (digits && std::from_chars(first, last, v).ec == std::errc()) return v;
+    if (digits && s[0] != '-' && std::from_chars(first, last, u).ec == std::errc()) return u;
   }
   {
     char* end = nullptr;
