@@ -94,7 +94,7 @@ std::string TreeMismatch(const DraftSpec& dr, bool chain, bool dynamic) {
   if (dr.get<RestDraft>())
     return chain ? "a rest draft is always a tree" : dynamic ? "" : "a rest tree's shape is tree_budget";
   if (dr.get<LookupDraft>() && !chain && !dynamic)
-    return "a lookup tree holds every matching continuation; give tree_budget, not branching";
+    return "a lookup tree holds every matching continuation (its shape is tree_budget)";
   return "";
 }
 
