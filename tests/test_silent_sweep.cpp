@@ -93,6 +93,15 @@ TEST(SilentSweep, DraftAxesAreCountedBeforeTheyAreMade) {
   EXPECT_EQ(LoadExperiment(Exp("ngrams_ok.yaml", "max_points: 10\n" + small)).points.size(), 11u);
 }
 
+// A grid whose every point was skipped (a model drafting for itself) ran nothing, exit 0.
+TEST(SilentSweep, AnEmptyPlanIsAnError) {
+  EXPECT_HAS(ErrorOf([] {
+               LoadExperiment(
+                   Exp("empty.yaml", "decoders:\n  - decoder: speculative\n    draft: \"model=" + F().model + "\"\n"));
+             }),
+             "empty.yaml: decoders: plans no point: every speculative point has its target as its draft model");
+}
+
 // ------------------------------------------------------------------ tree axes
 
 TEST(SilentSweep, TreeAxisThatDoesNotApplyToADraftIsAnError) {

@@ -182,6 +182,7 @@ std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
   if (passages)
     rounds.push_back(fmt::format("{} repetition(s) x {} prompt(s) = {} rounds per group{}", e.repetitions,
                                  e.prompts.count, e.repetitions * e.prompts.count, file ? " of cut passages" : ""));
+  if (rounds.empty()) rounds.push_back("no rounds");  // no point left (a model never drafts for itself)
   std::string t = fmt::format(
       "plan: {} points in {} group(s) (a baseline and the points compared with it); {}, every point once per round; "
       "warm-up {} generation(s) per point",

@@ -124,6 +124,10 @@ void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experimen
     ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, e.models_dir, ar, spec, budget);
   CheckPromptFiles(c, e, ar, spec);
   e.points = OrderIntoGroups(ar, spec);
+  if (e.points.empty())  // only points of a model drafting for itself, each skipped: nothing would run
+    c.Bad("decoders",
+          "plans no point: every speculative point has its target as its draft model (a model never "
+          "drafts for itself)");
 }
 
 }  // namespace
