@@ -26,6 +26,7 @@
 #include "decoders/settings.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/results.h"
+#include "harness/report/aggregate.h"
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
 #include "harness/measure/draft_store.h"
@@ -176,12 +177,13 @@ class Streamer {
 };
 
 // The harness's record of a generation plus the derived figures a reader wants at once.
-nlohmann::json StatsJson(const GenerationStats& s) {
+nlohmann::json StatsJson(const GenerationStats& s, bool speculative) {
   nlohmann::json j = StatsToJson(s);
   j["stopped_at_eos"] = s.stopped_at_eos;
   j["retokenize_s"] = s.retokenize_s;  // until StatsToJson carries it
   j["acceptance_rate"] = s.acceptance_rate();
-  j["mean_accepted_length"] = s.mean_accepted_length();
+  const double tau = MeanAcceptedLength(s, speculative);  // the results' rule: null when nothing was generated
+  j["mean_accepted_length"] = std::isfinite(tau) ? nlohmann::json(tau) : nlohmann::json(nullptr);
   return j;
 }
 
@@ -201,7 +203,11 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
   fmt::print("draft calls              {}\n", s.draft_calls);
   fmt::print("drafted / accepted       {} / {}\n", s.drafted, s.accepted);
   fmt::print("acceptance rate          {:.4f}\n", s.acceptance_rate());
-  fmt::print("mean accepted length     {:.3f} tokens per target call\n", s.mean_accepted_length());
+  const double tau = MeanAcceptedLength(s, speculative);
+  if (std::isfinite(tau))
+    fmt::print("mean accepted length     {:.3f} tokens per target call\n", tau);
+  else
+    fmt::print("mean accepted length     - (nothing generated)\n");
   const double mean_k =
       s.k_per_step.empty() ? 0.0 : std::accumulate(s.k_per_step.begin(), s.k_per_step.end(), 0.0) / s.k_per_step.size();
   fmt::print("mean K per step          {:.3f}\n", mean_k);
@@ -296,7 +302,7 @@ void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r)
                       {"generated_tokens", r.stats.generated_tokens},
                       {"stop_reason", StopReason(r.stats, a.n)},
                       {"sampling", {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
-                      {"stats", StatsJson(r.stats)},
+                      {"stats", StatsJson(r.stats, o.kind != DecoderKind::Autoregressive)},
                       {"startup", StartupJson(run.ready_s, r.stats)}};
   // The results files' names (Point::ParamsJson) for the same things.
   const LookupDraft* lookup = o.draft.get<LookupDraft>();

@@ -40,6 +40,11 @@ double EstimateAlpha(const GenerationStats& s) {
   return evaluated > 0 ? accepted / evaluated : 0.0;
 }
 
+double MeanAcceptedLength(const GenerationStats& s, bool speculative) {
+  if (s.generated_tokens == 0) return NAN;
+  return speculative ? s.mean_accepted_length() : 1.0;
+}
+
 GenerationStats Pool(const std::vector<const GenerationStats*>& runs) {
   GenerationStats p;
   for (auto* s : runs) AddStats(p, *s);
@@ -72,7 +77,8 @@ namespace {
 struct Metric {
   const char* name;
   double (*run)(const GenerationStats&);
-  bool pooled;  // group value = run() of the pooled stats
+  bool pooled;                                     // group value = run() of the pooled stats
+  double (*ar)(const GenerationStats&) = nullptr;  // run() of an autoregressive point, when it differs
 };
 
 const std::vector<Metric>& Metrics() {
@@ -93,7 +99,8 @@ const std::vector<Metric>& Metrics() {
       {"mean_next_token_latency_s", [](const GenerationStats& s) { return s.mean_next_token_latency_s; }, false},
       {"tokens_per_s", [](const GenerationStats& s) { return s.tokens_per_s; }, false},
       {"acceptance_rate", [](const GenerationStats& s) { return s.acceptance_rate(); }, true},
-      {"mean_accepted_length", [](const GenerationStats& s) { return s.mean_accepted_length(); }, true},
+      {"mean_accepted_length", [](const GenerationStats& s) { return MeanAcceptedLength(s, true); }, true,
+       [](const GenerationStats& s) { return MeanAcceptedLength(s, false); }},
       {"alpha", [](const GenerationStats& s) { return EstimateAlpha(s); }, true},
       {"mean_k", [](const GenerationStats& s) { return MeanK(s); }, true},
   };
@@ -101,14 +108,16 @@ const std::vector<Metric>& Metrics() {
 }
 
 // One value of metric `m` per repetition (each repetition is the full prompt set).
-std::vector<double> PerRepetition(const Metric& m, const std::map<int, std::vector<const GenerationStats*>>& reps) {
+std::vector<double> PerRepetition(const Metric& m, bool speculative,
+                                  const std::map<int, std::vector<const GenerationStats*>>& reps) {
+  const auto run = !speculative && m.ar ? m.ar : m.run;
   std::vector<double> per_rep;
   for (auto& [rep, runs] : reps) {
     if (m.pooled) {
-      per_rep.push_back(m.run(Pool(runs)));
+      per_rep.push_back(run(Pool(runs)));
     } else {
       double s = 0;
-      for (auto* st : runs) s += m.run(*st);
+      for (auto* st : runs) s += run(*st);
       per_rep.push_back(runs.empty() ? 0.0 : s / double(runs.size()));
     }
   }
@@ -180,8 +189,9 @@ RecordStatistics BuildStatistics(const RawRecord& r) {
   RecordStatistics s;
   std::map<int, std::vector<const GenerationStats*>> reps;
   for (auto& run : r.runs) reps[run.rep].push_back(&run.stats);
+  const bool speculative = FieldText(r.params, "decoder") != "ar";  // as RecordIdentity::ReadParams
   for (auto& m : Metrics()) {
-    const std::vector<double> per_rep = PerRepetition(m, reps);
+    const std::vector<double> per_rep = PerRepetition(m, speculative, reps);
     s.metrics.push_back({m.name, {Mean(per_rep), Median(per_rep), StdDev(per_rep)}});
   }
   s.per_prompt_prompt_tokens = r.prompt_tokens;
@@ -191,7 +201,9 @@ RecordStatistics BuildStatistics(const RawRecord& r) {
   s.per_prompt_mean_next_token_latency_s =
       PerPrompt(r, [](const GenerationStats& g) { return g.mean_next_token_latency_s; });
   s.per_prompt_acceptance_rate = PerPrompt(r, [](const GenerationStats& g) { return g.acceptance_rate(); });
-  s.per_prompt_mean_accepted_length = PerPrompt(r, [](const GenerationStats& g) { return g.mean_accepted_length(); });
+  s.per_prompt_mean_accepted_length = PerPrompt(
+      r, speculative ? +[](const GenerationStats& g) { return MeanAcceptedLength(g, true); }
+                     : +[](const GenerationStats& g) { return MeanAcceptedLength(g, false); });
   s.per_prompt_generated_tokens = PerPrompt(r, [](const GenerationStats& g) { return double(g.generated_tokens); });
   return s;
 }

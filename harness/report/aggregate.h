@@ -21,6 +21,11 @@ double PredictedSpeedup(double alpha, double k, double c);
 // a lower bound on alpha) when K varies per step.
 double EstimateAlpha(const GenerationStats& s);
 
+// τ of a run (or of pooled runs): tokens per token-yielding target call, bonus token
+// included; NaN when nothing was generated. Autoregressive decoding yields one token per
+// call by definition: 1, though a run ending at a stop token spends a call on it.
+double MeanAcceptedLength(const GenerationStats& s, bool speculative);
+
 // A point whose measured speedup exceeds its bound by more than this is `suspect`.
 inline constexpr double kSuspectMargin = 0.10;
 // A point whose interval's half-width exceeds this fraction of the mean is `wide_ci`.

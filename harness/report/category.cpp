@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/error.h"
 #include "harness/report/aggregate.h"
 #include "harness/report/statistics.h"
 #include "harness/store/results.h"
@@ -30,8 +31,8 @@ json GroupRecord(const json& rec, const std::string& group, const std::vector<si
   json out;
   for (auto& f : ParamFields())
     if (rec.contains(f)) out[f] = rec[f];
-  for (const char* f :
-       {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa", "threads_used", "prompt_set"})
+  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa", "threads_used",
+                        "prompt_set", "draft_tokenizer"})
     if (rec.contains(f)) out[f] = rec[f];
   out["category"] = group;
   out["prompts"] = int(idx.size());
@@ -59,11 +60,20 @@ json GroupRecord(const json& rec, const std::string& group, const std::vector<si
 
 }  // namespace
 
+void CheckCategoryName(const std::string& category, const std::string& where) {
+  if (category.empty()) Fail("{}: a prompt's category is empty: every report group needs a name", where);
+  if (category == kOverallCategory)
+    Fail("{}: prompt category '{}' is reserved for the figures over every question: rename it", where, category);
+}
+
 std::vector<std::string> CategoryOrder(const std::vector<AggregateRecord>& records) {
   std::vector<std::string> order;
   for (auto& r : records)
     for (const std::string& c : r.statistics.per_prompt_category)
-      if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
+      if (std::find(order.begin(), order.end(), c) == order.end()) {
+        CheckCategoryName(c, "point " + r.identity.name);
+        order.push_back(c);
+      }
   return order;
 }
 

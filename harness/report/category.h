@@ -21,7 +21,11 @@ inline constexpr const char* kOverallCategory = "overall";
 // tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci. Records
 // without categories pass unchanged.
 std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>& records);
-// The report groups of the records, in the order their prompts list them.
+// The report groups of the records, in the order their prompts list them. Error naming
+// the point when a group is empty or named kOverallCategory (CheckCategoryName).
 std::vector<std::string> CategoryOrder(const std::vector<AggregateRecord>& records);
+// Error "WHERE: ..." when `category` is empty or the reserved kOverallCategory. The
+// question loader (sweep/questions.cpp) keeps the same rule, reporting FILE:LINE.
+void CheckCategoryName(const std::string& category, const std::string& where);
 
 }  // namespace specsweep

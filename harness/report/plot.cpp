@@ -65,8 +65,12 @@ std::string ShortDraft(const AggregateRecord& r) {
 }
 
 bool IsDraftField(const std::string& f) {
-  return f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram";
+  return f == "draft" || f == "draft_base" || f == "draft_quant" || f == "max_ngram" || f == "min_ngram" ||
+         f == "draft_tokenizer";
 }
+
+// The draft of a legend, a bridged one marked as in the tables (kBridgedMark).
+std::string DraftWords(const AggregateRecord& r) { return ShortDraft(r) + (Bridged(r) ? kBridgedMark : ""); }
 
 std::string SeriesTitle(const AggregateRecord& r, const std::vector<std::string>& fields) {
   std::string t;
@@ -82,7 +86,7 @@ std::string SeriesTitle(const AggregateRecord& r, const std::vector<std::string>
     }
     if (f == "decoder") continue;
     if (IsDraftField(f)) {
-      if (!std::exchange(draft_said, true) && !ar) t += (t.empty() ? "" : " ") + ShortDraft(r);
+      if (!std::exchange(draft_said, true) && !ar) t += (t.empty() ? "" : " ") + DraftWords(r);
       continue;
     }
     std::string v = FieldText(r, f);
@@ -96,7 +100,8 @@ std::string SeriesTitle(const AggregateRecord& r, const std::vector<std::string>
     if (f == "acceptance_source") v = AcceptanceCaptionOf(r), bare = true;
     t += (t.empty() ? "" : " ") + (bare ? v : f + "=" + v);
   }
-  // A replayed point says so in its legend even when every point is replayed alike.
+  // A bridged draft and a replayed point say so in their legend even when every point is alike.
+  if (Bridged(r) && !draft_said) t += (t.empty() ? "" : " ") + DraftWords(r);
   if (IsReplayed(r) && std::find(fields.begin(), fields.end(), "acceptance_source") == fields.end())
     t += (t.empty() ? "" : " ") + AcceptanceCaptionOf(r);
   return t.empty() ? "all" : t;

@@ -75,6 +75,7 @@ void RecordIdentity::ToJson(json& out) const {
   out["prompt_sha256"] = prompt_sha256;
   out["model_files"] = ModelFilesToJson(model_files);
   out["experiment_sha256"] = experiment_sha256;
+  if (!draft_tokenizer.empty()) out["draft_tokenizer"] = draft_tokenizer;
   if (!target_types.empty()) out["target_types"] = target_types;
   if (!draft_types.empty()) out["draft_types"] = draft_types;
   if (!draft_tokenizer.empty()) out["draft_tokenizer"] = draft_tokenizer;
@@ -100,6 +101,7 @@ RecordIdentity RecordIdentity::FromJson(const json& j) {
   id.host_busy = Bool(j, "busy");
   id.prompt_sha256 = Text(j, "prompt_sha256");
   id.experiment_sha256 = Text(j, "experiment_sha256");
+  id.draft_tokenizer = Text(j, "draft_tokenizer");
   try {
     id.model_files = ModelFilesFromJson(j);
   } catch (const json::exception&) {

@@ -30,6 +30,9 @@ struct RecordIdentity {
   nlohmann::json host;  // HostLoad::ToJson, or null when absent
   bool host_busy = false;
   std::string prompt_sha256, experiment_sha256;
+  // How a separate draft's tokens reach the target: "shared" (one vocabulary), "bridged"
+  // (another tokenizer: through text, decoded and re-encoded), "" (not recorded).
+  std::string draft_tokenizer;
   ModelFiles model_files;
   std::map<std::string, int> target_types, draft_types;
   std::string draft_tokenizer;  // RawRecord::draft_tokenizer: "shared", "bridged", "" (autoregressive or unknown)

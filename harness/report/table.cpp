@@ -73,21 +73,23 @@ void CheckFilters(const std::vector<AggregateRecord>& records, const Filters& fi
 
 namespace {
 
+// The row label or column key of a record: LabelText of each field.
 std::vector<std::string> Values(const AggregateRecord& r, const std::vector<std::string>& fields) {
   std::vector<std::string> v;
-  for (auto& f : fields) v.push_back(FieldText(r, f));
+  for (auto& f : fields) v.push_back(LabelText(r, f));
   return v;
 }
 
 }  // namespace
 
 // Parameter fields taking more than one value among the records (a row label or
-// column). The n-gram range of a lookup draft is part of its draft label already.
+// column). The n-gram range of a lookup draft and its tokenizer (LabelText) are part of
+// its draft label already.
 std::vector<std::string> Varying(const std::vector<AggregateRecord>& recs, const std::vector<std::string>& exclude) {
   std::vector<std::string> out;
   for (auto& f : ParamFields()) {
     if (std::find(exclude.begin(), exclude.end(), f) != exclude.end()) continue;
-    if (f == "max_ngram" || f == "min_ngram") continue;
+    if (f == "max_ngram" || f == "min_ngram" || f == "draft_tokenizer") continue;
     std::set<std::string> vals;
     for (auto& r : recs) vals.insert(FieldText(r, f));
     if (vals.size() > 1) out.push_back(f);
@@ -137,6 +139,9 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   std::vector<std::string> rows = spec.rows;
   if (rows.empty()) rows = Varying(recs, spec.cols);
   if (rows.empty()) rows = {"model"};
+  // Never a mean over acceptance sources, nor a bridged draft unnamed: each gets its rows.
+  ShowAcceptanceSource(recs, rows, spec.cols);
+  const bool bridged = ShowBridgedDraft(recs, rows, spec.cols);
 
   std::vector<std::vector<std::string>> row_keys, col_keys;
   for (auto& r : recs) {
@@ -178,6 +183,7 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
   if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
+  if (bridged) t.notes.push_back(kBridgedNote);
   AddFlagNotes(flags, t);
   return t;
 }
@@ -241,6 +247,7 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
   std::vector<std::string> labels = Varying(spec, {"k"});
   for (const char* f : {"decoder", "model"})
     if (std::find(labels.begin(), labels.end(), f) == labels.end()) labels.insert(labels.begin(), f);
+  ShowBridgedDraft(spec, labels);
   static const std::vector<std::string> numbers = {"k",
                                                    "speedup",
                                                    "speedup_ci_low",
@@ -314,7 +321,7 @@ const AggregateRecord* FastestConfiguration(const std::vector<AggregateRecord>& 
 // speedup with its interval and marks, reduction with its interval.
 void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vector<std::string>& line) {
   line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(best, "mean_next_token_latency_s")));
-  line.push_back(FieldText(best, "draft") + " " + KLabelOf(best));
+  line.push_back(LabelText(best, "draft") + " " + KLabelOf(best));
   const double sp = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
                hi = FieldNumber(best, "latency_speedup_ci_high");
   std::string cell = FormatMetric("latency_speedup", sp);
@@ -378,6 +385,7 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   for (auto& k : kinds)
     for (const char* column : {" ms/token", " config", " speedup", " reduction"}) t.header.push_back(k + column);
   CellFlags flags;
+  bool bridged = false;  // a configuration shown has a bridged draft
   for (auto* a : ar) {
     const std::string key = FieldText(*a, "key");
     for (auto& src : SourcesOf(recs, key)) {
@@ -385,10 +393,12 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
       if (replay) line.push_back(AcceptanceCaption(src));
       line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(*a, "mean_next_token_latency_s")));
       for (auto& k : kinds) {
-        if (const AggregateRecord* best = FastestConfiguration(recs, k, key, src))
+        if (const AggregateRecord* best = FastestConfiguration(recs, k, key, src)) {
           AppendLatencyCells(*best, flags, line);
-        else
+          bridged = bridged || Bridged(*best);
+        } else {
           line.insert(line.end(), {"", "", "", ""});
+        }
       }
       t.rows.push_back(line);
     }
@@ -399,6 +409,7 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
       "interval, so it need not equal the ratio of the two ms/token columns; reduction = 1 - 1/speedup "
       "[its interval]; the configuration shown has the highest lower end of that interval");
   if (replay) t.notes.push_back(kReplayNote);
+  if (bridged) t.notes.push_back(kBridgedNote);
   AddFlagNotes(flags, t);
   return t;
 }

@@ -96,10 +96,42 @@ std::string PointMarks(const AggregateRecord& r, CellFlags* flags) {
   return m;
 }
 
-void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows) {
-  const bool any = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
-  if (any && std::find(rows.begin(), rows.end(), "acceptance_source") == rows.end())
+namespace {
+
+bool Has(const std::vector<std::string>& fields, const std::string& f) {
+  return std::find(fields.begin(), fields.end(), f) != fields.end();
+}
+
+}  // namespace
+
+void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows,
+                          const std::vector<std::string>& cols) {
+  if (Has(rows, "acceptance_source") || Has(cols, "acceptance_source")) return;
+  // Measured and replayed acceptance are different experiments: a mean over both is no figure.
+  if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     rows.push_back("acceptance_source");
+}
+
+bool Bridged(const AggregateRecord& r) { return r.Speculative() && r.identity.draft_tokenizer == "bridged"; }
+
+const char* const kBridgedMark = " (bridged)";
+const char* const kBridgedNote =
+    "(bridged): the draft has another tokenizer than the target; its tokens are carried across through text "
+    "(decoded and re-encoded every step, that time counted as draft time)";
+
+std::string LabelText(const AggregateRecord& r, const std::string& field) {
+  std::string v = FieldText(r, field);
+  if ((field == "draft" || field == "draft_base") && Bridged(r)) v += kBridgedMark;
+  return v;
+}
+
+bool ShowBridgedDraft(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows,
+                      const std::vector<std::string>& cols) {
+  if (std::none_of(recs.begin(), recs.end(), Bridged)) return false;
+  for (const char* f : {"draft", "draft_base"})
+    if (Has(rows, f) || Has(cols, f)) return true;
+  rows.push_back("draft_base");
+  return true;
 }
 
 const char* const kReplayNote =

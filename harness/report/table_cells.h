@@ -31,9 +31,26 @@ struct CellFlags {
 std::string PointMarks(const AggregateRecord& r, CellFlags* flags = nullptr);
 // "1.52x ±0.08" and its marks (SpeedupCell in table_cells.cpp says which).
 std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags);
-// Replayed points say so in their row even when every point is replayed alike.
-void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows);
+// Replayed points say so in their row even when every point is replayed alike, and
+// points of different acceptance sources never share a cell: acceptance_source joins
+// `rows` unless `rows` or `cols` hold it.
+void ShowAcceptanceSource(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows,
+                          const std::vector<std::string>& cols = {});
 extern const char* const kReplayNote;
+
+// A draft with another tokenizer than the target's (draft_tokenizer "bridged"), its
+// tokens carried across through text, is marked wherever its label is shown.
+bool Bridged(const AggregateRecord& r);
+extern const char* const kBridgedMark;  // " (bridged)"
+extern const char* const kBridgedNote;
+// The text of `field` in a row label or column key: its value, a bridged draft's label
+// (draft, draft_base) followed by kBridgedMark.
+std::string LabelText(const AggregateRecord& r, const std::string& field);
+// A bridged draft says so in its row even when the draft does not vary: draft_base joins
+// `rows` when a record is bridged and neither rows nor cols name the draft. Returns
+// whether a record is bridged (the table then carries kBridgedNote).
+bool ShowBridgedDraft(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows,
+                      const std::vector<std::string>& cols = {});
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);
 

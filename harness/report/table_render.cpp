@@ -15,7 +15,7 @@ TableFormat ParseTableFormat(std::string_view s) {
 }
 
 static std::string CsvQuote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
@@ -35,6 +35,11 @@ static std::string LatexEscape(const std::string& s) {
         o += '\\';
         o += c;
         break;
+      case '|': o += "\\textbar{}"; break;  // text-mode | < > are other glyphs in OT1
+      case '<': o += "\\textless{}"; break;
+      case '>': o += "\\textgreater{}"; break;
+      case '\n':
+      case '\r': o += ' '; break;  // a blank line would end the row
       case '~': o += "\\textasciitilde{}"; break;
       case '^': o += "\\textasciicircum{}"; break;
       case '\\': o += "\\textbackslash{}"; break;
@@ -54,6 +59,18 @@ static std::string LatexCell(const std::string& c) {
        {std::pair<std::string, std::string>{"±", "$\\pm$"}, {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"}}) {
     for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size()))
       o.replace(at, from.size(), to);
+  }
+  return o;
+}
+
+// A cell in Markdown: a "|" would end the cell and a line break the row.
+static std::string MarkdownCell(const std::string& c) {
+  std::string o;
+  for (char ch : c) {
+    if (ch == '|')
+      o += "\\|";
+    else
+      o += ch == '\n' || ch == '\r' ? ' ' : ch;
   }
   return o;
 }
@@ -95,13 +112,13 @@ std::string RenderTable(const Table& t, TableFormat f) {
     return w;
   };
   std::vector<size_t> w(n, 3);
-  for (size_t i = 0; i < n; ++i) w[i] = std::max(w[i], width(t.header[i]));
+  for (size_t i = 0; i < n; ++i) w[i] = std::max(w[i], width(MarkdownCell(t.header[i])));
   for (auto& r : t.rows)
-    for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], width(r[i]));
+    for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], width(MarkdownCell(r[i])));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string l = "|";
     for (size_t i = 0; i < n; ++i) {
-      std::string c = i < cells.size() ? cells[i] : "";
+      std::string c = i < cells.size() ? MarkdownCell(cells[i]) : "";
       std::string pad(w[i] - std::min(w[i], width(c)), ' ');
       l.append(" ").append(i < t.label_cols ? c + pad : pad + c).append(" |");
     }

@@ -7,6 +7,7 @@
 #include "harness/report/aggregate.h"
 #include "harness/report/category.h"
 #include "harness/report/table.h"
+#include "harness/report/table_cells.h"
 #include "harness/store/results.h"
 #include "base/error.h"
 
@@ -21,6 +22,14 @@ std::string WithInterval(const AggregateRecord& r, const std::string& metric) {
   std::string c = FormatMetric(metric, mean);
   if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" [{:.2f}, {:.2f}]", lo, hi);
   return c;
+}
+
+// A group's cell: speedup and τ with their intervals, † and ‡ (noted in `busy`, `wide`).
+std::string GroupCell(const AggregateRecord& r, bool& busy, bool& wide) {
+  std::string s = WithInterval(r, "speedup") + " · τ " + WithInterval(r, "mean_accepted_length");
+  if (r.Busy()) s += "†", busy = true;
+  if (r.WideCi()) s += "‡", wide = true;
+  return s;
 }
 
 }  // namespace
@@ -40,13 +49,14 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
   // Rows: what varies among the configurations (the name when nothing does).
   std::vector<std::string> label = Varying(spec, {"category", "decoder", "prompt_category"});
   if (label.empty()) label = {"name"};
+  const bool bridged = ShowBridgedDraft(spec, label);
   std::vector<std::string> columns = groups;
   columns.push_back(kOverallCategory);
   std::vector<std::vector<std::string>> row_keys;
   std::map<std::vector<std::string>, std::map<std::string, AggregateRecord>> cell;
   for (auto& r : spec) {
     std::vector<std::string> key;
-    for (auto& f : label) key.push_back(f == "k" ? KLabelOf(r) : FieldText(r, f));
+    for (auto& f : label) key.push_back(f == "k" ? KLabelOf(r) : LabelText(r, f));
     if (!cell.count(key)) row_keys.push_back(key);
     cell[key][FieldText(r, "category")] = r;
   }
@@ -66,12 +76,8 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
         row.push_back("-");
         continue;
       }
-      const AggregateRecord& r = it->second;
-      std::string s = WithInterval(r, "speedup") + " · τ " + WithInterval(r, "mean_accepted_length");
-      if (r.Busy()) s += "†", busy = true;
-      if (r.WideCi()) s += "‡", wide = true;
-      min_n = std::min(min_n, r.identity.prompts);
-      row.push_back(s);
+      min_n = std::min(min_n, it->second.identity.prompts);
+      row.push_back(GroupCell(it->second, busy, wide));
     }
     t.rows.push_back(row);
   }
@@ -84,6 +90,7 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
         fmt::format("a group holds as few as {} question(s): its interval says little, and none "
                     "is shown for one question",
                     min_n));
+  if (bridged) t.notes.push_back(kBridgedNote);
   if (busy) t.notes.push_back("† other processes used the machine while this group was measured");
   if (wide) t.notes.push_back(fmt::format("‡ speedup interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
   return t;

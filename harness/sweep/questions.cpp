@@ -11,6 +11,17 @@
 
 namespace specsweep {
 
+namespace {
+
+// The report's rule (report/category.h CheckCategoryName), said where the name is written:
+// a report group has a name, and "overall" names the figures over every question.
+void CheckGroupName(const std::string& name, const std::string& where) {
+  if (name.empty()) Fail("{}: empty: every question needs a category naming its report group", where);
+  if (name == "overall") Fail("{}: '{}' is reserved for the figures over every question: rename it", where, name);
+}
+
+}  // namespace
+
 const std::vector<std::string>& SpecBenchGroupOrder() {
   static const std::vector<std::string> g = {"multi-turn conversation", "translation",    "summarization",
                                              "question answering",      "math reasoning", "RAG"};
@@ -64,6 +75,7 @@ std::vector<Question> ReadQuestions(const std::string& path) {
       if (auto [it, fresh] = lines.try_emplace(q.id, n); !fresh)
         Fail("{}:{}: question_id {} given twice (first on line {})", path, n, q.id, it->second);
       q.category = j.at("category").get<std::string>();
+      CheckGroupName(q.category, fmt::format("{}:{}: category", path, n));
       q.turns = j.at("turns").get<std::vector<std::string>>();
       if (q.turns.empty()) Fail("{}:{}: turns: empty list", path, n);
       out.push_back(std::move(q));
@@ -83,6 +95,7 @@ std::vector<Question> SelectQuestions(std::vector<Question> all, const QuestionS
   for (Question& q : all) {
     auto it = groups.find(q.category);
     q.group = it == groups.end() ? q.category : it->second;  // unmapped: its own group
+    if (it != groups.end()) CheckGroupName(q.group, what + ": prompts.groups." + q.category);
     known.insert(q.category);
     known.insert(q.group);
     if (!s.categories.empty() &&
