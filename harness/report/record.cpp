@@ -67,6 +67,7 @@ void RecordIdentity::ToJson(json& out) const {
   out["warmup"] = warmup;
   out["threads_used"] = threads_used;
   out["kernel_isa"] = kernel_isa;
+  if (!kernels.empty()) out["kernels"] = kernels;
   out["prompts"] = prompts;
   out["iterations"] = iterations;
   out["host"] = host;
@@ -95,6 +96,7 @@ RecordIdentity RecordIdentity::FromJson(const json& j) {
   id.prompts = Int(j, "prompts");
   id.iterations = Int(j, "iterations");
   id.kernel_isa = Text(j, "kernel_isa");
+  id.kernels = Get<std::map<std::string, std::string>>(j, "kernels");
   id.host = j.contains("host") ? j["host"] : json();
   id.host_busy = Bool(j, "busy");
   id.prompt_sha256 = Text(j, "prompt_sha256");

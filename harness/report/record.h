@@ -27,7 +27,8 @@ struct RecordIdentity {
   std::string name, run_name, key, baseline_key;
   int repetitions = 0, warmup = 0, threads_used = 0, prompts = 0, iterations = 0;
   std::string kernel_isa;
-  nlohmann::json host;  // HostLoad::ToJson, or null when absent
+  std::map<std::string, std::string> kernels;  // RawRecord::kernels (empty in older records)
+  nlohmann::json host;                         // HostLoad::ToJson, or null when absent
   bool host_busy = false;
   std::string prompt_sha256, experiment_sha256;
   ModelFiles model_files;
