@@ -29,6 +29,9 @@ struct KernelChoice {
   std::string source;                                       // "forced", "default", "calibrated", "cached <path>"
   PrefetchPattern prefetch = PrefetchPattern::kWindow;      // of every kernel
   std::string prefetch_source;                              // "forced", "default", "rule for this CPU's vendor"
+  // Seconds the process spent timing the families for this choice (0: none), which no
+  // timed figure may include.
+  double calibration_s = 0;
 };
 
 // Every format on one family.

@@ -197,6 +197,9 @@ void DescribeRun(const Point& p, const Decoder& decoder, const Runtime& rt, cons
                             : kDraftTokenizerBridged;
   r.threads_used = rt.threads;
   r.kernel_isa = rt.kernel_isa();
+  for (const auto* types : {&r.target_types, &r.draft_types})
+    for (const auto& [type, count] : *types)
+      if (count > 0) r.kernels[type] = rt.kernels.per_type[int(ParseQType(type, "stored type"))]->name;
   r.host = host;
 }
 

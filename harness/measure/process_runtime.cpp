@@ -3,7 +3,10 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -32,31 +35,68 @@ uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
-// The cache file's contents when it belongs to this CPU, build and thread count, else null.
-json ReadCache(const std::filesystem::path& path, int threads) {
-  if (path.empty()) return nullptr;
-  std::ifstream f(path);
-  json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
-  if (cached.is_object() && cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
-      cached.value("threads", 0) == threads)
-    return cached;
-  return nullptr;
+// The cache file as read: its contents (null when there is none to use) and, when a file
+// is there but cannot be used, why ("a directory", "not JSON", "field 'cpu' is not a
+// string", ...). A cache of another CPU, build or thread count is no problem: it is
+// replaced.
+struct CacheRead {
+  json contents;
+  std::string problem;
+};
+
+// "" when the fields this file reads have their types, else which one does not.
+std::string CacheFieldProblem(const json& j) {
+  if (!j.is_object()) return "not a JSON object";
+  for (const char* f : {"cpu", "build", "prefetch"})
+    if (j.contains(f) && !j[f].is_string()) return fmt::format("field '{}' is not a string", f);
+  if (j.contains("threads") && !j["threads"].is_number_integer()) return "field 'threads' is not an integer";
+  if (j.contains("chosen") && !j["chosen"].is_object()) return "field 'chosen' is not an object";
+  if (j.contains("timings")) {
+    if (!j["timings"].is_object()) return "field 'timings' is not an object";
+    for (const auto& [type, scores] : j["timings"].items()) {
+      if (!scores.is_object()) return fmt::format("field 'timings.{}' is not an object", type);
+      for (const auto& [family, score] : scores.items())
+        if (!score.is_number()) return fmt::format("field 'timings.{}.{}' is not a number", type, family);
+    }
+  }
+  return "";
 }
 
-// Best effort (without a cache the next process measures again); true when written.
-bool WriteCache(const std::filesystem::path& path, const json& j) {
-  if (path.empty()) return false;
+CacheRead ReadCache(const std::filesystem::path& path, int threads) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  const bool there = std::filesystem::exists(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    return {nullptr, "cannot be read: " + ec.message()};
+  if (!there) return {};
+  if (std::filesystem::is_directory(path, ec)) return {nullptr, "a directory"};
+  std::ifstream f(path);
+  if (!f) return {nullptr, fmt::format("cannot be read: {}", std::strerror(errno))};
+  json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (cached.is_discarded()) return {nullptr, "not JSON"};
+  if (std::string problem = CacheFieldProblem(cached); !problem.empty()) return {nullptr, std::move(problem)};
+  if (cached.value("cpu", "") == CpuIdentity() && cached.value("build", "") == BuildIdentity() &&
+      cached.value("threads", 0) == threads)
+    return {std::move(cached), ""};
+  return {};
+}
+
+// Best effort (without a cache the next process measures again): "" when written, else why not.
+std::string WriteCache(const std::filesystem::path& path, const json& j) {
+  if (path.empty()) return "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   const std::filesystem::path tmp = path.string() + fmt::format(".{}.part", ::getpid());
-  bool ok = false;
+  std::string problem;
   if (std::ofstream out(tmp); out << j.dump(2) << '\n') {
     out.close();
     std::filesystem::rename(tmp, path, ec);
-    ok = !ec;
+    if (ec) problem = ec.message();
+  } else {
+    problem = std::strerror(errno);
   }
   std::filesystem::remove(tmp, ec);
-  return ok;
+  return problem;
 }
 
 // The forced family, the prefetch pattern and its source, before any family is timed.
@@ -81,6 +121,20 @@ KernelChoice ChoiceBeforeCalibration(const std::string& isa, const std::string& 
     c.prefetch_source = "rule for this CPU's vendor";
   }
   return c;
+}
+
+// One line for every calibration: it takes seconds, and a cache that cannot be read or
+// written would otherwise have every process pay them in silence.
+std::string CalibrationNotice(const std::filesystem::path& path, const std::string& unreadable, int threads,
+                              double seconds, const std::string& unwritten) {
+  std::string line = "notice: ";
+  if (!unreadable.empty()) line += fmt::format("kernel cache {} is unreadable ({}); ", path.string(), unreadable);
+  line +=
+      fmt::format("calibrating kernels for {} thread{}, took {:.1f} s, ", threads, threads == 1 ? "" : "s", seconds);
+  if (unwritten.empty()) return line + "cached at " + path.string();
+  if (path.empty()) return line + "not cached: " + unwritten + "; every process calibrates again";
+  return line +
+         fmt::format("could not write the cache {} ({}); every process calibrates again", path.string(), unwritten);
 }
 
 }  // namespace
@@ -115,18 +169,22 @@ KernelChoice KernelChoiceFromEnvironment(int threads) {
   if (!choose_families) return c;
 
   const std::filesystem::path path = KernelCachePath();
-  json cache = mode == "redo" ? json(nullptr) : ReadCache(path, threads);
-  if (!cache.is_object()) cache = {{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"threads", threads}};
+  const CacheRead read = mode == "redo" ? CacheRead{} : ReadCache(path, threads);
+  json cache = read.contents.is_object()
+                   ? read.contents
+                   : json{{"cpu", CpuIdentity()}, {"build", BuildIdentity()}, {"threads", threads}};
   // The families are timed under the pattern they will run with; timings cached under
   // another pattern (SPECSWEEP_PREFETCH) are measured again.
   const std::string pattern = PrefetchPatternName(c.prefetch);
   const bool measure = !cache.contains("timings") || !cache.contains("prefetch") || cache["prefetch"] != pattern;
   if (measure) {
+    const auto t0 = std::chrono::steady_clock::now();
     const PrefetchPattern before = ActivePrefetchPattern();
     SetPrefetchPattern(c.prefetch);
     cache["timings"] = CalibrateKernels(candidates, threads);
     cache["prefetch"] = pattern;
     SetPrefetchPattern(before);
+    c.calibration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const KernelChoice f = ChooseKernels(cache["timings"], candidates);
   c.base = f.base, c.per_type = f.per_type;
@@ -135,7 +193,9 @@ KernelChoice KernelChoiceFromEnvironment(int threads) {
     return c;
   }
   for (QType t : CalibratedTypes()) cache["chosen"][std::string(QTypeName(t))] = c.per_type[int(t)]->name;
-  c.source = WriteCache(path, cache) ? "calibrated now, cached in " + path.string() : "calibrated now";
+  const std::string unwritten = WriteCache(path, cache);
+  c.source = unwritten.empty() ? "calibrated now, cached in " + path.string() : "calibrated now";
+  fmt::print(stderr, "{}\n", CalibrationNotice(path, read.problem, threads, c.calibration_s, unwritten));
   return c;
 }
 

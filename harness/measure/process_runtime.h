@@ -10,6 +10,10 @@
 // SPECSWEEP_PREFETCH=window|lead forces the prefetch pattern.
 // SPECSWEEP_KERNEL_CALIBRATION=off keeps the widest family for every format and the window
 // pattern without measuring; =redo measures again and rewrites the cache.
+//
+// Every calibration prints one line on stderr (its thread count, seconds and cache file,
+// with why a cache present could not be read, or why it could not be written); a cache
+// that cannot be used is calibrated again, never an error.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -161,6 +161,7 @@ RecordIdentity BuildIdentity(const RawRecord& r) {
   id.warmup = r.warmup;
   id.threads_used = r.threads_used;
   id.kernel_isa = r.kernel_isa;
+  id.kernels = r.kernels;
   id.prompts = int(r.prompt_tokens.size());
   id.iterations = int(r.runs.size());
   id.host = r.host.ToJson();

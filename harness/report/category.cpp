@@ -31,8 +31,8 @@ json GroupRecord(const json& rec, const std::string& group, const std::vector<si
   json out;
   for (auto& f : ParamFields())
     if (rec.contains(f)) out[f] = rec[f];
-  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa", "threads_used",
-                        "prompt_set", "draft_tokenizer"})
+  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa", "kernels",
+                        "threads_used", "prompt_set", "draft_tokenizer"})
     if (rec.contains(f)) out[f] = rec[f];
   out["category"] = group;
   out["prompts"] = int(idx.size());

@@ -55,7 +55,7 @@ std::string PlotSubtitle(const nlohmann::json& context, const std::vector<Aggreg
   std::set<std::string> models, isas, threads;
   for (auto& r : records) {
     models.insert(FieldText(r, "model"));
-    if (!FieldText(r, "kernel_isa").empty()) isas.insert(FieldText(r, "kernel_isa"));
+    if (!FieldText(r, "kernel_isa").empty()) isas.insert(KernelsLabel(r.flat));
     if (!FieldText(r, "threads_used").empty()) threads.insert(FieldText(r, "threads_used"));
   }
   std::vector<std::string> parts{fmt::format("{}", fmt::join(models, ", "))};

@@ -67,6 +67,7 @@ void RecordIdentity::ToJson(json& out) const {
   out["warmup"] = warmup;
   out["threads_used"] = threads_used;
   out["kernel_isa"] = kernel_isa;
+  if (!kernels.empty()) out["kernels"] = kernels;
   out["prompts"] = prompts;
   out["iterations"] = iterations;
   out["host"] = host;
@@ -78,7 +79,6 @@ void RecordIdentity::ToJson(json& out) const {
   if (!draft_tokenizer.empty()) out["draft_tokenizer"] = draft_tokenizer;
   if (!target_types.empty()) out["target_types"] = target_types;
   if (!draft_types.empty()) out["draft_types"] = draft_types;
-  if (!draft_tokenizer.empty()) out["draft_tokenizer"] = draft_tokenizer;
 }
 
 RecordIdentity RecordIdentity::FromJson(const json& j) {
@@ -97,6 +97,7 @@ RecordIdentity RecordIdentity::FromJson(const json& j) {
   id.prompts = Int(j, "prompts");
   id.iterations = Int(j, "iterations");
   id.kernel_isa = Text(j, "kernel_isa");
+  id.kernels = Get<std::map<std::string, std::string>>(j, "kernels");
   id.host = j.contains("host") ? j["host"] : json();
   id.host_busy = Bool(j, "busy");
   id.prompt_sha256 = Text(j, "prompt_sha256");
@@ -108,7 +109,6 @@ RecordIdentity RecordIdentity::FromJson(const json& j) {
   }  // malformed: check reports it (IdentityMismatch), tables and plots do without
   id.target_types = Get<std::map<std::string, int>>(j, "target_types");
   id.draft_types = Get<std::map<std::string, int>>(j, "draft_types");
-  id.draft_tokenizer = Text(j, "draft_tokenizer");
   id.ReadParams();
   return id;
 }

@@ -27,7 +27,8 @@ struct RecordIdentity {
   std::string name, run_name, key, baseline_key;
   int repetitions = 0, warmup = 0, threads_used = 0, prompts = 0, iterations = 0;
   std::string kernel_isa;
-  nlohmann::json host;  // HostLoad::ToJson, or null when absent
+  std::map<std::string, std::string> kernels;  // RawRecord::kernels (empty in older records)
+  nlohmann::json host;                         // HostLoad::ToJson, or null when absent
   bool host_busy = false;
   std::string prompt_sha256, experiment_sha256;
   // How a separate draft's tokens reach the target: "shared" (one vocabulary), "bridged"
@@ -35,7 +36,6 @@ struct RecordIdentity {
   std::string draft_tokenizer;
   ModelFiles model_files;
   std::map<std::string, int> target_types, draft_types;
-  std::string draft_tokenizer;  // RawRecord::draft_tokenizer: "shared", "bridged", "" (autoregressive or unknown)
   // Typed reading of params, once: AR or speculative, and the draft when its label
   // parses (a draft of another version, or a label with a partial-quant note, does not).
   bool speculative = false;

@@ -195,7 +195,7 @@ std::string Caption(const std::vector<AggregateRecord>& spec, const json& contex
   std::set<std::string> isa, threads, reps, prompts, category;
   std::vector<double> base_tps;
   for (auto& r : spec) {
-    isa.insert(FieldText(r, "kernel_isa"));
+    isa.insert(KernelsLabel(r.flat));
     threads.insert(FieldText(r, "threads_used"));
     reps.insert(FieldText(r, "repetitions"));
     prompts.insert(FieldText(r, "prompts"));

@@ -23,6 +23,21 @@ std::string FieldText(const json& rec, const std::string& field) {
   return v.dump();
 }
 
+std::string KernelsLabel(const json& rec) {
+  const std::string isa = FieldText(rec, "kernel_isa");
+  if (!rec.contains("kernels") || !rec["kernels"].is_object()) return isa;
+  std::map<std::string, std::string> others;  // family -> its formats
+  for (const auto& [type, family] : rec["kernels"].items()) {
+    const std::string f = family.is_string() ? family.get<std::string>() : family.dump();
+    if (f == isa) continue;
+    std::string& s = others[f];
+    s += (s.empty() ? "" : ", ") + type;
+  }
+  std::string list;
+  for (const auto& [family, types] : others) list += (list.empty() ? "" : "; ") + types + ": " + family;
+  return list.empty() ? isa : isa + " (" + list + ")";
+}
+
 double FieldNumber(const json& rec, const std::string& field) {
   if (!rec.contains(field) || !rec[field].is_number()) return std::numeric_limits<double>::quiet_NaN();
   return rec[field].get<double>();

@@ -191,6 +191,7 @@ json RawToJson(const RawRecord& r) {
   if (!r.target_types.empty()) out["target_types"] = r.target_types;
   if (!r.draft_types.empty()) out["draft_types"] = r.draft_types;
   if (!r.draft_tokenizer.empty()) out["draft_tokenizer"] = r.draft_tokenizer;
+  if (!r.kernels.empty()) out["kernels"] = r.kernels;
   return out;
 }
 
@@ -214,6 +215,7 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
     r.warmup = j.at("warmup").get<int>();
     r.threads_used = j.at("threads_used").get<int>();
     r.kernel_isa = j.at("kernel_isa").get<std::string>();
+    if (j.contains("kernels")) r.kernels = j.at("kernels").get<std::map<std::string, std::string>>();
     const json& id = j.at("identity");
     r.identity.experiment_sha256 = id.at("experiment_sha256").get<std::string>();
     r.identity.prompt_sha256 = id.at("prompt_sha256").get<std::string>();

@@ -73,7 +73,10 @@ struct RawRecord {
   nlohmann::json params;     // Point::ParamsJson()
   int repetitions = 0, warmup = 0;
   int threads_used = 0;    // the Runtime::threads it was measured with
-  std::string kernel_isa;  // kernel family of the matrix products
+  std::string kernel_isa;  // kernel family of the activations and of most formats
+  // The family each format the target and draft multiply with ran on (format -> family,
+  // per-format calibration); empty in records before it (their formats ran on kernel_isa).
+  std::map<std::string, std::string> kernels;
   Identity identity;
   CallCosts costs;  // verify-cost model inputs, measured with the runs
   HostLoad host;    // the machine while the point's group was measured
@@ -141,6 +144,10 @@ Results ReadResults(const std::string& path);
 
 // A record field as text for grouping/pivoting ("" when absent).
 std::string FieldText(const nlohmann::json& rec, const std::string& field);
+// The kernel families a record ran on, in the form of the context's kernels: "avx512", or
+// "avx512 (q4_0: avx2)" where a format of the point ran on another family than
+// kernel_isa (records without the per-format field: kernel_isa alone).
+std::string KernelsLabel(const nlohmann::json& rec);
 // A numeric record field (NaN when absent or not a number).
 double FieldNumber(const nlohmann::json& rec, const std::string& field);
 // What K meant for a speculative record (KLabel: "k=4", "k<=4 adaptive", ...); "" for
