@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text_input.h"
 
 namespace specsweep {
 
@@ -34,8 +35,7 @@ const std::map<std::string, std::string>& SpecBenchGroups() {
 }
 
 std::vector<Question> ReadQuestions(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open question file", path);
+  std::ifstream f = OpenTextInput(path, "question file");
   std::vector<Question> out;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
