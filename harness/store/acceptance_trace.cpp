@@ -95,7 +95,11 @@ ParsedLine ParseLine(const std::string& line) {
     using E = json::parse_event_t;
     if (ev == E::key) {
       if (depth >= int(keys.size())) keys.resize(depth + 1);
-      keys[depth] = v.get<std::string>();
+      const std::string& key = keys[depth] = v.get<std::string>();
+      // A run keeps only its stats, and those only the steps: nothing else is read.
+      if (depth == 3 && keys[1] == "runs") return key == "stats";
+      if (depth == 4 && keys[1] == "runs" && keys[3] == "stats")
+        return key == "k_per_step" || key == "accepted_per_step" || key == "tree_per_step";
       return true;
     }
     if (depth < 2 || keys[1] != "runs") return true;
@@ -150,13 +154,13 @@ std::string Describe(const json& rec) {
 }
 
 // The chosen record's runs as traces; `where` is "<what>: trace: FILE:LINE: point P".
-std::vector<AcceptanceTrace> TracesOf(const ParsedLine& p, const std::string& where) {
+std::vector<AcceptanceTrace> TracesOf(ParsedLine& p, const std::string& where) {
   if (!p.error.empty()) Fail("{}: {}", where, p.error);
   if (!p.rec.contains("runs") || !p.rec["runs"].is_array() || p.rec["runs"].size() != p.runs.size())
     Fail("{}: runs: missing or not a list of runs", where);
   std::vector<AcceptanceTrace> traces;
   for (size_t r = 0; r < p.runs.size(); ++r) {
-    const RunSteps& run = p.runs[r];
+    RunSteps& run = p.runs[r];
     if (!run.has_accepted)
       Fail("{}: recorded before acceptance traces (no accepted_per_step); measure it again", where);
     if (!run.has_k) Fail("{}: run {}: k_per_step: missing", where, r);
@@ -168,7 +172,7 @@ std::vector<AcceptanceTrace> TracesOf(const ParsedLine& p, const std::string& wh
     AcceptanceTrace t;
     for (size_t i = 0; i < k.size(); ++i) {
       if (k[i] < 0 || a[i] < 0 || a[i] > k[i]) Fail("{}: step {} accepts {} of {} tokens", where, i, a[i], k[i]);
-      t.push_back({k[i], a[i], run.tree.empty() ? TreeStep{} : run.tree[i]});
+      t.push_back({k[i], a[i], run.tree.empty() ? TreeStep{} : std::move(run.tree[i])});
       if (!run.tree.empty()) CheckTreeStep(t.back(), fmt::format("{}: step {}", where, i));
     }
     traces.push_back(std::move(t));
@@ -234,6 +238,7 @@ RecordedTraces LoadAcceptanceTraces(const std::string& ref, const std::string& r
                     : "several speculative points",
          list.empty() ? "none" : list);
   }
+  std::string().swap(line);  // the last line's buffer, before the steps are laid out
   RecordedTraces out;
   out.point = Describe(chosen.rec);
   out.runs = TracesOf(chosen, fmt::format("{}: trace: {}:{}: point {}", what, path.string(), chosen_line, out.point));
