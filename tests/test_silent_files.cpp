@@ -321,6 +321,22 @@ TEST(SilentFiles, ARestCorpusOrTraceThatNeverEndsIsRefusedBeforeRunning) {
     const std::string exp =
         Exp(dir, "endless", "  - decoder: speculative\n    draft: [\"rest+corpus=" + bad + "\"]\n    k: [16]\n");
     EXPECT_NE(ErrorOfRun(exp, Opts(dir)).find(bad + ": the rest corpus is not a regular file"), std::string::npos);
+    const std::string replay =
+        Exp(dir, "endless", "  - decoder: self-spec\n    k: [3]\n    acceptance_source: [\"trace=" + bad + "\"]\n");
+    EXPECT_NE(ErrorOfRun(replay, Opts(dir)).find(bad + ": the acceptance trace is not a regular file"),
+              std::string::npos);
+    // An experiment's prompt or question file: refused when the experiment is read.
+    for (const std::string& name : {std::string("prompts"), std::string("questions")}) {
+      const std::string link = dir + "/" + name + (name == "prompts" ? ".txt" : ".jsonl");
+      fs::remove(link);
+      fs::create_symlink(bad, link);
+      const std::string p = dir + "/" + name + ".yaml";
+      WriteFile(p, "name: x\nmodels: [\"" + Files().model + "\"]\nprompts: {file: \"" + link +
+                       "\"}\nsweep: {max_new_tokens: 4}\ndecoders: [ar]\n");
+      ExpectError([&] { LoadExperiment(p); },
+                  {p + ": prompts.file: " + link + ": the " + (name == "prompts" ? "prompt" : "question") +
+                   " file is not a regular file"});
+    }
     const auto gen = RunCli({"generate", "--model", Files().model, "--decoder", "speculative", "--draft",
                              "rest+corpus=" + bad, "--k", "16", "-n", "4", "--prompt", "Once upon"});
     EXPECT_NE(gen.exit_code, 0);

@@ -74,7 +74,7 @@ namespace {
 
 std::string FileSha(const std::string& path) {
   std::error_code ec;
-  return std::filesystem::exists(path, ec) ? Sha256File(path) : "";
+  return std::filesystem::is_regular_file(path, ec) ? Sha256File(path) : "";  // not /dev/zero: never ends
 }
 
 std::string OutputHash(const std::vector<int>& tokens) {
