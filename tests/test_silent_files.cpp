@@ -236,6 +236,37 @@ std::string TraceLine(const std::string& name, const std::string& draft, int k, 
       .dump();
 }
 
+// Read as it streams (steps taken out while parsed), a committed tree trace gives every
+// point's steps and trees exactly as its records hold them.
+TEST(SilentFiles, StreamedTraceReadsWhatTheRecordsHold) {
+  const std::string path = std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/traces/record_tree_trace_656k.jsonl";
+  int points = 0, trees = 0;
+  for (const RawRecord& r : ReadJsonl(path).records) {
+    if (r.baseline_key.empty()) continue;
+    ++points;
+    const RecordedTraces t = LoadAcceptanceTraces(path + ":" + r.name, "", "x");
+    EXPECT_EQ(t.point, r.name);
+    EXPECT_EQ(t.params, r.params);
+    ASSERT_EQ(t.runs.size(), r.runs.size());
+    for (size_t i = 0; i < r.runs.size(); ++i) {
+      const GenerationStats& s = r.runs[i].stats;
+      ASSERT_EQ(t.runs[i].size(), s.k_per_step.size());
+      for (size_t j = 0; j < s.k_per_step.size(); ++j) {
+        EXPECT_EQ(t.runs[i][j].k, s.k_per_step[j]);
+        EXPECT_EQ(t.runs[i][j].accepted, s.accepted_per_step[j]);
+        const TreeStep& got = t.runs[i][j].tree;
+        const TreeStep want = s.tree_per_step.empty() ? TreeStep{} : s.tree_per_step[j];
+        trees += !want.parents.empty();
+        EXPECT_TRUE(got.parents == want.parents && got.ranks == want.ranks && got.expanded == want.expanded &&
+                    got.path == want.path)
+            << r.name << " run " << i << " step " << j;
+      }
+    }
+  }
+  EXPECT_GE(points, 5);
+  EXPECT_GT(trees, 0);
+}
+
 TEST(SilentFiles, ACutOrCorruptTraceLineIsAnErrorNamingFileAndLine) {
   const std::string dir = TempDir(), path = dir + "/t.jsonl";
   const std::string a = TraceLine("a", "q4_0", 4, R"({"k_per_step": [4], "accepted_per_step": [1]})");
