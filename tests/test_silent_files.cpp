@@ -337,6 +337,9 @@ TEST(SilentFiles, EveryTextInputIsABoundedRegularFile) {
     ExpectError([&] { ReadTextInput(bad, "passages file"); }, {bad + ": the passages file is not a regular file"});
     ExpectError([&] { LoadAcceptanceTraces(bad, "", "x"); }, {bad + ": the acceptance trace is not a regular file"});
   }
+  const auto tok = RunCli({"tokenize", "--model", Files().model, "--file", "/dev/zero"});
+  EXPECT_NE(tok.exit_code, 0);
+  EXPECT_NE(tok.err.find("/dev/zero: the input file is not a regular file"), std::string::npos) << tok.err;
   ExpectError([&] { ReadPromptLines(big, 1); }, {big + ": the prompt file is 256.0 MiB", "more than the 256.0 MiB"});
   ExpectError([&] { ReadQuestions(big); }, {big + ": the question file is 256.0 MiB"});
   const std::string huge = dir + "/huge.jsonl";
