@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/text_input.h"
 #include "decoders/candidate_trie.h"
 #include "models/tokenizer.h"
 
@@ -75,8 +76,7 @@ class RestDrafter : public Drafter {
 }  // namespace
 
 std::vector<int> ReadRestCorpus(const std::string& path, const Tokenizer& tokenizer) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open the rest corpus", path);
+  std::ifstream f = OpenTextInput(path, "rest corpus");
   std::vector<int> text;
   for (std::string line; std::getline(f, line);) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

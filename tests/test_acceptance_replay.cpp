@@ -214,7 +214,7 @@ TEST(AcceptanceReplay, HarnessRecordsReadsBackAndLabels) {
   ASSERT_FALSE(spec.runs[0].stats.accepted_per_step.empty());
 
   // Read back from the .json (its .jsonl), by point name and without one.
-  const auto traces = LoadAcceptanceTraces(rec.json_path + ":" + spec.name, "", "test");
+  const auto traces = LoadAcceptanceTraces(rec.json_path + ":" + spec.name, "", "test").runs;
   ASSERT_EQ(traces.size(), spec.runs.size());
   for (size_t i = 0; i < traces.size(); ++i) {
     ASSERT_EQ(traces[i].size(), spec.runs[i].stats.k_per_step.size());
@@ -223,7 +223,7 @@ TEST(AcceptanceReplay, HarnessRecordsReadsBackAndLabels) {
       EXPECT_EQ(traces[i][j].accepted, spec.runs[i].stats.accepted_per_step[j]);
     }
   }
-  EXPECT_EQ(LoadAcceptanceTraces(rec.jsonl_path, "", "test").size(), traces.size());
+  EXPECT_EQ(LoadAcceptanceTraces(rec.jsonl_path, "", "test").runs.size(), traces.size());
   ExpectError([&] { LoadAcceptanceTraces(rec.jsonl_path + ":nope", "", "exp.yaml: x"); },
               {"exp.yaml: x", "no point named 'nope'", spec.name});
   ExpectError([&] { LoadAcceptanceTraces(dir + "/missing.jsonl", "", "x"); }, {"missing.jsonl", "no such"});

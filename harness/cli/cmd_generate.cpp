@@ -234,9 +234,6 @@ DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   o.draft_p_min = a.draft_p_min;
   if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
   o.acceptance_source = ParseAcceptanceSource(a.acceptance_source, "--acceptance-source");
-  if (o.acceptance_source.kind == AcceptanceSource::Kind::Trace)
-    o.acceptance_source.traces = std::make_shared<const std::vector<AcceptanceTrace>>(
-        LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
   o.sampling.temperature = a.temp;
@@ -246,6 +243,12 @@ DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
   for (const auto& [name, given] : a.table)
     if (given.first->count() > 0) Setting(name).parse(o, given.second, given.first->get_name());
+  if (o.acceptance_source.kind == AcceptanceSource::Kind::Trace) {  // after every setting: checked against them
+    auto t = std::make_shared<const RecordedTraces>(
+        LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
+    CheckTraceShape(*t, o, "--acceptance-source");
+    o.acceptance_source.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
+  }
   return o;
 }
 

@@ -10,6 +10,7 @@
 
 #include "harness/cli/commands.h"
 #include "base/error.h"
+#include "base/text_input.h"
 #include "models/loader.h"
 
 namespace specsweep {
@@ -23,12 +24,8 @@ struct TokenizeArgs {
 // --file: one input per line (without its '\n'); --text: the text as one input.
 std::vector<std::string> Inputs(const TokenizeArgs& a) {
   if (a.file.empty()) return {a.text};
-  std::ifstream f(a.file, std::ios::binary);
-  if (!f) Fail("{}: cannot open", a.file);
-  std::stringstream ss;
-  ss << f.rdbuf();
   std::vector<std::string> lines;
-  std::string all = ss.str();
+  const std::string all = ReadTextInput(a.file, "input file");
   for (size_t pos = 0; pos < all.size();) {
     size_t nl = all.find('\n', pos);
     if (nl == std::string::npos) nl = all.size();

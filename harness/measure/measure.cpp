@@ -3,6 +3,7 @@
 #include "harness/store/acceptance_trace.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
 #include "base/error.h"
+#include "base/text_input.h"
 #include "models/forward.h"
 #include "quant/matmul.h"
 
@@ -30,13 +32,41 @@ DecoderOptions SweepInputs::Options(const Point& p) {
   DecoderOptions o = p.Options();
   AcceptanceSource& a = o.acceptance_source;
   if (a.kind == AcceptanceSource::Kind::Trace) {
+    const std::string what = fmt::format("{}: {}: acceptance_source", e_.file, p.Name());
     auto& t = traces_[a.trace];
-    if (!t)
-      t = std::make_shared<const std::vector<AcceptanceTrace>>(
-          LoadAcceptanceTraces(a.trace, e_.file, fmt::format("{}: {}: acceptance_source", e_.file, p.Name())));
-    a.traces = t;
+    if (!t) t = std::make_shared<const RecordedTraces>(LoadAcceptanceTraces(a.trace, e_.file, what));
+    CheckTraceShape(*t, o, what);  // per point: points may share a trace
+    a.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
   }
   return o;
+}
+
+namespace {
+
+// A REST corpus's sha256, checked first: hashing /dev/zero would never end.
+std::string CorpusSha(const std::string& path, const std::string& what) {
+  try {
+    CheckTextInput(path, "rest corpus");
+  } catch (const Error& e) {
+    Fail("{}: {}", what, e.what());
+  }
+  return Sha256File(path);
+}
+
+}  // namespace
+
+ModelFiles SweepInputs::InputFilesOf(const Point& p) {
+  ModelFiles out;
+  if (const RestDraft* r = p.options.draft.get<RestDraft>()) {
+    auto& sha = corpus_sha_[r->corpus];
+    if (sha.empty()) sha = CorpusSha(r->corpus, fmt::format("{}: point {}: draft", e_.file, p.Name()));
+    out.push_back({"corpus", std::filesystem::path(r->corpus).filename().string(), sha});
+  }
+  if (p.options.acceptance_source.kind == AcceptanceSource::Kind::Trace) {
+    Options(p);  // loads the trace once
+    out.push_back(traces_.at(p.options.acceptance_source.trace)->file);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------
@@ -46,7 +76,7 @@ namespace {
 
 std::string FileSha(const std::string& path) {
   std::error_code ec;
-  return std::filesystem::exists(path, ec) ? Sha256File(path) : "";
+  return std::filesystem::is_regular_file(path, ec) ? Sha256File(path) : "";  // not /dev/zero: never ends
 }
 
 std::string OutputHash(const std::vector<int>& tokens) {
@@ -105,6 +135,8 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
     r.identity.experiment_sha256 = experiment_sha;
     r.identity.prompt_sha256 = PromptSha(prompts);
     r.identity.model_files = in.models.ModelFilesOf(*p);
+    for (ModelFile& f : in.InputFilesOf(*p)) r.identity.model_files.push_back(std::move(f));
+    std::sort(r.identity.model_files.begin(), r.identity.model_files.end());
     r.identity.group = keys;
     out.push_back(std::move(r));
   }

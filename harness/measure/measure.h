@@ -16,6 +16,7 @@
 #include "harness/measure/prompt_store.h"
 #include "harness/measure/progress.h"
 #include "harness/sweep/experiment.h"
+#include "harness/store/acceptance_trace.h"
 #include "harness/store/results.h"
 #include "harness/sweep/schedule.h"
 #include "models/loader.h"
@@ -30,12 +31,17 @@ class SweepInputs {
   ModelStore models;
   PromptStore prompts;
   // The decoder options of `p`, a replayed trace read from its results file (relative
-  // to the experiment file; read once per reference).
+  // to the experiment file; read once per reference) and checked against p's K and tree.
   DecoderOptions Options(const Point& p);
+  // The files `p` reads besides its models, by role, file name and content: a REST
+  // corpus ("corpus"), a replayed trace ("trace", its point's record). Part of the
+  // record's identity, as its models are, so an edited file is another measurement.
+  ModelFiles InputFilesOf(const Point& p);
 
  private:
   const Experiment& e_;
-  std::map<std::string, std::shared_ptr<const std::vector<AcceptanceTrace>>> traces_;
+  std::map<std::string, std::shared_ptr<const RecordedTraces>> traces_;
+  std::map<std::string, std::string> corpus_sha_;  // corpus path -> sha256
 };
 
 // sha256 of the canonical parsed experiment: every point's key, repetitions, warmup

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/text_input.h"
 #include "harness/store/sha256.h"
 #include "harness/sweep/prompts.h"
 
@@ -25,11 +26,7 @@ const std::vector<std::vector<int>>& PromptStore::Prompts(const std::string& mod
                                                     : Chat(model).EncodeTurns({line}, {}));
   } else {
     if (passages_.empty()) {
-      std::ifstream f(e_.prompts.passages);
-      if (!f) Fail("{}: cannot open passages file", e_.prompts.passages);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      passages_ = SplitPassages(ss.str());
+      passages_ = SplitPassages(ReadTextInput(e_.prompts.passages, "passages file"));
     }
     ids = CutPassages(passages_, *m.tokenizer, input_length, e_.prompts.count, e_.prompts.passages);
   }

@@ -1,5 +1,6 @@
-// A record's model identity: (role, file name, sha256) of every model file, never the
-// directory it was read from, so the same weights match at any path.
+// A record's file identity: (role, file name, sha256) of every model file (and of a REST
+// corpus or replayed trace), never the directory it was read from, so the same weights
+// match at any path.
 #include "harness/store/results.h"
 
 #include <algorithm>
@@ -49,6 +50,8 @@ std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now
   const ModelFiles was = normal(was_in), now = normal(now_in);
   if (was == now) return "";
   auto name = [](const ModelFile& f) { return f.role.empty() ? f.file : f.role + " " + f.file; };
+  // A REST corpus or a replayed trace is one of the record's files too, not a model's.
+  auto files = [](const ModelFile& f) { return f.role == "corpus" || f.role == "trace" ? "files" : "model files"; };
   auto list = [&](const ModelFiles& m) {
     std::string s;
     for (auto& f : m) s += fmt::format("{}{} (sha256 {}...)", s.empty() ? "" : ", ", name(f), f.sha256.substr(0, 12));
@@ -58,10 +61,10 @@ std::string ModelFilesDifference(const ModelFiles& was_in, const ModelFiles& now
     auto same_name =
         std::find_if(was.begin(), was.end(), [&](auto& w) { return w.role == f.role && w.file == f.file; });
     if (same_name == was.end())
-      return fmt::format("model files: {} (sha256 {}...) was not used by the results (they used {})", name(f),
+      return fmt::format("{}: {} (sha256 {}...) was not used by the results (they used {})", files(f), name(f),
                          f.sha256.substr(0, 12), list(was));
     if (same_name->sha256 != f.sha256)
-      return fmt::format("model files: {} has sha256 {}..., the results were measured with {}...", name(f),
+      return fmt::format("{}: {} has sha256 {}..., the results were measured with {}...", files(f), name(f),
                          f.sha256.substr(0, 12), same_name->sha256.substr(0, 12));
   }
   return fmt::format("model files: the results used other files ({}; now {})", list(was), list(now));

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "decoders/draft_spec.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -44,9 +45,24 @@ json CommonContext(const std::vector<Results>& shards) {
   return common;
 }
 
+// The model a record's file of `role` belongs to, as the experiment names it (target:
+// the record's model; draft: the draft's model=NAME); "" when the record does not say.
+std::string ModelOf(const json& rec, const std::string& role) {
+  if (role == "target") return FieldText(rec, "model");
+  if (role != "draft") return "";
+  try {
+    const std::string label = FieldText(rec, "draft");  // "model=x+q4_0 (5 of 36 f16)": types shown after it
+    return ParseDraftSpec(label.substr(0, label.find(" (")), "draft").model();
+  } catch (const Error&) {
+    return "";  // an older label: the file is still checked by (role, name)
+  }
+}
+
 // Shards measured with other weights or other prompts are not one experiment, although
 // their experiment files hash alike (the files hash the model *names*): every file
-// (role, name) must have one sha256 and every (model, input length) one prompt set.
+// (role, name) must have one sha256, and so must every model's file in any role (a
+// model the target of one shard and the draft of another), and every (model, input
+// length) one prompt set.
 void CheckSameInputs(const std::vector<Results>& shards) {
   struct Seen {
     std::string sha, point, path;
@@ -62,9 +78,13 @@ void CheckSameInputs(const std::vector<Results>& shards) {
   for (auto& r : shards)
     for (auto& rec : r.records) {
       const std::string point = FieldText(rec, "name");
-      for (auto& f : ModelFilesFromJson(rec))
+      for (auto& f : ModelFilesFromJson(rec)) {
         agree(files, fmt::format("model file {}{}", f.role.empty() ? "" : f.role + " ", f.file), f.sha256, point,
               r.path);
+        if (const std::string model = ModelOf(rec, f.role); !model.empty())
+          agree(files, fmt::format("model {}'s file {}", model, f.file), f.sha256,
+                fmt::format("{} ({})", point, f.role), r.path);
+      }
       if (rec.contains("prompt_sha256"))
         agree(prompts,
               fmt::format("the prompt set of {} (input_length {})", FieldText(rec, "model"),

@@ -290,8 +290,11 @@ JsonlContents ReadJsonl(const std::string& path) {
   int line_no = 0;
   while (pos < all.size()) {
     const size_t nl = all.find('\n', pos);
-    if (nl == std::string::npos) break;  // unterminated: cut by a crash
     ++line_no;
+    if (nl == std::string::npos) {  // unterminated: cut by a crash
+      if (all.find_first_not_of(" \t\r", pos) != std::string::npos) out.torn_line = line_no;
+      break;
+    }
     std::string line = all.substr(pos, nl - pos);
     pos = nl + 1;
     out.complete_bytes = pos;
@@ -324,6 +327,9 @@ Results ReadResults(const std::string& path) {
     JsonlContents c = ReadJsonl(path);
     for (auto& [line, text] : c.corrupt)
       res.warnings.push_back(fmt::format("{}:{}: corrupt line (not a record)", path, line));
+    if (c.torn_line)  // a baseline cut short would gate fewer points than it holds
+      res.warnings.push_back(
+          fmt::format("{}:{}: last line cut off (no newline at its end): not a record", path, c.torn_line));
     res.raw = std::move(c.records);
     return res;
   }

@@ -115,7 +115,8 @@ RawRecord RawFromJson(const nlohmann::json& j, const std::string& what);
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
 
 // The lines of a sweep's .jsonl. A last line without its newline was cut by a crash
-// (the point in flight): it is not a record and ends `valid_bytes`. A complete line that
+// (the point in flight): it is not a record, `complete_bytes` ends before it and
+// `torn_line` numbers it (a resume sets it aside; the report commands name it). A complete line that
 // does not parse is corrupt: it is reported with its line number and the records after
 // it are still read. The first record of a key is kept; later ones are `duplicates`.
 struct JsonlDuplicate {
@@ -128,6 +129,7 @@ struct JsonlContents {
   std::vector<std::pair<int, std::string>> corrupt;  // (line number, text)
   std::vector<JsonlDuplicate> duplicates;
   size_t complete_bytes = 0;  // bytes up to the last newline
+  int torn_line = 0;          // line number of a last line without its newline (0: none)
 };
 JsonlContents ReadJsonl(const std::string& path);
 
@@ -138,7 +140,7 @@ struct Results {
   nlohmann::json context;               // {} for a .jsonl
   std::vector<nlohmann::json> records;  // flat benchmark records
   std::vector<RawRecord> raw;           // a .jsonl's records, not yet aggregated
-  std::vector<std::string> warnings;    // a .jsonl's corrupt lines ("FILE:LINE: corrupt line ...")
+  std::vector<std::string> warnings;    // a .jsonl's corrupt or cut lines ("FILE:LINE: corrupt line ...")
 };
 Results ReadResults(const std::string& path);
 

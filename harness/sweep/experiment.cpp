@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/text_input.h"
 #include "harness/sweep/grid.h"
 #include "harness/sweep/schema.h"
 
@@ -111,6 +112,13 @@ void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point
       c.Bad(key, fmt::format("'{}' is a directory; give a text file ({})", path,
                              std::string(key) == "prompts.file" ? "one prompt per line"
                                                                 : "passages separated by blank lines"));
+    try {  // a device or FIFO would be hashed and read forever
+      CheckTextInput(path, std::string(key) == "prompts.passages" ? "passages file"
+                           : e.prompts.questions                  ? "question file"
+                                                                  : "prompt file");
+    } catch (const Error& err) {
+      c.Bad(key, err.what());
+    }
   }
 }
 

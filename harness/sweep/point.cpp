@@ -1,5 +1,7 @@
 #include "harness/sweep/point.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -28,6 +30,26 @@ std::vector<std::pair<std::string_view, std::string>> TableSettings(const Point&
   return out;
 }
 
+// A path as its file name. The files a point reads besides its models (a REST corpus, a
+// replayed trace) enter its key by name, never by folder: their content (sha256) is the
+// record's identity, as a model's is (measure/measure.cpp, store/identity.cpp), so the
+// same files give the same key from any folder and an edited file is another measurement.
+std::string FileName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+std::string DraftKeyLabel(const DraftSpec& d) {
+  std::string label = d.Label();
+  if (const RestDraft* r = d.get<RestDraft>())
+    if (const size_t at = label.find("corpus=" + r->corpus); at != std::string::npos)
+      label.replace(at + 7, r->corpus.size(), FileName(r->corpus));
+  return label;
+}
+
+std::string AcceptanceKeyLabel(const AcceptanceSource& a) {
+  if (a.kind != AcceptanceSource::Kind::Trace) return a.Label();
+  const size_t colon = a.trace.find(':');  // FILE[:POINT], as LoadAcceptanceTrace splits it
+  return "trace=" + FileName(a.trace.substr(0, colon)) + (colon == std::string::npos ? "" : a.trace.substr(colon));
+}
+
 }  // namespace
 
 std::string Point::Key() const {
@@ -38,9 +60,9 @@ std::string Point::Key() const {
   if (o.kv_type != KvType::F32) k += fmt::format(";kv={}", KvTypeName(o.kv_type));  // keys of older files stay valid
   if (prompt_category != "free") k += ";cat=" + prompt_category;
   if (speculative()) {
-    k += fmt::format(";k={};kp={};draft={}", o.k, KPolicyName(o.k_policy), o.draft.Label());
+    k += fmt::format(";k={};kp={};draft={}", o.k, KPolicyName(o.k_policy), DraftKeyLabel(o.draft));
     if (o.k_policy == KPolicy::Threshold) k += fmt::format(";pmin={}", o.draft_p_min);
-    if (o.acceptance_source.replayed()) k += ";acc=" + o.acceptance_source.Label();  // measured: keys as before
+    if (o.acceptance_source.replayed()) k += ";acc=" + AcceptanceKeyLabel(o.acceptance_source);  // measured: as before
   }
   for (const auto& [name, text] : TableSettings(*this)) k += fmt::format(";{}={}", name, text);
   return k;

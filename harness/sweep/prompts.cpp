@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/text_input.h"
 
 namespace specsweep {
 
@@ -13,8 +14,7 @@ static std::string Trim(const std::string& s) {
 }
 
 std::vector<std::string> ReadPromptLines(const std::string& path, int count) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open prompt file", path);
+  std::ifstream f = OpenTextInput(path, "prompt file");
   std::vector<std::string> out;
   std::string line;
   while (int(out.size()) < count && std::getline(f, line)) {

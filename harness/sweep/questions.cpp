@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text_input.h"
 
 namespace specsweep {
 
@@ -61,8 +62,7 @@ int QuestionId(const nlohmann::json& v, const std::string& path, int n) {
 }  // namespace
 
 std::vector<Question> ReadQuestions(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open question file", path);
+  std::ifstream f = OpenTextInput(path, "question file");
   std::vector<Question> out;
   std::map<int, int> lines;  // id -> the line that gave it: ids name questions in records
   std::string line;

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
+#include "base/text_input.h"
 #include "models/limits.h"
 
 using nlohmann::json;
@@ -96,10 +97,8 @@ class DocumentStarts : public YAML::EventHandler {
 }  // namespace
 
 json ReadYamlAsJson(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open", path);
   std::stringstream text;
-  text << f.rdbuf();
+  text << ReadTextInput(path, "experiment file");
   try {
     const YAML::Node root = YAML::Load(text.str());  // the first document
     std::istringstream again(text.str());
@@ -130,11 +129,7 @@ int LineOfKey(const std::string& text, const std::string& key, int n) {
 }  // namespace
 
 json ReadJsonStrict(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) Fail("{}: cannot open", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = ReadTextInput(path, "experiment file");
   std::vector<std::map<std::string, int>> objects;  // per open object: key -> its occurrence number
   std::map<std::string, int> occurrences;           // per key name, over the file
   auto check = [&](int, json::parse_event_t ev, json& parsed) {
