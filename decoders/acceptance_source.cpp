@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -30,8 +31,8 @@ std::string Rates(const std::vector<double>& v) {
 std::string AcceptanceSource::Label() const {
   switch (kind) {
     case Kind::Measured: return "measured";
-    case Kind::Alpha: return fmt::format("alpha={}", alpha);
-    case Kind::Positions: return "positions=" + Rates(positions);
+    case Kind::Alpha: return fmt::format("alpha={}{}", alpha, iid ? "+iid" : "");
+    case Kind::Positions: return "positions=" + Rates(positions) + (iid ? "+iid" : "");
     case Kind::Trace: return "trace=" + trace;
   }
   return "?";
@@ -40,8 +41,8 @@ std::string AcceptanceSource::Label() const {
 std::string AcceptanceSource::Caption() const {
   switch (kind) {
     case Kind::Measured: return "measured";
-    case Kind::Alpha: return fmt::format("replayed α={}", alpha);
-    case Kind::Positions: return "replayed positions " + Rates(positions);
+    case Kind::Alpha: return fmt::format("replayed α={}{}", alpha, iid ? " i.i.d." : "");
+    case Kind::Positions: return "replayed positions " + Rates(positions) + (iid ? " i.i.d." : "");
     case Kind::Trace: return "replayed trace " + trace;
   }
   return "?";
@@ -50,7 +51,12 @@ std::string AcceptanceSource::Caption() const {
 AcceptanceSource ParseAcceptanceSource(std::string_view text, std::string_view what) {
   AcceptanceSource s;
   const size_t eq = text.find('=');
-  const std::string_view name = text.substr(0, eq), value = eq == text.npos ? "" : text.substr(eq + 1);
+  const std::string_view name = text.substr(0, eq);
+  std::string_view value = eq == text.npos ? "" : text.substr(eq + 1);
+  if ((name == "alpha" || name == "positions") && value.ends_with("+iid")) {
+    s.iid = true;
+    value.remove_suffix(4);
+  }
   if (text == "measured") return s;
   if (eq == text.npos || value.empty())
     Fail(
@@ -130,6 +136,25 @@ double AcceptanceReplay::Rate(int i) const {
   return src_.positions[std::min<size_t>(i, src_.positions.size() - 1)];
 }
 
+bool AcceptanceReplay::AcceptAt(int drafted, int i) {
+  if (src_.iid) return rng_.Uniform() < Rate(i);
+  // Steps of each size keep their own schedule: a generation's last, clipped steps then
+  // cannot use up the rejections that its full steps are due.
+  if (size_t(drafted) >= strata_.size()) strata_.resize(drafted + 1);
+  std::vector<Stratum>& row = strata_[drafted];
+  // Positions are first reached in order 0, 1, 2, ..., so the offsets come from the seed in
+  // the same order whatever the draft does. Offsets in [1/4, 3/4) keep each count within 3/4
+  // of its due: an early position's error changes how often later ones are reached, so a
+  // small sample's tau strays less than with offsets anywhere in [0, 1).
+  if (size_t(i) == row.size()) row.push_back({0.25 + 0.5 * rng_.Uniform(), 0, 0});
+  Stratum& s = row[i];
+  ++s.visits;
+  const auto due = static_cast<int64_t>(std::floor(double(s.visits) * Rate(i) + s.offset));
+  if (due <= s.accepted) return false;
+  ++s.accepted;
+  return true;
+}
+
 int AcceptanceReplay::Accepted(int drafted) {
   if (src_.kind == AcceptanceSource::Kind::Trace) {
     const int a = std::min(Step().accepted, drafted);
@@ -137,7 +162,7 @@ int AcceptanceReplay::Accepted(int drafted) {
     return a;
   }
   int a = 0;
-  while (a < drafted && rng_.Uniform() < Rate(a)) ++a;
+  while (a < drafted && AcceptAt(drafted, a)) ++a;
   return a;
 }
 

@@ -3,11 +3,15 @@
 // experiment files, the acceptance_source field of results, DecoderOptions here.
 //
 //   measured           compare the draft's tokens with the target's (the real rule)
-//   alpha=A            replayed: each draft position accepted with probability A given
-//                      the one before was (Leviathan et al.'s i.i.d. model)
-//   positions=[p1,..]  replayed: position i accepted with probability p_i given i-1 was
-//                      (the per-position conditional rates EAGLE/Medusa papers publish;
+//   alpha=A            replayed: each draft position accepted at rate A given the one
+//                      before was (Leviathan et al.'s model)
+//   positions=[p1,..]  replayed: position i accepted at rate p_i given i-1 was (the
+//                      per-position conditional rates EAGLE/Medusa papers publish;
 //                      positions past the list use its last rate)
+//   ...+iid            alpha and positions draw each position independently (Bernoulli);
+//                      without it the draws are stratified: over any N steps that reached
+//                      position i, the number accepted there is within 1 of N * rate, so
+//                      a handful of steps realises the declared rate (docs/reproducing.md)
 //   trace=FILE[:POINT] replayed: the (K, accepted) sequence of each step of an earlier
 //                      real run, from the raw records of FILE (a .jsonl, or the .jsonl
 //                      beside a .json); the recorded K's are replayed too. A trace of a
@@ -56,16 +60,18 @@ struct AcceptanceSource {
   Kind kind = Kind::Measured;
   double alpha = 0.0;             // Alpha
   std::vector<double> positions;  // Positions: [n] conditional rates
+  bool iid = false;               // Alpha, Positions: independent draws instead of stratified
   std::string trace;              // Trace: "FILE[:POINT]" as written
   // Trace: the recorded generations, in record order (filled by the harness, which reads
   // results files; LoadAcceptanceTraces in harness/store/results.h).
   std::shared_ptr<const std::vector<AcceptanceTrace>> traces;
 
   bool replayed() const { return kind != Kind::Measured; }
-  // Canonical text, also the accepted input: "measured", "alpha=0.8",
+  // Canonical text, also the accepted input: "measured", "alpha=0.8", "alpha=0.8+iid",
   // "positions=[0.9,0.8,0.7]", "trace=results/x.jsonl:POINT".
   std::string Label() const;
-  // For captions, cells and legends: "measured", "replayed α=0.8", "replayed trace FILE:POINT".
+  // For captions, cells and legends: "measured", "replayed α=0.8", "replayed α=0.8 i.i.d.",
+  // "replayed trace FILE:POINT".
   std::string Caption() const;
 };
 
@@ -89,11 +95,20 @@ class AcceptanceReplay {
   int Accepted(int drafted);
 
  private:
-  double Rate(int position) const;  // conditional acceptance rate of draft position i (0-based)
-  const TraceStep& Step() const;    // the current trace step (past a trace's end: the next trace's)
+  double Rate(int position) const;           // conditional acceptance rate of draft position i (0-based)
+  bool AcceptAt(int drafted, int position);  // one draw at a position a step of `drafted` reached
+  const TraceStep& Step() const;             // the current trace step (past a trace's end: the next trace's)
+
+  // A stratified position's schedule: its n-th visit accepts iff floor(n * rate + offset)
+  // grows, so after n visits floor(n * rate + offset) were accepted (|error| < 3/4).
+  struct Stratum {
+    double offset = 0;  // in [1/4, 3/4), drawn from the seed at the first visit
+    int64_t visits = 0, accepted = 0;
+  };
 
   AcceptanceSource src_;
   Rng rng_;
+  std::vector<std::vector<Stratum>> strata_;  // [drafted][positions reached so far]
   size_t generation_ = 0, trace_ = 0, step_ = 0;
 };
 
