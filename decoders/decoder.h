@@ -182,6 +182,12 @@ DecoderKind ParseDecoderKind(std::string_view s);
 KPolicy ParseKPolicy(std::string_view s);         // "constant", "heuristic", "threshold", "adaptive"
 std::string_view DecoderKindName(DecoderKind k);  // "ar", "speculative"
 std::string_view KPolicyName(KPolicy p);
+// K when none is given (`--k`, the experiment files' `k:` left out): a token tree's size,
+// so a tree draft runs whole at its defaults (a dynamic tree's tree_budget, a static
+// tree's nodes, lookahead's window plus its candidates' nodes; at most 1024, tree_budget's
+// range); a chain's K is DecoderOptions{}.k (4). A given K below a tree_budget is an
+// error (ValidateSpeculativeOptions); below a static tree's nodes it caps them (docs/trees.md).
+int DefaultK(const DraftSpec& draft);
 // What K meant for a run, for tables and plots: "k=4" (constant), "k<=4 threshold",
 // "k<=4 adaptive" (bounds), "k0=4 heuristic" (the start).
 std::string KLabel(int k, KPolicy p);

@@ -1,6 +1,8 @@
 #include "decoders/draft_spec.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,6 +105,22 @@ void CheckParts(DraftParts& d, std::string_view what, std::string_view text) {
   if (!d.min_ngram) d.min_ngram = 1;
   if (d.min_ngram > d.max_ngram)
     Fail("{}: '{}': min_ngram {} is larger than max_ngram {}", what, text, d.min_ngram, d.max_ngram);
+}
+
+// A part given twice would silently take the last ('q4_0+q8_0', 'model=a+model=b'): refused,
+// naming both. Parts (each already parsed) are keyed by their name before '='; a word
+// that is none of the named parts is a quant type.
+void RefuseRepeatedPart(std::map<std::string_view, std::string_view>& seen, std::string_view part,
+                        std::string_view what, std::string_view text) {
+  static constexpr std::string_view kWords[] = {"self", "lookup", "recycling", "lookahead", "rest"};
+  std::string_view key = part.substr(0, part.find('='));
+  if (part.find('=') == std::string_view::npos &&
+      std::find(std::begin(kWords), std::end(kWords), part) == std::end(kWords))
+    key = "quant";
+  const auto [it, fresh] = seen.emplace(key, part);
+  if (!fresh)
+    Fail("{}: '{}': {} is given twice ('{}' and '{}'); give each part once", what, text,
+         key == "quant" ? "the quant type" : key, it->second, part);
 }
 
 }  // namespace
@@ -231,6 +249,7 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
   if (text.empty())
     Fail("{}: empty draft (expected self, a quant type, layers=N, model=NAME, lookup, recycling, lookahead or rest)",
          what);
+  std::map<std::string_view, std::string_view> seen;  // each part's key ("quant" for a type) -> the part
   size_t start = 0;
   while (start <= text.size()) {
     size_t plus = text.find('+', start);
@@ -287,6 +306,7 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       }
       if (!CanQuantizeTo(*d.quant)) Fail("{}: {}", what, LoadOnlyReason(*d.quant));
     }
+    RefuseRepeatedPart(seen, part, what, text);
     if (plus == std::string_view::npos) break;
     start = plus + 1;
   }

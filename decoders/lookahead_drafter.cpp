@@ -56,19 +56,20 @@ class LookaheadDrafter : public Drafter {
     const int k = r.k;
     s.newest.clear();
     s.root = r.seq.back();
-    const int window_nodes = LookaheadWindowNodes(w_, n_);
-    const bool run_window = k >= window_nodes;  // near the context end only the candidates fit
+    // The window's first `cols` columns: all W, or as many as k holds when fewer tokens
+    // are left (max_new_tokens, the context end), so the window still fills the pool.
+    const int cols = WindowColumns(k);
     // Verification branch: the pool's n-grams that continue the last token.
     s.trie.Clear();
     if (auto it = s.pool.find(s.root); it != s.pool.end())
       for (const auto& tail : it->second) s.trie.Insert(tail);
-    s.trie.TopNodes(run_window ? k - window_nodes : k, -1, out);
-    if (!run_window) return DropParentsOfChain(out);
+    s.trie.TopNodes(cols > 0 ? k - LookaheadWindowNodes(cols, n_) : k, -1, out);
+    if (cols == 0) return DropParentsOfChain(out);
     // Lookahead branch: level 0 a chain below the root, then each column's levels.
-    std::vector<int> below(w_, -1);  // per column: the block index of its deepest node so far
-    for (int i = 1; i < w_; ++i) below[i] = Add(s.levels[0][i], below[i - 1], out);
+    std::vector<int> below(cols, -1);  // per column: the block index of its deepest node so far
+    for (int i = 1; i < cols; ++i) below[i] = Add(s.levels[0][i], below[i - 1], out);
     for (int j = 1; j < n_ - 1; ++j)
-      for (int i = 0; i < w_; ++i) below[i] = Add(s.levels[j][i], below[i], out);
+      for (int i = 0; i < cols; ++i) below[i] = Add(s.levels[j][i], below[i], out);
     s.newest = below;  // N = 2: level 0 itself (column 0: the root)
   }
 
@@ -76,9 +77,10 @@ class LookaheadDrafter : public Drafter {
                int vocab) const override {
     State& s = static_cast<State&>(state);
     if (s.newest.empty()) return;  // the window did not run this step
-    std::vector<int> next(w_);
-    for (int i = 0; i < w_; ++i) next[i] = Argmax(logits.subspan(size_t(s.newest[i] + 1) * vocab, vocab));
-    for (int i = 0; i < w_; ++i) {
+    const int cols = static_cast<int>(s.newest.size());
+    std::vector<int> next = s.levels.back();  // columns that did not run keep their guesses
+    for (int i = 0; i < cols; ++i) next[i] = Argmax(logits.subspan(size_t(s.newest[i] + 1) * vocab, vocab));
+    for (int i = 0; i < cols; ++i) {
       std::vector<int> tail;  // [N-1]
       for (int j = 1; j < n_ - 1; ++j) tail.push_back(s.levels[j][i]);
       tail.push_back(next[i]);
@@ -93,6 +95,10 @@ class LookaheadDrafter : public Drafter {
   }
 
  private:
+  // Columns of the window that fit in k nodes ((c - 1) + (N - 2)c = c(N - 1) - 1 of them):
+  // up to W, 0 when not even one fits.
+  int WindowColumns(int k) const { return std::min(w_, (k + 1) / (n_ - 1)); }
+
   static int Add(int token, int parent, DraftBlock& out) {
     out.tokens.push_back(token);
     out.parents.push_back(parent);
@@ -106,7 +112,7 @@ class LookaheadDrafter : public Drafter {
     std::unordered_map<int, std::deque<std::vector<int>>> pool;  // first token -> <= G tails [N-1], latest first
     CandidateTrie trie;
     int root = -1;            // this step's last token
-    std::vector<int> newest;  // [W] block index of each column's newest-level node (-1: the root); empty: no window
+    std::vector<int> newest;  // [columns run] each one's newest-level node in the block (-1: the root); empty: none
   };
 };
 

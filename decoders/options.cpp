@@ -10,10 +10,29 @@
 
 namespace specsweep {
 
+int DefaultK(const DraftSpec& d) {
+  constexpr int kMax = 1024;  // tree_budget's range
+  if (d.tree_budget() > 0) return std::min(d.tree_budget(), kMax);
+  if (const auto* la = d.get<LookaheadDraft>())
+    return std::min(kMax, LookaheadWindowNodes(la->window, la->ngram) + la->candidates * (la->ngram - 1));
+  if (d.branching().empty()) return DecoderOptions{}.k;
+  int nodes = 0, level = 1;  // a static tree: the nodes of every depth
+  for (int b : d.branching()) {
+    level = std::min(kMax, level * b);
+    nodes = std::min(kMax, nodes + level);
+  }
+  return nodes;
+}
+
 void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions& o) {
   if (!target.model) Fail("decoder: target: no model loaded");
   const int ctx = target.model->config.max_seq_len;
   if (o.k <= 0 || o.k >= ctx) Fail("decoder: k: must be in [1, {}] (context {}), got {}", ctx - 1, ctx, o.k);
+  if (o.draft.tree_budget() > o.k)
+    Fail(
+        "decoder: k: {} is below tree_budget {} of draft {}: every step's tree would be cut to {} nodes (give k >= "
+        "{}, or leave k out: the budget sets it)",
+        o.k, o.draft.tree_budget(), o.draft.Label(), o.k, o.draft.tree_budget());
   if (!(o.draft_p_min > 0.0f && o.draft_p_min < 1.0f))
     Fail("decoder: draft_p_min: must be in (0, 1), got {}", o.draft_p_min);
   if (o.max_new_tokens < 0) Fail("decoder: max_new_tokens: must be >= 0, got {}", o.max_new_tokens);

@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "base/error.h"
+#include "models/forward_overflow.h"
 #include "models/vec_ops.h"
 #include "quant/matmul.h"
 
@@ -20,11 +22,14 @@ namespace specsweep {
 
 namespace {
 
-// out[dim] = x[dim] / rms(x) * g[dim]
-void RmsNorm(float* out, const float* x, const float* g, int dim, float eps) {
+// out[dim] = x[dim] / rms(x) * g[dim]. Returns x's sum of squares, which is not finite
+// when x holds an Inf or NaN or its squares overflow float: the row would become zeros
+// (or NaN), so the caller checks it (models/forward_overflow.h).
+float RmsNorm(float* out, const float* x, const float* g, int dim, float eps) {
   const float ss = Dot(x, x, dim);
   const float scale = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
   for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * g[i];
+  return ss;
 }
 
 // Rotates interleaved pairs (2j, 2j+1) of each head of v[n_heads*head_dim] by pos*freq_j.
@@ -48,23 +53,29 @@ auto* Grow(Vec& v, size_t n) {
 // Softmax in place over G rows, row g being sh[g][0..len0 + g) (the scores of G
 // consecutive queries). Each row's sum runs in t order from 0: the G chains of float
 // additions interleave over the common prefix, so a group costs about one row's latency.
+// Returns the first row holding a non-finite score, or -1: +inf or NaN make its sum NaN,
+// and -inf (which exp would make a silent zero weight) is its smallest score.
 template <int G>
-void SoftmaxRows(float* const* sh, int len0) {
-  float sum[G];
+int SoftmaxRows(float* const* sh, int len0) {
+  float sum[G], min_s[G];
   for (int g = 0; g < G; ++g) {
     float* r = sh[g];
     const int len = len0 + g;
     // The maximum in 8 lanes, then across them: max is exact, so any order gives the
-    // same value (a zero's sign aside, which cannot change exp(r[t] - max_s)).
+    // same value (a zero's sign aside, which cannot change exp(r[t] - max_s)). The
+    // minimum likewise, for the check.
     Lanes8 m8 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    Lanes8 lo8 = -m8;
     int t8 = 0;
     for (; t8 + 8 <= len; t8 += 8) {
       const Lanes8 s8 = LoadLanes8(r + t8);
       m8 = m8 < s8 ? s8 : m8;
+      lo8 = lo8 > s8 ? s8 : lo8;
     }
     float max_s = -INFINITY;
-    for (int j = 0; j < 8; ++j) max_s = std::max(max_s, m8[j]);
-    for (int t = t8; t < len; ++t) max_s = std::max(max_s, r[t]);
+    min_s[g] = INFINITY;
+    for (int j = 0; j < 8; ++j) max_s = std::max(max_s, m8[j]), min_s[g] = std::min(min_s[g], lo8[j]);
+    for (int t = t8; t < len; ++t) max_s = std::max(max_s, r[t]), min_s[g] = std::min(min_s[g], r[t]);
     for (int t = 0; t < len; ++t) r[t] = ExpF(r[t] - max_s);
     sum[g] = 0.0f;
   }
@@ -77,6 +88,9 @@ void SoftmaxRows(float* const* sh, int len0) {
     const float inv = 1.0f / sum[g];
     for (int t = 0; t < len0 + g; ++t) sh[g][t] *= inv;
   }
+  for (int g = 0; g < G; ++g)
+    if (!Finite(min_s[g]) || !Finite(sum[g])) return g;
+  return -1;
 }
 
 // The cache slot holding the key/value a query sees at position t: t itself for a
@@ -92,14 +106,16 @@ struct Rows {
 // One query head at one position, any head size: sh[t] = q.k_t * scale for t < len,
 // softmax, then out = sum_t sh[t] v_t accumulated in t order. k and v are one KV head's
 // rows ([slots][hd], contiguous in the head-major cache), position t at row rows(t).
+// Returns false when a score was not finite (SoftmaxRows).
 template <class E>
-void AttendHead(const float* q, const E* k, const E* v, int len, Rows rows, float scale, int hd, float* sh,
+bool AttendHead(const float* q, const E* k, const E* v, int len, Rows rows, float scale, int hd, float* sh,
                 float* out) {
   for (int t = 0; t < len; ++t) sh[t] = Dot(q, k + size_t(rows(t)) * hd, hd) * scale;
-  SoftmaxRows<1>(&sh, len);
+  const bool finite = SoftmaxRows<1>(&sh, len) < 0;
   std::fill(out, out + hd, 0.0f);
   for (int t = 0; t < len; ++t)
     for (int e = 0; e < hd; ++e) out[e] += sh[t] * ToFloat(v[size_t(rows(t)) * hd + e]);
+  return finite;
 }
 
 // Queries per group for head size HD: their output rows fill 16 vector registers
@@ -113,10 +129,10 @@ constexpr int kGroupQueries = 256 / HD;
 // key and value row is read once for the G queries instead of once per query (n = 8
 // verification at context 512 read every head's rows from L2 8 times), the output rows
 // stay in registers, and the score trees of 16 (position, query) pairs are taken
-// together (LaneTreeSums16).
+// together (LaneTreeSums16). Returns the first query whose scores were not finite, or -1.
 template <int HD, int G, class E>
-void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale, float* const* sh,
-                   float* const* out) {
+int AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale, float* const* sh,
+                  float* const* out) {
   static_assert(HD % 16 == 0 && G >= 1 && G * HD / 16 <= 16);
   constexpr int P = 16 / G;    // positions per tree of 16 sums
   const int len_max = p0 + G;  // positions the last query sees
@@ -139,7 +155,7 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows r
   }
   for (int t = t0; t < len_max; ++t)
     for (int g = 0; g < G; ++g) sh[g][t] = Dot(q[g], k + size_t(rows(t)) * HD, HD) * scale;
-  SoftmaxRows<G>(sh, p0 + 1);
+  const int bad = SoftmaxRows<G>(sh, p0 + 1);
   Lanes16 o[G][HD / 16] = {};  // [G][HD] output rows
   // Queries [g0, G) accumulate position t.
   auto accumulate = [&](int t, int g0) {
@@ -154,16 +170,18 @@ void AttendQueries(const float* const* q, const E* k, const E* v, int p0, Rows r
   for (int t = 0; t <= p0; ++t) accumulate(t, 0);  // seen by every query
   for (int t = p0 + 1; t < len_max; ++t) accumulate(t, t - p0);
   for (int g = 0; g < G; ++g) std::memcpy(out[g], o[g], sizeof o[g]);
+  return bad;
 }
 
 // Calls AttendQueries<HD, C> with C == c, 1 <= c <= G.
 template <int HD, int G, class E>
-void AttendQueriesN(int c, const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale,
-                    float* const* sh, float* const* out) {
+int AttendQueriesN(int c, const float* const* q, const E* k, const E* v, int p0, Rows rows, float scale,
+                   float* const* sh, float* const* out) {
   if constexpr (G >= 1) {
     if (c == G) return AttendQueries<HD, G>(q, k, v, p0, rows, scale, sh, out);
-    AttendQueriesN<HD, G - 1>(c, q, k, v, p0, rows, scale, sh, out);
+    return AttendQueriesN<HD, G - 1>(c, q, k, v, p0, rows, scale, sh, out);
   }
+  return -1;
 }
 
 // Queries attended together: [i0, i0 + c), each the previous one's child (a chain), the
@@ -316,11 +334,12 @@ void ResetQueues(const KernelChoice& kernels, const Model& model, int n_layers, 
 }
 
 // One call's pass over the layers, run by each thread of the team (Team) on the
-// buffers and queues set up before the region.
+// buffers and queues set up before the region. Thread t notes the first non-finite
+// value it meets in overflows[t] and runs on (the team's barriers need every thread).
 class ForwardPass {
  public:
   ForwardPass(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos, KVCache& cache,
-              int first, const ForwardBuffers& b, std::vector<QueryRun> runs)
+              int first, const ForwardBuffers& b, std::vector<QueryRun> runs, std::span<Overflow> overflows)
       : rt_(rt),
         model_(model),
         c_(model.config),
@@ -331,7 +350,8 @@ class ForwardPass {
         first_(first),
         cache_(cache),
         b_(b),
-        runs_(std::move(runs)) {}
+        runs_(std::move(runs)),
+        overflows_(overflows) {}
 
   // Thread t of nt (nt may fall short of the team asked for: the queues' stealing covers
   // the products, and the other splits use nt).
@@ -349,13 +369,22 @@ class ForwardPass {
  private:
   ChunkQueue* Queues(int l) const { return &cache_.scratch.queues[4 * size_t(l)]; }
 
+  // Notes at thread t a norm's sum of squares `ss` of layer l, batch row i, unless finite.
+  void CheckNorm(float ss, int t, int l, int i, Overflow::Stage stage, int head = -1) const {
+    if (!Finite(ss)) Note(t, {l, stage, start_pos_ + i, head, ss});
+  }
+  void Note(int t, const Overflow& o) const {
+    if (!overflows_[t].found()) overflows_[t] = o;
+  }
+
   void AttentionBlock(int l, int t, int nt, float* x, float* xb) const {
     const int dim = c_.dim, n_kv = c_.n_kv_heads;
     const LayerWeights& L = model_.layers[l];
     const LayerProducts P = Products(L, b_);
     ChunkQueue* lq = Queues(l);
     for (int i = 0; i < n_; ++i)
-      RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.attn_norm.data(), dim, c_.norm_eps);
+      CheckNorm(RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.attn_norm.data(), dim, c_.norm_eps), t, l, i,
+                Overflow::kAttnNorm);
     MatMulsTeam(rt_.kernels, P.qkv, xb, n_, lq[0], t);
 #pragma omp barrier
     // Causal attention, a contiguous range of KV heads per thread. The thread ropes
@@ -368,9 +397,9 @@ class ForwardPass {
     if (t < att_parts) {
       const int kv0 = n_kv * t / att_parts, kv1 = n_kv * (t + 1) / att_parts;
       if (cache_.type() == KvType::F16)
-        Attend<uint16_t>(l, kv0, kv1);
+        Attend<uint16_t>(l, t, kv0, kv1);
       else
-        Attend<float>(l, kv0, kv1);
+        Attend<float>(l, t, kv0, kv1);
     }
 #pragma omp barrier
     MatMulsTeam(rt_.kernels, P.wo, b_.att_out, n_, lq[1], t);
@@ -385,7 +414,8 @@ class ForwardPass {
     const LayerProducts P = Products(L, b_);
     ChunkQueue* lq = Queues(l);
     for (int i = 0; i < n_; ++i)
-      RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c_.norm_eps);
+      CheckNorm(RmsNorm(xb + size_t(i) * dim, x + size_t(i) * dim, L.ffn_norm.data(), dim, c_.norm_eps), t, l, i,
+                Overflow::kFfnNorm);
     // Gate and up of the same rows in one chunk, SwiGLU on them at once: no barrier
     // between the products and the activation.
     MatMulsZippedTeam(rt_.kernels, P.gate_up, xb, n_, lq[2], t, swiglu_);
@@ -399,7 +429,8 @@ class ForwardPass {
   void Classifier(int t, const float* x, float* xb) const {
     const int dim = c_.dim, n_layers = cache_.n_layers();
     for (int i = first_; i < n_; ++i)
-      RmsNorm(xb + size_t(i - first_) * dim, x + size_t(i) * dim, model_.final_norm.data(), dim, c_.norm_eps);
+      CheckNorm(RmsNorm(xb + size_t(i - first_) * dim, x + size_t(i) * dim, model_.final_norm.data(), dim, c_.norm_eps),
+                t, n_layers - 1, i, Overflow::kOutputNorm);
     const MatMulTarget classifier[] = {{&model_.output, b_.logits}};
     MatMulsTeam(rt_.kernels, classifier, xb, n_ - first_, cache_.scratch.queues[4 * size_t(n_layers)], t);
   }
@@ -417,9 +448,9 @@ class ForwardPass {
 
   // Attention of layer l for KV heads [kv0, kv1) over a cache of element type E: rope
   // their queries and keys, store the keys and values (rounded to E) at start_pos..,
-  // attend with their query heads.
+  // attend with their query heads (thread t).
   template <class E>
-  void Attend(int l, int kv0, int kv1) const {
+  void Attend(int l, int t, int kv0, int kv1) const {
     const LayerWeights& L = model_.layers[l];
     const int hd = c_.head_dim(), q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), group = c_.n_heads / c_.n_kv_heads;
     float *q = b_.q, *k = b_.k, *v = b_.v;
@@ -436,8 +467,12 @@ class ForwardPass {
       if (!L.bk.empty())
         for (int e = kv0 * hd; e < kv1 * hd; ++e) ki[e] += L.bk[e], vi[e] += L.bv[e];
       if (!L.q_norm.empty()) {  // qwen3: each head normed before RoPE
-        for (int h = h0; h < h1; ++h) RmsNorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c_.norm_eps);
-        for (int kh = kv0; kh < kv1; ++kh) RmsNorm(ki + kh * hd, ki + kh * hd, L.k_norm.data(), hd, c_.norm_eps);
+        for (int h = h0; h < h1; ++h)
+          CheckNorm(RmsNorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c_.norm_eps), t, l, i, Overflow::kHeadNorm,
+                    h);
+        for (int kh = kv0; kh < kv1; ++kh)
+          CheckNorm(RmsNorm(ki + kh * hd, ki + kh * hd, L.k_norm.data(), hd, c_.norm_eps), t, l, i, Overflow::kHeadNorm,
+                    kh);
       }
       Rope(q + size_t(i) * q_dim + kv0 * group * hd, (kv1 - kv0) * group, hd, cs, sn);
       Rope(k + size_t(i) * kv_dim + kv0 * hd, kv1 - kv0, hd, cs, sn);
@@ -446,14 +481,14 @@ class ForwardPass {
         StoreRow(v + size_t(i) * kv_dim + kh * hd, hd, cache_.V<E>(l, kh, start_pos_ + i));
       }
     }
-    for (int h = kv0 * group; h < kv1 * group; ++h) AttendQueryHead<E>(l, h);
+    for (int h = kv0 * group; h < kv1 * group; ++h) AttendQueryHead<E>(l, t, h);
   }
 
   // Query head h of layer l at every position. Query i sees positions [0, start_pos + i]
   // (a tree node: the sequence before the tree and its ancestors); a run of consecutive
-  // queries shares every key and value row it reads.
+  // queries shares every key and value row it reads. Thread t notes non-finite scores.
   template <class E>
-  void AttendQueryHead(int l, int h) const {
+  void AttendQueryHead(int l, int t, int h) const {
     const int hd = c_.head_dim(), q_dim = c_.q_dim(), n_heads = c_.n_heads, group = c_.n_heads / c_.n_kv_heads;
     const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const E* kc = cache_.K<E>(l, h / group, 0);                                     // [ctx][hd]
@@ -461,13 +496,15 @@ class ForwardPass {
     auto qh = [&](int i) { return b_.q + size_t(i) * q_dim + h * hd; };             // [hd]
     auto sh = [&](int i) { return b_.scores + (size_t(i) * n_heads + h) * ctx_; };  // [ctx]
     auto oh = [&](int i) { return b_.att_out + size_t(i) * q_dim + h * hd; };       // [hd]
+    auto check = [&](int i) { Note(t, {l, Overflow::kScores, start_pos_ + i, h, 0.0f}); };
     auto groups = [&]<int HD>() {
       constexpr int G = kGroupQueries<HD>;
       for (const QueryRun& r : runs_) {
         const float* qs[G];
         float *ss[G], *os[G];
         for (int g = 0; g < r.c; ++g) qs[g] = qh(r.i0 + g), ss[g] = sh(r.i0 + g), os[g] = oh(r.i0 + g);
-        AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os);
+        if (const int bad = AttendQueriesN<HD, G>(r.c, qs, kc, vc, r.p0, r.rows, att_scale, ss, os); bad >= 0)
+          check(r.i0 + bad);
       }
     };
     if (hd == 16)
@@ -479,7 +516,8 @@ class ForwardPass {
     else if (hd == 128)
       groups.template operator()<128>();
     else
-      for (const QueryRun& r : runs_) AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0));
+      for (const QueryRun& r : runs_)
+        if (!AttendHead(qh(r.i0), kc, vc, r.p0 + 1, r.rows, att_scale, hd, sh(r.i0), oh(r.i0))) check(r.i0);
   }
 
   const Runtime& rt_;
@@ -490,6 +528,7 @@ class ForwardPass {
   KVCache& cache_;
   const ForwardBuffers b_;
   const std::vector<QueryRun> runs_;
+  const std::span<Overflow> overflows_;  // [team] each thread's first non-finite value
   const std::function<void(int, int)> swiglu_ = [this](int r0, int r1) { Swiglu(r0, r1); };
 };
 
@@ -535,8 +574,9 @@ std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<
                             : hd == 64  ? kGroupQueries<64>
                             : hd == 128 ? kGroupQueries<128>
                                         : 1;
+  std::vector<Overflow> overflows(threads);
   const ForwardPass pass(rt, model, tokens, start_pos, cache, first, b,
-                         QueryRuns(cache, start_pos, n, group_queries, cache.scratch.tree_rows));
+                         QueryRuns(cache, start_pos, n, group_queries, cache.scratch.tree_rows), overflows);
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     pass.Team(omp_get_thread_num(), omp_get_num_threads());
@@ -544,6 +584,7 @@ std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<
     pass.Team(0, 1);  // no OpenMP region at all; the barriers above are then no-ops
   }
   cache.SetLength(start_pos + n);
+  FailOnOverflow(model, overflows);
   return {b.logits, size_t(m) * c.vocab_size};
 }
 

@@ -6,9 +6,12 @@
 #include <set>
 #include <utility>
 
+#include <fmt/ranges.h>
+
 #include "base/error.h"
 #include "models/gguf.h"
 #include "models/gguf_meta.h"
+#include "models/limits.h"
 
 namespace specsweep {
 
@@ -269,13 +272,17 @@ GgufTensorInfo ReadTensorInfo(Cursor& c, uint64_t k, uint32_t alignment, std::se
   if (!names.insert(ti.name).second) Fail("{}: {}: duplicate tensor name", file, field);
   uint32_t n_dims = c.Read<uint32_t>([&] { return field + ".n_dims"; });
   if (n_dims < 1 || n_dims > 4) Fail("{}: {}.n_dims: {} is out of range (1..4)", file, field, n_dims);
+  // Each dimension, then their product, within kMaxTensorElements (no wrap-around): a
+  // product too large names the whole shape, not the dimension that happened to tip it.
   uint64_t elems = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     uint64_t ne = c.Read<uint64_t>([&] { return fmt::format("{}.ne[{}]", field, d); });
-    if (ne == 0 || ne > (uint64_t{1} << 40) || elems > (uint64_t{1} << 40) / ne)
-      Fail("{}: {}.ne[{}]: {} is absurd", file, field, d, ne);
-    elems *= ne;
+    if (ne == 0 || ne > kMaxTensorElements)
+      Fail("{}: {}.ne[{}]: {} is absurd (a dimension is in [1, 2^48])", file, field, d, ne);
     ti.ne.push_back(ne);
+    if (elems > kMaxTensorElements / ne)
+      Fail("{}: {}.ne: shape [{}] holds more than 2^48 elements", file, field, fmt::join(ti.ne, ", "));
+    elems *= ne;
   }
   ti.type = c.Read<uint32_t>([&] { return field + ".type"; });
   GgmlGeometry g{};
@@ -302,10 +309,14 @@ void CheckDataSection(const GgufHeader& h, size_t size, const std::string& file)
   if (!h.tensors.empty() && h.data_offset > size)
     Fail("{}: header.data_offset: data section starts at {} beyond the end of the file ({})", file, h.data_offset,
          size);
-  for (const auto& ti : h.tensors)
+  for (const auto& ti : h.tensors) {
+    if (ti.bytes > data_size)  // the shape, not where it starts, is wrong
+      Fail("{}: tensor '{}'.ne: shape [{}] needs {} bytes, more than the data section's {}", file, ti.name,
+           fmt::join(ti.ne, ", "), ti.bytes, data_size);
     if (ti.offset > data_size || ti.bytes > data_size - ti.offset)
       Fail("{}: tensor '{}'.offset: data [{}, {}) is outside the data section ({} bytes)", file, ti.name, ti.offset,
            ti.offset + ti.bytes, data_size);
+  }
   std::vector<const GgufTensorInfo*> by_off;
   for (const auto& ti : h.tensors) by_off.push_back(&ti);
   std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->offset < b->offset; });

@@ -18,6 +18,9 @@ constexpr int64_t kMaxVocab = int64_t{1} << 22;
 // 65536 is hundreds of times any real grid or inline prompt list, and a bomb fails in
 // milliseconds (at 2^20 each fuzzed bomb took ~50 ms under ASan).
 constexpr int64_t kMaxYamlNodes = 1 << 16;
+// Elements of one tensor (GGUF, safetensors): 2^48 is ~10^5 times the largest real
+// tensor, and keeps every byte count below 2^64.
+constexpr uint64_t kMaxTensorElements = uint64_t{1} << 48;
 // Bytes of a value quoted in an error message.
 constexpr size_t kMaxQuoted = 64;
 

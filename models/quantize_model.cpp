@@ -117,7 +117,15 @@ void CheckQuantizable(const Model& m, QType type) {
 
 Model QuantizeModel(const Model& m, QType type) {
   CheckQuantizable(m, type);
-  auto convert = [type](const QMatrix& w) { return Convert(w, StoredQType(type, w.cols)); };
+  // A quantizer's refusal (a block scale overflowing f16) names the model and the tensor.
+  const std::string model = m.source.path.empty() ? m.source.format : m.source.path;
+  auto convert = [&](const QMatrix& w, std::string_view name) {
+    try {
+      return Convert(w, StoredQType(type, w.cols));
+    } catch (const Error& e) {
+      Fail("{}: tensor '{}': {}", model, name, e.what());
+    }
+  };
   Model q;
   q.config = m.config;
   q.source = m.source;
@@ -128,21 +136,22 @@ Model QuantizeModel(const Model& m, QType type) {
   const std::string quantizing = fmt::format("quantizing to {}", QTypeName(type));
   for (const LayerWeights& L : m.layers) {
     ReportProgress(quantizing, long(q.layers.size()), long(m.layers.size()), "layers");
+    const std::string p = "layers." + std::to_string(q.layers.size()) + ".";  // ForEachMatrix's names
     LayerWeights o;
     o.attn_norm = L.attn_norm;
     o.ffn_norm = L.ffn_norm;
     o.bq = L.bq, o.bk = L.bk, o.bv = L.bv;
     o.q_norm = L.q_norm, o.k_norm = L.k_norm;
-    o.wq = convert(L.wq);
-    o.wk = convert(L.wk);
-    o.wv = convert(L.wv);
-    o.wo = convert(L.wo);
-    o.w1 = convert(L.w1);
-    o.w2 = convert(L.w2);
-    o.w3 = convert(L.w3);
+    o.wq = convert(L.wq, p + "wq");
+    o.wk = convert(L.wk, p + "wk");
+    o.wv = convert(L.wv, p + "wv");
+    o.wo = convert(L.wo, p + "wo");
+    o.w1 = convert(L.w1, p + "w1");
+    o.w2 = convert(L.w2, p + "w2");
+    o.w3 = convert(L.w3, p + "w3");
     q.layers.push_back(std::move(o));
   }
-  q.output = convert(m.output);
+  q.output = convert(m.output, "output");
   PackForKernels(q);
   ReportProgress(quantizing, long(m.layers.size()), long(m.layers.size()), "layers");
   return q;

@@ -78,7 +78,7 @@ std::map<std::string, StTensor> ParseSafetensors(const MappedFile& f, json& meta
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 32))
         Fail("{}: {}: shape: invalid dimension {}", path, field, d.dump());
       const uint64_t n = d.get<uint64_t>();
-      if (n > 0 && numel > (uint64_t{1} << 48) / n)
+      if (n > 0 && numel > kMaxTensorElements / n)
         Fail("{}: {}: shape: [{}] is absurdly large", path, field, t["shape"].dump());
       st.shape.push_back(static_cast<int64_t>(n));
       numel *= n;

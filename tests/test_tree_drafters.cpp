@@ -61,10 +61,12 @@ TEST(LookaheadDraft, WindowRidesInTheTreeAndFillsThePool) {
   EXPECT_EQ(b.tokens, (std::vector<int>{7, 22, 21, /*window*/ 7, 7, 20, 21, 22}));
   EXPECT_EQ(b.parents, (std::vector<int>{-1, 0, 0, -1, 3, -1, 3, 4}));
   d->Observe(*s.state, std::vector<int>(9, 7), std::vector<float>(9 * vocab, 0.0f), vocab);
-  // K too small for the window (the context end): the candidates alone.
+  // K too small for the window (near max_new_tokens or the context end): its first
+  // columns that fit (2 of 3: 3 nodes; #45, it used to wait) and a candidate in what is
+  // left. Window now: level 0 = 20 21 22, level 1 = 0 0 0 (the zero logits' argmax).
   b = s.Propose(*d, {1, 7, 9}, 4);
-  EXPECT_EQ(b.tokens, (std::vector<int>{7, 20}));
-  EXPECT_TRUE(b.parents.empty());  // a chain
+  EXPECT_EQ(b.tokens, (std::vector<int>{7, /*window*/ 21, 0, 0}));
+  EXPECT_EQ(b.parents, (std::vector<int>{-1, -1, -1, 1}));
 }
 
 TEST(RestDraft, LongestSuffixContinuationsPrunedByFrequency) {
@@ -239,7 +241,7 @@ TEST(TreeDecoding, RestFromACorpusFile) {
   ExpectLossless(m, prompts, {RestCase(m, "rest+corpus=" + dir + "/corpus.txt+tree_budget=12", 12)}, 24);
   DecoderOptions o = ar;
   o.kind = DecoderKind::Speculative;
-  o.k = 8;
+  o.k = 16;  // the default budget's (#45: a K below it is an error of its own)
   o.draft = ParseDraftSpec("rest+corpus=" + dir + "/no-such.txt", "draft");
   testing::ExpectError([&] { MakeDecoder(m, o); }, {dir + "/no-such.txt: cannot open the rest corpus"});
   testing::WriteFile(dir + "/blank.txt", "\n  \n");

@@ -59,6 +59,7 @@ struct GenerateArgs {
   std::map<std::string_view, std::pair<CLI::Option*, std::string>> table;
   CLI::Option* draft_p_min_opt = nullptr;
   CLI::Option* decoder_opt = nullptr;
+  CLI::Option* k_opt = nullptr;
 };
 
 // The ranges of the experiment files' keys (decoders/settings.h), so a value one refuses
@@ -229,10 +230,10 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
 DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   DecoderOptions o;
   o.kind = ParseDecoderKind(a.decoder);
-  o.k = a.k;
   o.k_policy = ParseKPolicy(a.k_policy);
   o.draft_p_min = a.draft_p_min;
   if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
+  o.k = a.k_opt->count() > 0 ? a.k : DefaultK(o.draft);  // not given: a tree's size sets it
   o.acceptance_source = ParseAcceptanceSource(a.acceptance_source, "--acceptance-source");
   o.max_new_tokens = a.n;
   o.stop_at_eos = !a.no_eos;
@@ -317,7 +318,7 @@ void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r)
   // The results files' names (Point::ParamsJson) for the same things.
   const LookupDraft* lookup = o.draft.get<LookupDraft>();
   if (o.kind != DecoderKind::Autoregressive)
-    j["speculative"] = {{"k", a.k},
+    j["speculative"] = {{"k", o.k},
                         {"k_policy", a.k_policy},
                         {"k_label", KLabel(o.k, o.k_policy)},
                         {"draft_p_min", a.draft_p_min},
@@ -410,9 +411,10 @@ CommandRegistrar reg(30, [](CLI::App& app) {
           ->default_str("")};
   a->spec_only = a->draft_parts;
   a->spec_only.push_back(a->draft_opt);
-  a->spec_only.push_back(cmd->add_option("--k,--draft-max", a->k,
-                                         "Draft length K: every step (constant), the bound "
-                                         "(threshold, adaptive), the start (heuristic)"));
+  a->spec_only.push_back(a->k_opt = cmd->add_option("--k,--draft-max", a->k,
+                                                    "Draft length K: every step (constant), the bound "
+                                                    "(threshold, adaptive), the start (heuristic); default 4, "
+                                                    "a token tree's size for a tree draft"));
   a->spec_only.push_back(cmd->add_option("--k-policy", a->k_policy, "constant | heuristic | threshold | adaptive"));
   a->spec_only.push_back(a->draft_p_min_opt =
                              cmd->add_option("--draft-p-min", a->draft_p_min,

@@ -296,6 +296,7 @@ std::vector<Point> Product(const Entry& e, const std::vector<std::string>& model
   });
   Multiply(pts, drafts, [&](Point& p, const DraftSpec& d) {
     if (spec) p.options.draft = d;
+    if (spec && p.options.k == 0) p.options.k = DefaultK(d);  // k not given: a tree's size sets it
   });
   Multiply(pts, a.acceptance_source, [&](Point& p, const AcceptanceSource& s) {
     if (spec) p.options.acceptance_source = s;

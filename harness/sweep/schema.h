@@ -79,7 +79,7 @@ struct Ctx {
 // Parsed axis values (each list non-empty).
 struct Axes {
   std::vector<std::optional<QType>> target_quant{std::nullopt};
-  std::vector<int> k{4};
+  std::vector<int> k{0};  // 0: not given, each draft's DefaultK (decoders/decoder.h)
   std::vector<KPolicy> k_policy{KPolicy::Constant};
   std::vector<float> draft_p_min{0.8f};
   std::vector<DraftSpec> draft{DraftSpec{}};
