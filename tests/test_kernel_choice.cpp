@@ -17,28 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// Sets an environment variable for the scope (restoring the previous value).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) had_ = true, old_ = v;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using testing::ScopedEnv;
 
 // Two stand-in families (only their names and identity matter to the rule).
 const KernelFamily& Fake(const char* name) {

@@ -17,6 +17,7 @@
 #include "harness/report/load.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
+#include "tests/run_fixtures.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 namespace specsweep {
 namespace {
 
+using testing::QuietRun;
 using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
@@ -57,14 +59,6 @@ std::string Exp(const std::string& file, const std::string& name, const std::str
   return p;
 }
 
-RunOptions Opts(const std::string& dir, ResumeMode mode = ResumeMode::None) {
-  RunOptions o;
-  o.out_dir = dir;
-  o.resume = mode;
-  o.progress = nullptr;
-  return o;
-}
-
 std::string ErrorOf(const Experiment& e, const RunOptions& o) {
   try {
     RunExperiment(e, o);
@@ -87,7 +81,7 @@ TEST(Schedule, GroupsAndRotatingRounds) {
 
 TEST(ResultsIntegrity, RecordsCarryIdentityAndRoundsRotate) {
   Experiment e = LoadExperiment(Exp("id.yaml", "id", Files().model, 2, 2));
-  RunSummary s = RunExperiment(e, Opts(TempDir()));
+  RunSummary s = RunExperiment(e, QuietRun(TempDir()));
   auto recs = ReadJsonl(s.jsonl_path).records;
   ASSERT_EQ(recs.size(), 3u);
   for (auto& r : recs) {
@@ -116,21 +110,21 @@ TEST(ResultsIntegrity, RecordsCarryIdentityAndRoundsRotate) {
 TEST(ResultsIntegrity, ResumeRefusesChangedExperimentAndNamesTheKey) {
   const std::string dir = TempDir();
   Experiment e1 = LoadExperiment(Exp("r1.yaml", "r", Files().model, 1, 2));
-  RunExperiment(e1, Opts(dir));
+  RunExperiment(e1, QuietRun(dir));
   // A comment or key order does not matter: everything is reused.
   Experiment same = LoadExperiment(Exp("r1b.yaml", "r", Files().model, 1, 2));
-  EXPECT_EQ(RunExperiment(same, Opts(dir, ResumeMode::Same)).resumed, 3);
+  EXPECT_EQ(RunExperiment(same, QuietRun(dir, ResumeMode::Same)).resumed, 3);
   // repetitions 1 -> 2: refused, naming the key.
   Experiment e2 = LoadExperiment(Exp("r2.yaml", "r", Files().model, 2, 2));
-  std::string err = ErrorOf(e2, Opts(dir, ResumeMode::Same));
+  std::string err = ErrorOf(e2, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("repetitions: 1 in the results, 2 now"), std::string::npos) << err;
   EXPECT_NE(err.find("--resume=changed"), std::string::npos) << err;
   // prompts.count 2 -> 3: refused, naming the prompts.
   Experiment e3 = LoadExperiment(Exp("r3.yaml", "r", Files().model, 1, 3));
-  err = ErrorOf(e3, Opts(dir, ResumeMode::Same));
+  err = ErrorOf(e3, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("prompt"), std::string::npos) << err;
   // --resume=changed re-measures and sets the old records aside.
-  RunSummary s = RunExperiment(e2, Opts(dir, ResumeMode::Changed));
+  RunSummary s = RunExperiment(e2, QuietRun(dir, ResumeMode::Changed));
   EXPECT_EQ(s.measured, 3);
   EXPECT_EQ(s.set_aside, 3);
   EXPECT_EQ(ReadJsonl(s.jsonl_path).records.size(), 3u);
@@ -142,9 +136,9 @@ TEST(ResultsIntegrity, SwappedModelFileIsNotReused) {
   const std::string dir = TempDir(), model = TempDir() + "/m.gguf";
   fs::copy_file(Files().model, model);
   Experiment e = LoadExperiment(Exp("sw.yaml", "sw", model, 1, 2));
-  RunExperiment(e, Opts(dir));
+  RunExperiment(e, QuietRun(dir));
   fs::copy_file(Files().other_model, model, fs::copy_options::overwrite_existing);
-  std::string err = ErrorOf(e, Opts(dir, ResumeMode::Same));
+  std::string err = ErrorOf(e, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("model files: target m.gguf has sha256"), std::string::npos) << err;
 }
 
@@ -156,24 +150,24 @@ TEST(ResultsIntegrity, SameWeightsAtAnotherPathAreTheSamePoint) {
   fs::copy_file(Files().model, models + "/m.gguf");
   fs::create_directory_symlink(models, link);
   const std::string exp = Exp("mv.yaml", "mv", "m.gguf", 1, 2);
-  RunSummary first = RunExperiment(LoadExperiment(exp, models), Opts(dir));
+  RunSummary first = RunExperiment(LoadExperiment(exp, models), QuietRun(dir));
   // --resume through the symlink reuses every point.
-  EXPECT_EQ(RunExperiment(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same)).resumed, 3);
+  EXPECT_EQ(RunExperiment(LoadExperiment(exp, link), QuietRun(dir, ResumeMode::Same)).resumed, 3);
   // A fresh run through the symlink passes check against the first.
-  RunSummary second = RunExperiment(LoadExperiment(exp, link), Opts(dir2));
+  RunSummary second = RunExperiment(LoadExperiment(exp, link), QuietRun(dir2));
   EXPECT_TRUE(CheckRegressions(LoadRecords(second.json_path).records, LoadRecords(first.json_path).records, 0.02).ok());
   // Other bytes under the same name: refused, both hashes named.
   fs::copy_file(Files().other_model, models + "/m.gguf", fs::copy_options::overwrite_existing);
-  const std::string err = ErrorOf(LoadExperiment(exp, link), Opts(dir, ResumeMode::Same));
+  const std::string err = ErrorOf(LoadExperiment(exp, link), QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("model files: target m.gguf has sha256 "), std::string::npos) << err;
   EXPECT_NE(err.find("the results were measured with "), std::string::npos) << err;
 }
 
 TEST(ResultsIntegrity, AnotherExperimentWithTheSameNameIsRefused) {
   const std::string dir = TempDir();
-  RunExperiment(LoadExperiment(Exp("a.yaml", "same", Files().model, 1, 2)), Opts(dir));
+  RunExperiment(LoadExperiment(Exp("a.yaml", "same", Files().model, 1, 2)), QuietRun(dir));
   Experiment other = LoadExperiment(Exp("b.yaml", "same", Files().other_model, 1, 2));
-  std::string err = ErrorOf(other, Opts(dir, ResumeMode::Same));
+  std::string err = ErrorOf(other, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("does not ask for"), std::string::npos) << err;
   const std::string before = ReadFile(dir + "/same.jsonl");
   EXPECT_EQ(ReadFile(dir + "/same.jsonl"), before);  // nothing appended
@@ -182,7 +176,7 @@ TEST(ResultsIntegrity, AnotherExperimentWithTheSameNameIsRefused) {
 TEST(ResultsIntegrity, CorruptMiddleLineIsSetAsideAndTheRestKept) {
   const std::string dir = TempDir();
   Experiment e = LoadExperiment(Exp("c.yaml", "c", Files().model, 1, 2, "[2, 3, 4]"));
-  RunSummary s = RunExperiment(e, Opts(dir));
+  RunSummary s = RunExperiment(e, QuietRun(dir));
   std::string text = ReadFile(s.jsonl_path);
   const size_t l1 = text.find('\n') + 1;
   WriteFile(s.jsonl_path, text.substr(0, l1) + "{not json at all\n" + text.substr(l1));
@@ -190,7 +184,7 @@ TEST(ResultsIntegrity, CorruptMiddleLineIsSetAsideAndTheRestKept) {
   EXPECT_EQ(c.records.size(), 4u);  // the records after the corrupt line are still read
   ASSERT_EQ(c.corrupt.size(), 1u);
   EXPECT_EQ(c.corrupt[0].first, 2);  // its line number
-  s = RunExperiment(e, Opts(dir, ResumeMode::Same));
+  s = RunExperiment(e, QuietRun(dir, ResumeMode::Same));
   EXPECT_EQ(s.resumed, 4);
   EXPECT_EQ(s.measured, 0);
   EXPECT_EQ(ReadFile(s.jsonl_path + ".corrupt"), "{not json at all\n");
@@ -201,7 +195,7 @@ TEST(ResultsIntegrity, CorruptMiddleLineIsSetAsideAndTheRestKept) {
 TEST(ResultsIntegrity, DifferingSecondRecordIsSetAsideAsDuplicate) {
   const std::string dir = TempDir();
   Experiment e = LoadExperiment(Exp("d.yaml", "d", Files().model, 1, 2));
-  RunSummary s = RunExperiment(e, Opts(dir));
+  RunSummary s = RunExperiment(e, QuietRun(dir));
   const std::string text = ReadFile(s.jsonl_path);
   const std::string first = text.substr(0, text.find('\n') + 1);
   std::string other = first;
@@ -209,7 +203,7 @@ TEST(ResultsIntegrity, DifferingSecondRecordIsSetAsideAsDuplicate) {
   ASSERT_NE(at, std::string::npos);
   other.insert(at + 10, "1");  // another timing: a differing record of the same point
   WriteFile(s.jsonl_path, text + first + other);
-  s = RunExperiment(e, Opts(dir, ResumeMode::Same));
+  s = RunExperiment(e, QuietRun(dir, ResumeMode::Same));
   EXPECT_EQ(s.resumed, 3);
   EXPECT_EQ(ReadFile(s.jsonl_path + ".duplicate"), other);  // the identical copy is dropped, the differing kept
   EXPECT_EQ(ReadJsonl(s.jsonl_path).duplicates.size(), 0u);
@@ -232,7 +226,7 @@ TEST(ResultsIntegrity, UnwritableFolderFailsBeforeMeasuring) {
     const std::string file = TempDir() + "/plain";
     WriteFile(file, "x");
     Experiment e = LoadExperiment(Exp("w.yaml", "w", Files().model, 1, 2));
-    std::string err = ErrorOf(e, Opts(file + "/out"));
+    std::string err = ErrorOf(e, QuietRun(file + "/out"));
     EXPECT_NE(err.find(file + "/out"), std::string::npos) << err;
     EXPECT_NE(err.find("Not a directory"), std::string::npos) << err;
     return;

@@ -22,6 +22,7 @@
 #include "harness/sweep/point.h"
 #include "harness/sweep/prompts.h"
 #include "harness/sweep/questions.h"
+#include "tests/run_fixtures.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -31,24 +32,14 @@ namespace specsweep {
 namespace {
 
 using testing::ExpectError;
+using testing::QuietRun;
 using testing::ReadFile;
 using testing::RunCli;
 using testing::TempDir;
 using testing::WriteFile;
 
-struct Setup {
-  std::string dir, model, prompts;
-};
-const Setup& Files() {
-  static Setup f = [] {
-    Setup x;
-    x.dir = TempDir();
-    x.model = x.dir + "/tiny.gguf";
-    testing::WriteTinyGguf(x.model, 7);
-    x.prompts = x.dir + "/prompts.txt";
-    WriteFile(x.prompts, "Once upon a time\nThe dog ran\n");
-    return x;
-  }();
+const testing::TinyFiles& Files() {
+  static const testing::TinyFiles f = testing::MakeTinyFiles(7);
   return f;
 }
 
@@ -61,14 +52,6 @@ std::string Exp(const std::string& dir, const std::string& name, const std::stri
   return p;
 }
 
-RunOptions Opts(const std::string& dir, ResumeMode mode = ResumeMode::None) {
-  RunOptions o;
-  o.out_dir = dir;
-  o.resume = mode;
-  o.progress = nullptr;
-  return o;
-}
-
 std::string ErrorOfRun(const std::string& exp, const RunOptions& o) {
   return testing::ErrorOf([&] { RunExperiment(LoadExperiment(exp), o); });
 }
@@ -78,7 +61,7 @@ std::string ErrorOfRun(const std::string& exp, const RunOptions& o) {
 TEST(SilentFiles, CheckRefusesABaselineWhoseLastLineIsCut) {
   const std::string dir = TempDir();
   const RunSummary s =
-      RunExperiment(LoadExperiment(Exp(dir, "gate", "  - decoder: self-spec\n    k: [2, 3]\n")), Opts(dir));
+      RunExperiment(LoadExperiment(Exp(dir, "gate", "  - decoder: self-spec\n    k: [2, 3]\n")), QuietRun(dir));
   const std::string whole = ReadFile(s.jsonl_path);
   ASSERT_EQ(whole.back(), '\n');
   const std::string torn = dir + "/torn.jsonl";
@@ -175,22 +158,22 @@ TEST(SilentFiles, AnEditedCorpusIsNotReusedAndAMovedOneStillChecks) {
   const std::string dir = TempDir();
   WriteFile(dir + "/corpus.txt", "Once upon a time there was a dog\nThe dog ran to the big red ball\n");
   const std::string exp = Exp(dir, "rest", kRest);
-  const RunSummary first = RunExperiment(LoadExperiment(exp), Opts(dir));
-  EXPECT_EQ(RunExperiment(LoadExperiment(exp), Opts(dir, ResumeMode::Same)).resumed, 2);
+  const RunSummary first = RunExperiment(LoadExperiment(exp), QuietRun(dir));
+  EXPECT_EQ(RunExperiment(LoadExperiment(exp), QuietRun(dir, ResumeMode::Same)).resumed, 2);
 
   // The same corpus and experiment in another folder: the same points, by content.
   const std::string moved = TempDir();
   fs::copy_file(dir + "/corpus.txt", moved + "/corpus.txt");
-  const RunSummary again = RunExperiment(LoadExperiment(Exp(moved, "rest", kRest)), Opts(moved));
+  const RunSummary again = RunExperiment(LoadExperiment(Exp(moved, "rest", kRest)), QuietRun(moved));
   EXPECT_EQ(ReadJsonl(again.jsonl_path).records[1].key, ReadJsonl(first.jsonl_path).records[1].key);
   const LoadedRecords base = LoadRecords(first.json_path), cur = LoadRecords(again.json_path);
   EXPECT_TRUE(CheckRegressions(cur.records, base.records, 0.02).ok());
 
   // Edited: --resume names the corpus and both hashes; check names it too.
   WriteFile(dir + "/corpus.txt", "Something else entirely\n");
-  const std::string err = ErrorOfRun(exp, Opts(dir, ResumeMode::Same));
+  const std::string err = ErrorOfRun(exp, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("corpus corpus.txt has sha256"), std::string::npos) << err;
-  EXPECT_EQ(RunExperiment(LoadExperiment(exp), Opts(dir, ResumeMode::Changed)).measured, 2);  // its group
+  EXPECT_EQ(RunExperiment(LoadExperiment(exp), QuietRun(dir, ResumeMode::Changed)).measured, 2);  // its group
   ExpectError([&] { CheckRegressions(LoadRecords(first.json_path).records, base.records, 0.02); },
               {"none of its 1 speculative points"});
 }
@@ -198,11 +181,11 @@ TEST(SilentFiles, AnEditedCorpusIsNotReusedAndAMovedOneStillChecks) {
 TEST(SilentFiles, AnEditedTraceIsNotReused) {
   const std::string dir = TempDir();
   const RunSummary rec =
-      RunExperiment(LoadExperiment(Exp(dir, "rec", "  - decoder: self-spec\n    k: [3]\n")), Opts(dir));
+      RunExperiment(LoadExperiment(Exp(dir, "rec", "  - decoder: self-spec\n    k: [3]\n")), QuietRun(dir));
   const std::string exp =
       Exp(dir, "rep", "  - decoder: self-spec\n    k: [3]\n    acceptance_source: [\"trace=rec.jsonl\"]\n");
-  RunExperiment(LoadExperiment(exp), Opts(dir));
-  EXPECT_EQ(RunExperiment(LoadExperiment(exp), Opts(dir, ResumeMode::Same)).resumed, 2);
+  RunExperiment(LoadExperiment(exp), QuietRun(dir));
+  EXPECT_EQ(RunExperiment(LoadExperiment(exp), QuietRun(dir, ResumeMode::Same)).resumed, 2);
   const RawRecord replayed = ReadJsonl(dir + "/rep.jsonl").records[1];
   bool has_trace = false;
   for (auto& f : replayed.identity.model_files) has_trace |= f.role == "trace" && f.file == "rec.jsonl";
@@ -220,7 +203,7 @@ TEST(SilentFiles, AnEditedTraceIsNotReused) {
     pos = nl + 1;
   }
   WriteFile(rec.jsonl_path, out);
-  const std::string err = ErrorOfRun(exp, Opts(dir, ResumeMode::Same));
+  const std::string err = ErrorOfRun(exp, QuietRun(dir, ResumeMode::Same));
   EXPECT_NE(err.find("trace rec.jsonl has sha256"), std::string::npos) << err;
 }
 
@@ -354,10 +337,10 @@ TEST(SilentFiles, ARestCorpusOrTraceThatNeverEndsIsRefusedBeforeRunning) {
   for (const std::string& bad : {std::string("/dev/zero"), fifo}) {
     const std::string exp =
         Exp(dir, "endless", "  - decoder: speculative\n    draft: [\"rest+corpus=" + bad + "\"]\n    k: [16]\n");
-    EXPECT_NE(ErrorOfRun(exp, Opts(dir)).find(bad + ": the rest corpus is not a regular file"), std::string::npos);
+    EXPECT_NE(ErrorOfRun(exp, QuietRun(dir)).find(bad + ": the rest corpus is not a regular file"), std::string::npos);
     const std::string replay =
         Exp(dir, "endless", "  - decoder: self-spec\n    k: [3]\n    acceptance_source: [\"trace=" + bad + "\"]\n");
-    EXPECT_NE(ErrorOfRun(replay, Opts(dir)).find(bad + ": the acceptance trace is not a regular file"),
+    EXPECT_NE(ErrorOfRun(replay, QuietRun(dir)).find(bad + ": the acceptance trace is not a regular file"),
               std::string::npos);
     // An experiment's prompt or question file: refused when the experiment is read.
     for (const std::string& name : {std::string("prompts"), std::string("questions")}) {

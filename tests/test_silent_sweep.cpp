@@ -39,16 +39,12 @@ struct Files {
 // A model, and one of another vocabulary (160 pieces vs 128).
 const Files& F() {
   static Files f = [] {
-    Files x;
-    x.dir = testing::TempDir();
-    x.model = x.dir + "/tiny.gguf";
-    testing::WriteTinyGguf(x.model, 5);
+    const testing::TinyFiles t = testing::MakeTinyFiles(5);
+    Files x{t.dir, t.model, "", t.prompts, ""};
     x.other_vocab = x.dir + "/other.gguf";
     ModelConfig c = TinyTestConfig();
     c.vocab_size = 160;
     WriteGguf(MakeSyntheticModel(c, 9), *MakeScoreBpeTokenizer(SyntheticVocab(c.vocab_size)), x.other_vocab);
-    x.prompts = x.dir + "/prompts.txt";
-    WriteFile(x.prompts, "Once upon a time\nThe dog ran\n");
     x.corpus = x.dir + "/corpus.txt";
     WriteFile(x.corpus, "The dog ran home.\n");
     return x;

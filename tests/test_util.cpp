@@ -94,6 +94,31 @@ std::string TempDir() {
   return tmpl;
 }
 
+TinyFiles MakeTinyFiles(unsigned seed, const std::string& prompt_lines) {
+  TinyFiles x;
+  x.dir = TempDir();
+  x.model = x.dir + "/tiny.gguf";
+  WriteTinyGguf(x.model, seed);
+  x.prompts = x.dir + "/prompts.txt";
+  WriteFile(x.prompts, prompt_lines);
+  return x;
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* v = std::getenv(name)) had_ = true, old_ = v;
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_)
+    setenv(name_, old_.c_str(), 1);
+  else
+    unsetenv(name_);
+}
+
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -32,6 +32,25 @@ std::string TempDir();
 // A tiny random-weight model (TinyTestConfig, synthetic score-BPE vocabulary) written
 // as GGUF to `path`: a real model file for harness tests that need no shared data.
 void WriteTinyGguf(const std::string& path, unsigned seed);
+// A fresh temporary folder with a tiny GGUF model (WriteTinyGguf(seed)) and a prompts
+// file of `prompt_lines`: the fixture of the tests that run experiments through the CLI.
+struct TinyFiles {
+  std::string dir, model, prompts;
+};
+TinyFiles MakeTinyFiles(unsigned seed, const std::string& prompt_lines = "Once upon a time\nThe dog ran\n");
+// Sets an environment variable for the scope (nullptr unsets it), then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 // Runs f and returns the message of the specsweep Error it throws ("" if none).
 std::string ErrorOf(const std::function<void()>& f);
 // Expects f to throw an Error whose one-line message contains every fragment.
