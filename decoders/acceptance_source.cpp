@@ -131,6 +131,23 @@ const TreeStep* AcceptanceReplay::NextTree() const {
   return &Step().tree;
 }
 
+double TauOfRates(const std::vector<double>& rates, int k) {
+  double tau = 1, reach = 1;  // reach: probability that the step accepts positions 0..j
+  for (int j = 0; j < k && !rates.empty(); ++j) {
+    reach *= rates[std::min<size_t>(j, rates.size() - 1)];
+    tau += reach;
+  }
+  return tau;
+}
+
+double ExpectedTau(const AcceptanceSource& s, int k) {
+  switch (s.kind) {
+    case AcceptanceSource::Kind::Alpha: return TauOfRates({s.alpha}, k);  // = (1 - α^(K+1)) / (1 - α)
+    case AcceptanceSource::Kind::Positions: return TauOfRates(s.positions, k);
+    default: return NAN;
+  }
+}
+
 double AcceptanceReplay::Rate(int i) const {
   if (src_.kind == AcceptanceSource::Kind::Alpha) return src_.alpha;
   return src_.positions[std::min<size_t>(i, src_.positions.size() - 1)];

@@ -79,6 +79,13 @@ struct AcceptanceSource {
 // A trace source is returned without its traces.
 AcceptanceSource ParseAcceptanceSource(std::string_view text, std::string_view what);
 
+// Expected tokens per step of K drafted, τ = 1 + p1 + p1·p2 + ... + p1···pK, for conditional
+// rates p_i (positions past the list use its last rate; an empty list accepts nothing).
+double TauOfRates(const std::vector<double>& rates, int k);
+// The τ a source promises at K: alpha Leviathan's (1 - α^(K+1)) / (1 - α), positions the
+// product sum above; NaN for measured and trace sources (they declare no rates).
+double ExpectedTau(const AcceptanceSource& s, int k);
+
 // Draws a step's accepted count under a replayed source. One per decoder: its random
 // stream (alpha, positions) and its place in the traces run on across generations, so
 // many short generations sample the declared rates as one long one would.

@@ -48,6 +48,8 @@ void TableCommand(const TableArgs& a) {
   } else if (a.table == "main") {
     tables.push_back(f == TableFormat::Csv ? MainTableLong(res.records, filters)
                                            : MainTable(res.records, filters, res.context));
+    // Replayed points: their declared and realised acceptance (the long form has it in columns).
+    if (f != TableFormat::Csv && ReplayedAny(res.records, filters)) tables.push_back(ReplayTable(res.records, filters));
   } else if (a.table == "latency") {
     tables.push_back(LatencyTable(res.records, filters));
   } else if (a.table == "quant") {
@@ -57,6 +59,7 @@ void TableCommand(const TableArgs& a) {
   } else if (a.table == "all") {
     tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters),
               QuantTable(res.records, filters)};
+    if (ReplayedAny(res.records, filters)) tables.insert(tables.begin() + 1, ReplayTable(res.records, filters));
   } else {
     Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }

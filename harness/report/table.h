@@ -47,6 +47,11 @@ Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filt
 // The main table's data in long form, one numeric value per column (CSV).
 Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 Table LatencyTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+// One row per replayed speculative point: declared source, realised acceptance per
+// position, realised and expected τ (marked when more than 3% apart). Error when no point
+// is replayed; ReplayedAny says whether one is.
+Table ReplayTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+bool ReplayedAny(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 
 // The records whose fields equal every filter's value.

@@ -84,7 +84,9 @@ std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags) {
                hi = FieldNumber(r, "speedup_ci_high");
   std::string c = FormatMetric("speedup", mean);
   if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
-  return c + PointMarks(r, &flags);
+  c += PointMarks(r, &flags);
+  if (const auto f = ReplayFiguresOf(r); f && f->off) c += kTauMark, flags.tau_off = true;
+  return c;
 }
 
 std::string PointMarks(const AggregateRecord& r, CellFlags* flags) {
@@ -147,6 +149,11 @@ void AddFlagNotes(const CellFlags& f, Table& t) {
                     100 * kSuspectMargin));
   if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
   if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
+  if (f.tau_off)
+    t.notes.push_back(fmt::format(
+        "{} replayed point whose realised τ (1 + p1 + p1·p2 + ... at its realised per-position rates) is more "
+        "than {:.0f}% from the τ its declared source promises: it measured another acceptance than its label",
+        kTauMark, 100 * kTauTolerance));
 }
 
 }  // namespace specsweep

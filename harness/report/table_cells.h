@@ -1,6 +1,8 @@
 // Shared parts of the report's tables (table.cpp, category.cpp): the order of row
 // labels, the speculative records of a table, and the cells' marks and notes.
 #pragma once
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@ std::vector<AggregateRecord> SpeculativeRecords(const std::vector<AggregateRecor
 // Marks seen in a table's cells, explained in its notes.
 struct CellFlags {
   bool suspect = false, busy = false, wide = false;
+  bool tau_off = false;  // a replayed point's realised τ is off its expected τ (kTauMark)
 };
 // The marks of a point, as tables and plots show them: "†" when other processes used the
 // machine while its group ran (busy), "‡" when its speedup's 95% interval is wider than
@@ -51,6 +54,26 @@ std::string LabelText(const AggregateRecord& r, const std::string& field);
 // whether a record is bridged (the table then carries kBridgedNote).
 bool ShowBridgedDraft(const std::vector<AggregateRecord>& recs, std::vector<std::string>& rows,
                       const std::vector<std::string>& cols = {});
+// A replayed point's acceptance as declared and as realised (table_replay.cpp).
+struct ReplayFigures {
+  std::vector<double> realised;             // conditional acceptance per draft position, up to the point's K
+  double tau_realised = NAN;                // TauOfRates(realised): a full step's τ at the realised rates
+  double tau_expected = NAN;                // ExpectedTau of the declared source at the point's K (NaN: trace)
+  double predicted_speedup_declared = NAN;  // the cost model's speedup at tau_expected
+  bool off = false;                         // |tau_realised / tau_expected - 1| > kTauTolerance
+};
+// Null for a measured or autoregressive record.
+std::optional<ReplayFigures> ReplayFiguresOf(const AggregateRecord& r);
+extern const double kTauTolerance;  // 0.03
+extern const char* const kTauMark;  // "§"
+extern const char* const kTauNote;  // what the columns and kTauMark mean
+// "0.80/0.79/0.81/0.80" ("-" when empty).
+std::string RatesText(const std::vector<double>& rates);
+// "3.30§": τ realised with kTauMark when off (sets flags.tau_off).
+std::string RealisedTauCell(const ReplayFigures& f, CellFlags& flags);
+// A next-token latency reduction 100 (1 - 1/speedup) as "23.9%" ("-" when not finite).
+std::string ReductionText(double speedup);
+
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);
 

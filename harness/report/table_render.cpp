@@ -23,7 +23,23 @@ static std::string CsvQuote(const std::string& s) {
 
 static std::string LatexEscape(const std::string& s) {
   std::string o;
-  for (char c : s) {
+  // Greek letters and marks of headers and notes in math mode (a plain pdflatex has no glyph).
+  static const std::pair<std::string, std::string> kMath[] = {{"τ", "$\\tau$"},
+                                                              {"α", "$\\alpha$"},
+                                                              {"§", "\\S{}"},
+                                                              {"·", "$\\cdot$"},
+                                                              {"—", "--"}};
+  for (size_t i = 0; i < s.size();) {
+    bool replaced = false;
+    for (auto& [from, to] : kMath)
+      if (s.compare(i, from.size(), from) == 0) {
+        o += to;
+        i += from.size();
+        replaced = true;
+        break;
+      }
+    if (replaced) continue;
+    const char c = s[i++];
     switch (c) {
       case '_':
       case '%':
