@@ -109,6 +109,12 @@ TEST(ReplayTables, ReplayedRowShowsDeclaredRealisedAndExpectedTau) {
   const std::string trmd = RenderTable(tr, TableFormat::Markdown);
   EXPECT_TRUE(Has(trmd, "—")) << trmd;
   EXPECT_FALSE(Has(trmd, "§")) << trmd;
+  // A replayed record written without per-position rates still renders: no figures, no mark.
+  json old = Point("alpha=0.8", 4, rates);
+  old.erase("acceptance_at_pos_conditional");
+  const std::string oldmd = RenderTable(LatencyTable(RecordsFromJson({ArPoint(), old})), TableFormat::Markdown);
+  EXPECT_TRUE(Has(oldmd, "replayed α=0.8")) << oldmd;
+  EXPECT_FALSE(Has(oldmd, "§")) << oldmd;
   // Measured points only: no replay table, an error naming what is missing.
   EXPECT_FALSE(ReplayedAny(RecordsFromJson({Point("measured", 4, rates)})));
   EXPECT_THROW(ReplayTable(RecordsFromJson({Point("measured", 4, rates)})), Error);

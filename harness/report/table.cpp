@@ -242,25 +242,6 @@ Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filt
   return t;
 }
 
-namespace {
-
-// A number of the long form: "" when not finite.
-std::string LongNumber(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
-
-// MainTableLong's replay columns of a point (empty for a measured one).
-void AppendReplayLongCells(const AggregateRecord& r, std::vector<std::string>& line) {
-  const std::optional<ReplayFigures> f = ReplayFiguresOf(r);
-  if (!f) {
-    line.insert(line.end(), 5, "");
-    return;
-  }
-  line.push_back(RatesText(f->realised));
-  for (double v : {f->tau_realised, f->tau_expected, f->predicted_speedup_declared}) line.push_back(LongNumber(v));
-  line.push_back(f->off ? "1" : "0");
-}
-
-}  // namespace
-
 Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& filters) {
   std::vector<AggregateRecord> spec = SpeculativeRecords(records, filters);
   std::vector<std::string> labels = Varying(spec, {"k"});
@@ -288,10 +269,7 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
   for (const char* f : {"suspect", "busy", "wide_ci"}) t.header.push_back(f);
   // Replayed points: declared vs realised (ReplayFiguresOf); absent when none is replayed.
   const bool replay = ReplayedAny(spec);
-  if (replay)
-    for (const char* f :
-         {"acceptance_at_pos_conditional", "tau_realised", "tau_expected", "predicted_speedup_declared", "tau_off"})
-      t.header.push_back(f);
+  if (replay) t.header.insert(t.header.end(), kReplayLongColumns.begin(), kReplayLongColumns.end());
   std::sort(spec.begin(), spec.end(), [&](const AggregateRecord& a, const AggregateRecord& b) {
     return TupleLess(labels, Values(a, labels), Values(b, labels)) ||
            (Values(a, labels) == Values(b, labels) && FieldNumber(a, "k") < FieldNumber(b, "k"));
@@ -362,23 +340,6 @@ void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vect
   line.push_back(rc);
 }
 
-// The replay cells of a decoder in a latency row (kReplayLatencyColumns): realised
-// acceptance by position, realised τ (marked when off), expected τ, and the cost model's
-// reduction at the declared acceptance. Empty for a measured point.
-const char* const kReplayLatencyColumns[] = {" acceptance by position", " τ realised", " τ expected",
-                                             " model reduction at declared"};
-void AppendReplayLatencyCells(const AggregateRecord* best, CellFlags& flags, std::vector<std::string>& line) {
-  const std::optional<ReplayFigures> f = best ? ReplayFiguresOf(*best) : std::nullopt;
-  if (!f) {
-    line.insert(line.end(), std::size(kReplayLatencyColumns), "");
-    return;
-  }
-  line.push_back(RatesText(f->realised));
-  line.push_back(RealisedTauCell(*f, flags));
-  line.push_back(std::isfinite(f->tau_expected) ? fmt::format("{:.2f}", f->tau_expected) : "—");
-  line.push_back(ReductionText(f->predicted_speedup_declared));
-}
-
 // The acceptance sources of the points measured against baseline `key`, "" for none.
 std::vector<std::string> SourcesOf(const std::vector<AggregateRecord>& recs, const std::string& key) {
   std::vector<std::string> sources;
@@ -428,7 +389,7 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   for (auto& k : kinds) {
     for (const char* column : {" ms/token", " config", " speedup", " reduction"}) t.header.push_back(k + column);
     if (replay)
-      for (const char* column : kReplayLatencyColumns) t.header.push_back(k + column);
+      for (const std::string& column : kReplayLatencyColumns) t.header.push_back(k + " " + column);
   }
   CellFlags flags;
   bool bridged = false;  // a configuration shown has a bridged draft

@@ -73,6 +73,14 @@ std::string RatesText(const std::vector<double>& rates);
 std::string RealisedTauCell(const ReplayFigures& f, CellFlags& flags);
 // A next-token latency reduction 100 (1 - 1/speedup) as "23.9%" ("-" when not finite).
 std::string ReductionText(double speedup);
+// The replay cells of a decoder in a latency row, under "<decoder> <column>": realised
+// acceptance by position, τ realised (marked), τ expected, the cost model's reduction at
+// the declared acceptance. Empty cells for a measured point or none (`best` null).
+extern const std::vector<std::string> kReplayLatencyColumns;
+void AppendReplayLatencyCells(const AggregateRecord* best, CellFlags& flags, std::vector<std::string>& line);
+// The same in the long (CSV) form, numbers unrounded, tau_off 0/1.
+extern const std::vector<std::string> kReplayLongColumns;
+void AppendReplayLongCells(const AggregateRecord& r, std::vector<std::string>& line);
 
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);

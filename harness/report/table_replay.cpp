@@ -68,6 +68,44 @@ std::string ReductionText(double speedup) {
 
 namespace {
 
+std::string ExpectedTauCell(const ReplayFigures& f) {
+  return std::isfinite(f.tau_expected) ? fmt::format("{:.2f}", f.tau_expected) : "—";
+}
+
+}  // namespace
+
+const std::vector<std::string> kReplayLatencyColumns = {"acceptance by position", "τ realised", "τ expected",
+                                                        "model reduction at declared"};
+
+void AppendReplayLatencyCells(const AggregateRecord* best, CellFlags& flags, std::vector<std::string>& line) {
+  const std::optional<ReplayFigures> f = best ? ReplayFiguresOf(*best) : std::nullopt;
+  if (!f) {
+    line.insert(line.end(), kReplayLatencyColumns.size(), "");
+    return;
+  }
+  line.push_back(RatesText(f->realised));
+  line.push_back(RealisedTauCell(*f, flags));
+  line.push_back(ExpectedTauCell(*f));
+  line.push_back(ReductionText(f->predicted_speedup_declared));
+}
+
+const std::vector<std::string> kReplayLongColumns = {"acceptance_at_pos_conditional", "tau_realised", "tau_expected",
+                                                     "predicted_speedup_declared", "tau_off"};
+
+void AppendReplayLongCells(const AggregateRecord& r, std::vector<std::string>& line) {
+  const std::optional<ReplayFigures> f = ReplayFiguresOf(r);
+  if (!f) {
+    line.insert(line.end(), kReplayLongColumns.size(), "");
+    return;
+  }
+  line.push_back(RatesText(f->realised));
+  for (double v : {f->tau_realised, f->tau_expected, f->predicted_speedup_declared})
+    line.push_back(std::isfinite(v) ? fmt::format("{:.6g}", v) : "");
+  line.push_back(f->off ? "1" : "0");
+}
+
+namespace {
+
 std::vector<AggregateRecord> Replayed(const std::vector<AggregateRecord>& records, const Filters& filters) {
   std::vector<AggregateRecord> out;
   for (auto& r : Filter(records, filters))
@@ -112,7 +150,7 @@ Table ReplayTable(const std::vector<AggregateRecord>& records, const Filters& fi
     line.back() = AcceptanceCaptionOf(r);
     line.push_back(RatesText(f.realised));
     line.push_back(RealisedTauCell(f, flags));
-    line.push_back(std::isfinite(f.tau_expected) ? fmt::format("{:.2f}", f.tau_expected) : "—");
+    line.push_back(ExpectedTauCell(f));
     line.push_back(FormatMetric("mean_accepted_length", FieldNumber(r, "mean_accepted_length")));
     t.rows.push_back(line);
   }
