@@ -109,6 +109,14 @@ TEST(ReplayTables, ReplayedRowShowsDeclaredRealisedAndExpectedTau) {
   const std::string trmd = RenderTable(tr, TableFormat::Markdown);
   EXPECT_TRUE(Has(trmd, "—")) << trmd;
   EXPECT_FALSE(Has(trmd, "§")) << trmd;
+  // Positions no step drafted (an adaptive K's or a tree's depth below K) are compared neither way.
+  json shallow = Point("alpha=0.8", 8, {0.8, 0.8, 0.8, 0.8, 0.0});
+  shallow["drafted_at_pos"] = {100, 100, 100, 100, 0};
+  const auto sf = ReplayFiguresOf(AggregateRecord::FromJson(shallow));
+  ASSERT_TRUE(sf);
+  EXPECT_EQ(sf->realised.size(), 4u);
+  EXPECT_NEAR(sf->tau_expected, 3.3616, 1e-9);
+  EXPECT_FALSE(sf->off);
   // A replayed record written without per-position rates still renders: no figures, no mark.
   json old = Point("alpha=0.8", 4, rates);
   old.erase("acceptance_at_pos_conditional");

@@ -35,7 +35,10 @@ std::optional<ReplayFigures> ReplayFiguresOf(const AggregateRecord& r) {
   if (!f.realised.empty()) f.tau_realised = TauOfRates(f.realised, int(f.realised.size()));
   try {
     const AcceptanceSource src = ParseAcceptanceSource(FieldText(r, "acceptance_source"), "acceptance_source");
-    if (std::isfinite(k)) f.tau_expected = ExpectedTau(src, int(k));
+    // Over the same positions as the realised τ: a tree's depth, or an adaptive K's deepest
+    // drafted position, may be below the point's K.
+    const int depth = f.realised.empty() ? int(k) : int(f.realised.size());
+    if (std::isfinite(k)) f.tau_expected = ExpectedTau(src, depth);
   } catch (const Error&) {
     // A source this version does not know declares nothing it can evaluate.
   }
