@@ -143,6 +143,7 @@ Table ReplayTable(const std::vector<AggregateRecord>& records, const Filters& fi
   t.title = "Replayed acceptance: declared and realised";
   t.label_cols = labels.size();
   t.header = labels;
+  t.header[t.header.size() - 2] = "k";  // the k_label cell: "k=4", "k<=8 adaptive"
   t.header.back() = "declared";
   for (const char* h : {"acceptance by position", "τ realised", "τ expected", "mean_accepted_length"})
     t.header.push_back(h);
