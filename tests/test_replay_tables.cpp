@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "decoders/acceptance_source.h"
 #include "harness/report/record.h"
+#include "tests/record_fixtures.h"
 #include "harness/report/table.h"
 #include "harness/report/table_cells.h"
 
@@ -58,20 +59,6 @@ json Point(const std::string& source, int k, const std::vector<double>& rates, d
               {"prompts", 4}};
 }
 
-json ArPoint() {
-  return json{{"key", "ar"},
-              {"name", "ar"},
-              {"model", "m"},
-              {"decoder", "ar"},
-              {"k", 0},
-              {"k_policy", "-"},
-              {"draft", "-"},
-              {"draft_base", "-"},
-              {"draft_quant", "-"},
-              {"acceptance_source", "-"},
-              {"mean_next_token_latency_s", 0.01}};
-}
-
 double Tau(const std::vector<double>& p) {  // 1 + p1 + p1 p2 + ... over the whole list
   double t = 1, reach = 1;
   for (double x : p) t += reach *= x;
@@ -96,7 +83,7 @@ TEST(ReplayTables, ExpectedTauIsLeviathansForAlphaAndTheProductSumForPositions) 
 
 TEST(ReplayTables, ReplayedRowShowsDeclaredRealisedAndExpectedTau) {
   const std::vector<double> rates = {0.8, 0.79, 0.81, 0.8};
-  const Table t = ReplayTable(RecordsFromJson({ArPoint(), Point("alpha=0.8", 4, rates)}));
+  const Table t = ReplayTable(RecordsFromJson({testing::ArPointJson(), Point("alpha=0.8", 4, rates)}));
   ASSERT_EQ(t.rows.size(), 1u);
   const std::string md = RenderTable(t, TableFormat::Markdown);
   EXPECT_TRUE(Has(md, "replayed α=0.8")) << md;
@@ -120,7 +107,8 @@ TEST(ReplayTables, ReplayedRowShowsDeclaredRealisedAndExpectedTau) {
   // A replayed record written without per-position rates still renders: no figures, no mark.
   json old = Point("alpha=0.8", 4, rates);
   old.erase("acceptance_at_pos_conditional");
-  const std::string oldmd = RenderTable(LatencyTable(RecordsFromJson({ArPoint(), old})), TableFormat::Markdown);
+  const std::string oldmd =
+      RenderTable(LatencyTable(RecordsFromJson({testing::ArPointJson(), old})), TableFormat::Markdown);
   EXPECT_TRUE(Has(oldmd, "replayed α=0.8")) << oldmd;
   EXPECT_FALSE(Has(oldmd, "§")) << oldmd;
   // Measured points only: no replay table, an error naming what is missing.
@@ -166,7 +154,7 @@ TEST(ReplayTables, MeasuredRowsAndMeasuredOnlyTablesAreUnchanged) {
   const json measured = Point("measured", 4, rates);
   EXPECT_FALSE(ReplayFiguresOf(AggregateRecord::FromJson(measured)));
   // Measured only: no replay columns anywhere, no mark, no τ note.
-  const std::vector<AggregateRecord> only = RecordsFromJson({ArPoint(), measured});
+  const std::vector<AggregateRecord> only = RecordsFromJson({testing::ArPointJson(), measured});
   const Table lng = MainTableLong(only);
   EXPECT_EQ(lng.header.back(), "wide_ci");
   const Table lat = LatencyTable(only);
@@ -175,7 +163,8 @@ TEST(ReplayTables, MeasuredRowsAndMeasuredOnlyTablesAreUnchanged) {
   EXPECT_FALSE(Has(md, "§")) << md;
   EXPECT_FALSE(Has(md, "τ")) << md;
   // Beside a replayed point, the measured point's replay cells stay empty.
-  const std::vector<AggregateRecord> both = RecordsFromJson({ArPoint(), measured, Point("alpha=0.8", 4, rates)});
+  const std::vector<AggregateRecord> both =
+      RecordsFromJson({testing::ArPointJson(), measured, Point("alpha=0.8", 4, rates)});
   const Table mixed = MainTableLong(both);
   const size_t tau_col = std::find(mixed.header.begin(), mixed.header.end(), "tau_realised") - mixed.header.begin();
   ASSERT_LT(tau_col, mixed.header.size());
@@ -197,7 +186,8 @@ TEST(ReplayTables, MeasuredRowsAndMeasuredOnlyTablesAreUnchanged) {
 
 TEST(ReplayTables, LatencyTableGivesMeasuredAndModelReductionsSideBySide) {
   const std::vector<double> rates = {0.7, 0.7, 0.7, 0.7};
-  const std::vector<AggregateRecord> recs = RecordsFromJson({ArPoint(), Point("alpha=0.8", 4, rates, 1.2)});
+  const std::vector<AggregateRecord> recs =
+      RecordsFromJson({testing::ArPointJson(), Point("alpha=0.8", 4, rates, 1.2)});
   const Table t = LatencyTable(recs);
   const auto col = [&](const std::string& h) {
     const size_t i = std::find(t.header.begin(), t.header.end(), h) - t.header.begin();

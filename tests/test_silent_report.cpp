@@ -14,6 +14,7 @@
 #include "harness/report/category.h"
 #include "harness/report/plot.h"
 #include "harness/report/record.h"
+#include "tests/record_fixtures.h"
 #include "harness/report/table.h"
 #include "harness/sweep/questions.h"
 #include "models/gguf.h"
@@ -52,20 +53,6 @@ json Point(const std::string& base, int k, double speedup, double acceptance = 0
               {"threads_used", 2},
               {"repetitions", 3},
               {"prompts", 4}};
-}
-
-json ArPoint() {
-  return json{{"key", "ar"},
-              {"name", "ar"},
-              {"model", "m"},
-              {"decoder", "ar"},
-              {"k", 0},
-              {"k_policy", "-"},
-              {"draft", "-"},
-              {"draft_base", "-"},
-              {"draft_quant", "-"},
-              {"acceptance_source", "-"},
-              {"mean_next_token_latency_s", 0.01}};
 }
 
 // Each line of a Markdown table has as many cell borders (unescaped "|") as its header.
@@ -242,8 +229,9 @@ TEST(SilentReport, DraftTokenizerIsReadWrittenAndAbsentInOldRecords) {
 }
 
 TEST(SilentReport, BridgedDraftIsMarkedInEveryTableFormat) {
-  const auto recs = RecordsFromJson({Bridged(Point("tinystories-260k", 2, 1.2)),
-                                     Bridged(Point("tinystories-260k", 4, 1.3)), Point("self", 4, 1.1), ArPoint()});
+  const auto recs =
+      RecordsFromJson({Bridged(Point("tinystories-260k", 2, 1.2)), Bridged(Point("tinystories-260k", 4, 1.3)),
+                       Point("self", 4, 1.1), testing::ArPointJson()});
   const Table main = MainTable(recs);
   for (TableFormat f : {TableFormat::Markdown, TableFormat::Latex, TableFormat::Csv}) {
     const std::string text = RenderTable(main, f);
