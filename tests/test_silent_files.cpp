@@ -152,6 +152,25 @@ TEST(SilentFiles, CorpusAndTraceEnterTheKeyByNameNotFolder) {
   EXPECT_NE(a.Key().find(";acc=trace=rec.jsonl:P/k=4"), std::string::npos) << a.Key();
 }
 
+// Keyed by file name, two different corpora (or traces) of one name would be one point.
+TEST(SilentFiles, TwoFilesOfOneNameInOneExperimentAreRefused) {
+  const std::string dir = TempDir();
+  std::filesystem::create_directories(dir + "/a");
+  std::filesystem::create_directories(dir + "/b");
+  WriteFile(dir + "/a/c.txt", "The dog ran home.\n");
+  WriteFile(dir + "/b/c.txt", "A cat sat down.\n");
+  const std::string two = Exp(dir, "two",
+                              "  - decoder: speculative\n    draft: [\"rest+corpus=" + dir +
+                                  "/a/c.txt+tree_budget=8\", \"rest+corpus=" + dir + "/b/c.txt+tree_budget=8\"]\n");
+  ExpectError([&] { LoadExperiment(two); }, {"two.yaml", "'c.txt' names two REST corpus files", "rename one"});
+  // The same file written twice is one corpus.
+  const std::string same =
+      Exp(dir, "same",
+          "  - decoder: speculative\n    draft: [\"rest+corpus=" + dir +
+              "/a/c.txt+tree_budget=8\", \"rest+corpus=" + dir + "/a/../a/c.txt+tree_budget=8\"]\n");
+  EXPECT_NO_THROW(LoadExperiment(same));
+}
+
 constexpr const char* kRest = "  - decoder: speculative\n    draft: [\"rest+corpus=corpus.txt\"]\n    k: [16]\n";
 
 TEST(SilentFiles, AnEditedCorpusIsNotReusedAndAMovedOneStillChecks) {

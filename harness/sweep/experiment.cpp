@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 #include "base/error.h"
@@ -122,6 +123,25 @@ void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point
   }
 }
 
+// A point's key names a REST corpus or a replayed trace by file name (its records by
+// content), so two different files of one name would be one point: refuse them.
+void CheckFileNamesDistinct(const Ctx& c, const std::vector<Point>& spec) {
+  std::map<std::string, std::string> by_name;  // "corpus c.txt" -> the path as written
+  auto check = [&](const std::string& role, const std::string& path) {
+    const std::string normal = fs::path(path).lexically_normal().string();
+    auto [it, fresh] = by_name.emplace(role + " " + fs::path(path).filename().string(), normal);
+    if (!fresh && it->second != normal)
+      c.Bad("decoders", fmt::format("'{}' names two {} files ({} and {}): a point's key names its {} by file "
+                                    "name, so both would be one point; rename one",
+                                    fs::path(path).filename().string(), role, it->second, normal, role));
+  };
+  for (const Point& pt : spec) {
+    if (const RestDraft* r = pt.options.draft.get<RestDraft>()) check("REST corpus", r->corpus);
+    const AcceptanceSource& a = pt.options.acceptance_source;
+    if (a.kind == AcceptanceSource::Kind::Trace) check("trace", a.trace.substr(0, a.trace.find(':')));
+  }
+}
+
 // Every decoder entry over the axes, then baselines and groups in order.
 void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experiment& e) {
   if (!doc.contains("decoders")) c.Bad("decoders", "missing");
@@ -131,6 +151,7 @@ void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experimen
   for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders"))
     ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, e.models_dir, ar, spec, budget);
   CheckPromptFiles(c, e, ar, spec);
+  CheckFileNamesDistinct(c, spec);
   e.points = OrderIntoGroups(ar, spec);
   if (e.points.empty())  // only points of a model drafting for itself, each skipped: nothing would run
     c.Bad("decoders",
