@@ -348,6 +348,14 @@ TEST(SilentFiles, EveryTextInputIsABoundedRegularFile) {
   WriteFile(huge, "");
   fs::resize_file(huge, kMaxTraceBytes + 1);
   ExpectError([&] { LoadAcceptanceTraces(huge, "", "x"); }, {huge + ": the acceptance trace is 4096.0 MiB"});
+  // Results files (table, plot, check, merge, --resume) too.
+  const std::string link = dir + "/zero.jsonl", fifo_json = dir + "/fifo.json";
+  fs::create_symlink("/dev/zero", link);
+  ASSERT_EQ(::mkfifo(fifo_json.c_str(), 0600), 0);
+  ExpectError([&] { ReadJsonl(link); }, {link + ": the results file is not a regular file"});
+  ExpectError([&] { ReadResults(fifo_json); }, {fifo_json + ": the results file is not a regular file"});
+  ExpectError([&] { ReadJsonl(huge); }, {huge + ": the results file is 4096.0 MiB"});
+  EXPECT_TRUE(ReadJsonl(dir + "/none.jsonl").records.empty());  // nothing recorded yet
 }
 
 TEST(SilentFiles, ARestCorpusOrTraceThatNeverEndsIsRefusedBeforeRunning) {

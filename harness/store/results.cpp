@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/text_input.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -280,11 +280,10 @@ std::string RawRecord::Difference(const RawRecord& x) const {
 
 JsonlContents ReadJsonl(const std::string& path) {
   JsonlContents out;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return out;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string all = ss.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return out;  // nothing recorded yet
+  // A device or FIFO at the path would be read (or waited on) forever.
+  const std::string all = ReadTextInput(path, "results file", kMaxResultsBytes);
   std::map<std::string, std::string> seen;  // key -> the kept record's line
   size_t pos = 0;
   int line_no = 0;
@@ -334,7 +333,7 @@ Results ReadResults(const std::string& path) {
     return res;
   }
   if (ext != ".json") Fail("{}: unknown results file type '{}' (expected .json or .jsonl)", path, ext);
-  std::ifstream f(path);
+  std::ifstream f = OpenTextInput(path, "results file", kMaxResultsBytes);
   json doc;
   try {
     doc = json::parse(f);

@@ -131,6 +131,8 @@ struct JsonlContents {
   size_t complete_bytes = 0;  // bytes up to the last newline
   int torn_line = 0;          // line number of a last line without its newline (0: none)
 };
+// A results file (.jsonl or .json) is a regular file of at most 4 GiB (docs/robustness.md).
+inline constexpr uint64_t kMaxResultsBytes = uint64_t{4} << 30;
 JsonlContents ReadJsonl(const std::string& path);
 
 // Loaded results: flat records and the context from a final .json, or the raw records
