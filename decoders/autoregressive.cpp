@@ -39,7 +39,7 @@ class AutoregressiveDecoder : public Decoder {
     cache.Reserve(static_cast<int>(std::min<int64_t>(c.max_seq_len, int64_t(prompt.size()) + opt_.max_new_tokens)));
     std::vector<float> probs;  // [vocab]
     const auto start = Clock::now();
-    auto first = start;
+    FirstEmission first{start, 1};
 
     auto t0 = Clock::now();
     std::span<const float> logits = Forward(rt_, m, prompt, 0, cache, /*all_logits=*/false);  // [1][vocab]
@@ -65,7 +65,7 @@ class AutoregressiveDecoder : public Decoder {
       }
       res.tokens.push_back(tok);
       ++n_seq;
-      if (++st.generated_tokens == 1) first = Clock::now();
+      if (++st.generated_tokens == 1) first.at = Clock::now();
       if (cb) cb(std::span<const int>(&res.tokens.back(), 1));
       // The last token needs no Forward: nothing will be sampled after it.
       if (st.generated_tokens == opt_.max_new_tokens || n_seq == c.max_seq_len) break;

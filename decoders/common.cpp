@@ -66,12 +66,12 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
   return med;
 }
 
-void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token, Clock::time_point end) {
+void FinishStats(GenerationStats& s, Clock::time_point start, FirstEmission first, Clock::time_point end) {
   s.total_s = Seconds(start, end);
   s.other_s = std::max(0.0, s.total_s - s.prefill_s - s.draft_s - s.verify_s);
-  s.first_token_latency_s = s.generated_tokens > 0 ? Seconds(start, first_token) : 0.0;
-  s.mean_next_token_latency_s =
-      s.generated_tokens > 1 ? (s.total_s - s.first_token_latency_s) / (s.generated_tokens - 1) : 0.0;
+  s.first_token_latency_s = s.generated_tokens > 0 ? Seconds(start, first.at) : 0.0;
+  const int after_first = s.generated_tokens - std::max(1, first.tokens);
+  s.mean_next_token_latency_s = after_first > 0 ? (s.total_s - s.first_token_latency_s) / after_first : 0.0;
   const double decode_s = s.total_s - s.prefill_s;
   s.tokens_per_s = decode_s > 0 ? s.generated_tokens / decode_s : 0.0;
 }

@@ -42,7 +42,17 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
                                      std::span<const int> prompt, int n_max, int reps, bool all_logits,
                                      bool tree = false, const std::function<double(std::span<const float>)>& work = {});
 
-// Fills total/other/latency/throughput fields from the timers already set.
-void FinishStats(GenerationStats& s, Clock::time_point start, Clock::time_point first_token, Clock::time_point end);
+// When the first new tokens came out and how many came together (a speculative step's first
+// verify emits its accepted drafts with the first token).
+struct FirstEmission {
+  Clock::time_point at;
+  int tokens = 0;
+};
+
+// Fills total/other/latency/throughput fields from the timers already set. The next-token
+// latency is the time after the first emission over the tokens after it: the tokens that
+// came with the first one took no time after it, so counting them would credit the first
+// step's accepted drafts to the decode without its time.
+void FinishStats(GenerationStats& s, Clock::time_point start, FirstEmission first, Clock::time_point end);
 
 }  // namespace specsweep

@@ -82,7 +82,7 @@ struct GenerationStats {
   // vocabularies (decode + re-encode windows, both directions). Per step: / target_calls.
   double retokenize_s = 0;
   double first_token_latency_s = 0;      // prompt in -> first new token out
-  double mean_next_token_latency_s = 0;  // (total - first token) / (generated - 1)
+  double mean_next_token_latency_s = 0;  // (total - first emission) / tokens after it
   double tokens_per_s = 0;               // generated / (total - prefill)
   bool stopped_at_eos = false;           // generation ended on EOS (EOS not emitted)
 

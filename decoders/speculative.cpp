@@ -158,7 +158,7 @@ class SpeculativeDecoder : public Decoder {
   }
   // Emits the accepted drafts then the target's token, stopping at EOS (returns true).
   bool Emit(const DraftBlock& d, const Verdict& v, std::vector<int>& seq, GenerationResult& res,
-            const TokenCallback& cb, Clock::time_point& first) const {
+            const TokenCallback& cb, FirstEmission& first) const {
     GenerationStats& st = res.stats;
     const size_t emitted_from = res.tokens.size();
     for (int i = 0; i <= v.n_accepted && !st.stopped_at_eos; ++i) {
@@ -169,7 +169,7 @@ class SpeculativeDecoder : public Decoder {
         res.tokens.push_back(tok), seq.push_back(tok);
     }
     const int n_new = static_cast<int>(res.tokens.size() - emitted_from);
-    if (st.generated_tokens == 0 && n_new > 0) first = Clock::now();
+    if (st.generated_tokens == 0 && n_new > 0) first = {Clock::now(), n_new};
     st.generated_tokens += n_new;
     if (cb && n_new > 0) cb(std::span<const int>(res.tokens).subspan(emitted_from));
     return st.stopped_at_eos;
@@ -204,7 +204,7 @@ GenerationResult SpeculativeDecoder::Generate(std::span<const int> prompt, Decod
   std::vector<int> seq(prompt.begin(), prompt.end());  // [prompt + generated] token ids
   DraftBlock draft;
   const auto start = Clock::now();
-  auto first = start;
+  FirstEmission first{start, 0};
 
   auto t0 = Clock::now();
   target.Prefill(prompt);
