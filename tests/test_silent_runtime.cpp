@@ -3,6 +3,8 @@
 // of every timed figure) and the records name the family each of a point's formats ran on.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -148,6 +150,24 @@ TEST(SilentRuntime, UnreadableKernelCacheIsCalibratedAgainWithANotice) {
   EXPECT_NE(err.find(fmt::format("kernel cache {} is unreadable (a directory)", path.string())), std::string::npos)
       << err;
   EXPECT_NE(err.find(fmt::format("could not write the cache {} (", path.string())), std::string::npos) << err;
+}
+
+// A FIFO where the cache belongs is not opened (that would wait for a writer forever):
+// it is named and calibrated past.
+TEST(SilentRuntime, KernelCacheThatIsAFifoIsNotOpened) {
+  if (!CanChoose()) GTEST_SKIP() << "fewer than two SIMD families: no calibration";
+  const std::string dir = TempDir();
+  CalibratingEnv env(dir);
+  const fs::path path = KernelCachePath();
+  fs::create_directories(path.parent_path());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(KernelChoiceFromEnvironment(1));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(fmt::format("kernel cache {} is unreadable (not a regular file", path.string())),
+            std::string::npos)
+      << err;
+  fs::remove(path);
 }
 
 // An unwritable cache: every process calibrates again, and says so once (a `run`

@@ -70,6 +70,8 @@ CacheRead ReadCache(const std::filesystem::path& path, int threads) {
     return {nullptr, "cannot be read: " + ec.message()};
   if (!there) return {};
   if (std::filesystem::is_directory(path, ec)) return {nullptr, "a directory"};
+  // stat, not open: opening a FIFO blocks until a writer comes.
+  if (!std::filesystem::is_regular_file(path, ec)) return {nullptr, "not a regular file (a FIFO, socket or device)"};
   std::ifstream f(path);
   if (!f) return {nullptr, fmt::format("cannot be read: {}", std::strerror(errno))};
   json cached = json::parse(f, nullptr, /*allow_exceptions=*/false);
