@@ -209,14 +209,35 @@ RecordStatistics BuildStatistics(const RawRecord& r) {
   return s;
 }
 
-PositionAcceptance BuildPositions(const GenerationStats& pooled) {
+namespace {
+
+// Steps of a chain that drafted position i after accepting position i-1, per i, counted
+// from the per-step traces ({} when a run has none).
+std::vector<int64_t> ChainStepsReaching(const GenerationStats& pooled, size_t positions) {
+  if (pooled.k_per_step.empty() || pooled.k_per_step.size() != pooled.accepted_per_step.size()) return {};
+  std::vector<int64_t> reached(positions, 0);
+  for (size_t s = 0; s < pooled.k_per_step.size(); ++s)
+    for (size_t i = 0; i < positions && int(i) < pooled.k_per_step[s] && int(i) <= pooled.accepted_per_step[s]; ++i)
+      ++reached[i];
+  return reached;
+}
+
+}  // namespace
+
+PositionAcceptance BuildPositions(const GenerationStats& pooled, bool chain) {
   PositionAcceptance p;
   // Per draft position i: unconditional = accepted / drafted there; conditional = given
-  // that position i-1 was accepted (and position i drafted).
+  // that position i-1 was accepted and position i drafted. A chain's traces count those
+  // steps exactly; without them (a tree, an old record) accepted_at_pos[i-1] bounds them
+  // from above, which counts a clipped last step that accepted i-1 and drafted no i.
+  const std::vector<int64_t> exact =
+      chain ? ChainStepsReaching(pooled, pooled.drafted_at_pos.size()) : std::vector<int64_t>{};
   for (size_t i = 0; i < pooled.drafted_at_pos.size(); ++i) {
     const double d = double(pooled.drafted_at_pos[i]), a = double(pooled.accepted_at_pos[i]);
     p.acceptance_at_pos.push_back(d > 0 ? a / d : 0.0);
-    const double reached = i == 0 ? d : std::min(d, double(pooled.accepted_at_pos[i - 1]));
+    const double reached = !exact.empty() ? double(exact[i])
+                           : i == 0       ? d
+                                          : std::min(d, double(pooled.accepted_at_pos[i - 1]));
     p.acceptance_at_pos_conditional.push_back(reached > 0 ? a / reached : 0.0);
   }
   p.drafted_at_pos = pooled.drafted_at_pos;
@@ -238,8 +259,8 @@ AggregateRecord AggregateTyped(const RawRecord& r, const RawRecord* baseline) {
   a.identity = BuildIdentity(r);
   a.statistics = BuildStatistics(r);
   const GenerationStats pooled = Pool(AllRuns(r));
-  a.positions = BuildPositions(pooled);
   const std::optional<DraftSpec> draft = DraftOf(r);
+  a.positions = BuildPositions(pooled, !(draft && draft->IsTree()));
   a.cost = BuildCostModel(r, draft && draft->IsTree(), pooled, baseline);
   if (a.cost.speculative && baseline && baseline->prompt_tokens == r.prompt_tokens)
     a.comparison = BuildComparison(r, *baseline, *a.cost.speculative);

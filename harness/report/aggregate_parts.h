@@ -18,7 +18,8 @@ inline double Tps(const GenerationStats& s) { return s.tokens_per_s; }
 
 RecordIdentity BuildIdentity(const RawRecord& r);
 RecordStatistics BuildStatistics(const RawRecord& r);
-PositionAcceptance BuildPositions(const GenerationStats& pooled);
+// `chain`: the point drafts a chain (not a tree), so its step traces give exact counts.
+PositionAcceptance BuildPositions(const GenerationStats& pooled, bool chain);
 // `tree`: the record's draft is a token tree (DraftSpec::IsTree); `baseline` may be null.
 CostModel BuildCostModel(const RawRecord& r, bool tree, const GenerationStats& pooled, const RawRecord* baseline);
 // Versus the baseline measured in the same rounds; `cost` gives the bound and prediction.
