@@ -129,6 +129,14 @@ TEST(SilentSweep, TreeAxisThatDoesNotApplyToADraftIsAnError) {
                                   "    tree_budget: [0, 8]\n"));
              }),
              "tree_budget: 0 does not apply to the draft 'rest+corpus=");
+  // A tree in the draft's own label is not silently replaced by the axis.
+  EXPECT_HAS(ErrorOf([] {
+               LoadExperiment(Exp("label.yaml",
+                                  "decoders:\n  - decoder: speculative\n    draft: [\"q4_0+tree_budget=8\"]\n"
+                                  "    tree_budget: [16]\n    k: 16\n"));
+             }),
+             "label.yaml: decoders[0].tree_budget: 16 does not apply to the draft 'q4_0+tree_budget=8' "
+             "(decoders[0].draft): its label gives its tree already, which the axis would replace");
   // Each draft in an entry of its own: every value shapes every draft.
   Experiment e = LoadExperiment(
       Exp("ok.yaml",

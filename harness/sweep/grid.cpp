@@ -95,6 +95,8 @@ std::string TreeMismatch(const DraftSpec& dr, bool chain, bool dynamic) {
     return chain ? "a rest draft is always a tree" : dynamic ? "" : "a rest tree's shape is tree_budget";
   if (dr.get<LookupDraft>() && !chain && !dynamic)
     return "a lookup tree holds every matching continuation (its shape is tree_budget)";
+  // A model's or lookup's tree comes only from its label or the axes: the axis would replace it.
+  if (dr.tree()) return "its label gives its tree already, which the axis would replace";
   return "";
 }
 
