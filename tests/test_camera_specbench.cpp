@@ -258,6 +258,11 @@ TEST(CameraSpecBench, PivotOptionsAreAnErrorNotIgnored) {
         << r.err;
     EXPECT_EQ(r.out, "") << opt;
   }
+  // Its own options do not apply to the other tables.
+  const auto other = testing::RunCli({"table", path, "--intervals"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("table: --intervals applies to --table spec-bench only (--table main)"), std::string::npos)
+      << other.err;
   // --by category is what the table does anyway; the options of its own apply.
   const auto by =
       testing::RunCli({"table", path, "--table", "spec-bench", "--by", "category", "--intervals", "--long"});

@@ -21,7 +21,11 @@ struct TableArgs {
 
 // The spec-bench table has Spec-Bench's fixed layout: a pivot option would be ignored.
 void CheckSpecBenchOptions(const TableArgs& a) {
-  if (a.table != "spec-bench") return;
+  if (a.table != "spec-bench") {
+    for (auto [name, given] : {std::pair{"--intervals", a.intervals}, std::pair{"--long", a.long_names}})
+      if (given) Fail("table: {} applies to --table spec-bench only (--table {})", name, a.table);
+    return;
+  }
   for (auto [name, given] : {std::pair{"--metric", !a.metrics.empty()}, std::pair{"--rows", !a.rows.empty()},
                              std::pair{"--cols", !a.cols.empty()}})
     if (given)

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "harness/report/table.h"
 #include "harness/report/table_cells.h"
 #include "harness/store/results.h"
+#include "quant/qtype.h"
 
 namespace specsweep {
 
@@ -56,7 +58,9 @@ std::string BaseName(const AggregateRecord& r) {
 std::string Distinguishing(const AggregateRecord& a, const std::vector<AggregateRecord>& group) {
   std::string out;
   for (auto& f : Varying(group, {"category", "prompt_category"})) {
-    const std::string v = f == "k" || f == "k_policy" ? KLabelOf(a) : f + "=" + FieldText(a, f);
+    const std::string v = f == "k" || f == "k_policy"               ? KLabelOf(a)
+                          : f == "draft_base" || f == "draft_quant" ? "draft " + a.identity.draft_label
+                                                                    : f + "=" + FieldText(a, f);
     if (out.find(v) == std::string::npos) out += (out.empty() ? "" : ", ") + v;
   }
   return out;

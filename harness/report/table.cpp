@@ -250,10 +250,10 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
   ShowBridgedDraft(spec, labels);
   static const std::vector<std::string> numbers = {"k",
                                                    "speedup",
-                                                   "spec_bench_speedup",
                                                    "speedup_ci_low",
                                                    "speedup_ci_high",
                                                    "speedup_n",
+                                                   "spec_bench_speedup",
                                                    "speedup_bound",
                                                    "predicted_speedup",
                                                    "predicted_speedup_leviathan",

@@ -174,7 +174,7 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
     Row row{&points[i], names[i], by_key[points[i].identity.key]};
     // The point's own field where it has one (records aggregated before it was: the split's).
     if (const double v = FieldNumber(points[i], "spec_bench_speedup"); std::isfinite(v))
-      row.groups[kOverallCategory].mean = v;
+      row.groups.try_emplace(kOverallCategory, Interval{v, NAN, NAN, 0}).first->second.mean = v;
     if (options.long_names) row.name += " (" + MethodSpec(points[i]) + ")";
     for (auto& [g, ci] : row.groups)
       if (g != kOverallCategory && ci.n > 0) min_n = std::min(min_n, ci.n);
