@@ -1,5 +1,6 @@
 // `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|spec-bench|all]
-//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category]`: paper-style tables.
+//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category] [--intervals] [--long]`:
+//  paper-style tables.
 #include <cstdio>
 
 #include "harness/report/category.h"
@@ -15,7 +16,24 @@ namespace {
 struct TableArgs {
   std::string results, format = "md", table = "main", by;
   std::vector<std::string> rows, cols, metrics, where;
+  bool intervals = false, long_names = false;
 };
+
+// The spec-bench table has Spec-Bench's fixed layout: a pivot option would be ignored.
+void CheckSpecBenchOptions(const TableArgs& a) {
+  if (a.table != "spec-bench") {
+    for (auto [name, given] : {std::pair{"--intervals", a.intervals}, std::pair{"--long", a.long_names}})
+      if (given) Fail("table: {} applies to --table spec-bench only (--table {})", name, a.table);
+    return;
+  }
+  for (auto [name, given] : {std::pair{"--metric", !a.metrics.empty()}, std::pair{"--rows", !a.rows.empty()},
+                             std::pair{"--cols", !a.cols.empty()}})
+    if (given)
+      Fail(
+          "table: {} does not apply to --table spec-bench (Spec-Bench's layout: methods x task groups, its "
+          "speedup); leave out --table for a pivot",
+          name);
+}
 
 void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
@@ -23,7 +41,8 @@ void TableCommand(const TableArgs& a) {
   for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s, skipped\n", w.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("table: --by: '{}' (expected category)", a.by);
-  if (a.by == "category") {
+  CheckSpecBenchOptions(a);
+  if (a.by == "category" && a.table != "spec-bench") {  // the spec-bench table splits by category itself
     if (CategoryOrder(res.records).empty()) Fail("table: --by category: the records carry no prompt categories");
     res.records = SplitByCategory(res.records);
   }
@@ -55,7 +74,7 @@ void TableCommand(const TableArgs& a) {
   } else if (a.table == "quant") {
     tables.push_back(QuantTable(res.records, filters));
   } else if (a.table == "spec-bench") {
-    tables.push_back(SpecBenchTable(res.records, filters));
+    tables.push_back(SpecBenchTable(res.records, filters, {a.intervals, a.long_names}));
   } else if (a.table == "all") {
     tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters),
               QuantTable(res.records, filters)};
@@ -83,6 +102,9 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
   cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");
   cmd->add_option("--by", a->by, "category: one record per prompt category and overall (question sets)");
+  cmd->add_flag("--intervals", a->intervals,
+                "spec-bench: each speedup with its 95% bootstrap interval over the group's questions");
+  cmd->add_flag("--long", a->long_names, "spec-bench: each method's spec (draft, K) in its row, not in a note");
   cmd->callback([a] { TableCommand(*a); });
 });
 

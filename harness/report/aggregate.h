@@ -3,6 +3,7 @@
 // speculative point its speedup over the baseline measured in the same rounds, with a
 // bootstrap confidence interval, a physical upper bound and the verify-cost model.
 #pragma once
+#include <span>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,11 @@ double MeanAcceptedLength(const GenerationStats& s, bool speculative);
 inline constexpr double kSuspectMargin = 0.10;
 // A point whose interval's half-width exceeds this fraction of the mean is `wide_ci`.
 inline constexpr double kWideInterval = 0.15;
+
+// Spec-Bench's speedup (evaluation/speed.py): the mean of the point's tokens/s over the
+// mean of its baseline's, over the same prompts (index i in both is one prompt; prompts
+// without a finite value in either are left out). NaN when none is left.
+double SpecBenchSpeedup(std::span<const double> point_tps, std::span<const double> baseline_tps);
 
 // Aggregated record of a point (record.h; its parts built in aggregate.cpp,
 // aggregate_cost.cpp and aggregate_baseline.cpp): its parameters, every GenerationStats

@@ -61,6 +61,15 @@ double OutputsMatch(const RawRecord& r, const RawRecord& baseline) {
 
 }  // namespace
 
+double SpecBenchSpeedup(std::span<const double> point_tps, std::span<const double> baseline_tps) {
+  double point = 0, base = 0;
+  int n = 0;
+  for (size_t i = 0; i < point_tps.size() && i < baseline_tps.size(); ++i)
+    if (std::isfinite(point_tps[i]) && std::isfinite(baseline_tps[i]))
+      point += point_tps[i], base += baseline_tps[i], ++n;
+  return n && base > 0 ? point / base : NAN;  // the n of both means cancels
+}
+
 BaselineComparison BuildComparison(const RawRecord& r, const RawRecord& baseline, const CostModel::Speculative& cost) {
   BaselineComparison c;
   c.baseline_tokens_per_s = Mean(PerPrompt(baseline, Tps));
@@ -72,6 +81,7 @@ BaselineComparison BuildComparison(const RawRecord& r, const RawRecord& baseline
   c.speedup_median = Median(ratios);
   c.speedup_std = StdDev(ratios);
   c.per_prompt_speedup = PerPromptMeans(rounds, r.prompt_tokens.size());
+  c.spec_bench_speedup = SpecBenchSpeedup(PerPrompt(r, Tps), PerPrompt(baseline, Tps));
   c.predicted_over_measured = cost.predicted_speedup / c.speedup.mean;
   // Latency: the baseline's next-token latency over the point's, same rounds.
   c.latency_speedup = BootstrapMean(Values(RoundRatios(baseline, r, Latency)), SeedOf(r.key) + 1);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <random>
 #include <set>
 
 #include "base/error.h"
@@ -27,12 +29,48 @@ std::vector<double> Pick(const json& rec, const std::string& field, const std::v
   return out;
 }
 
-json GroupRecord(const json& rec, const std::string& group, const std::vector<size_t>& idx) {
+// SpecBenchSpeedup over the prompts `idx`, with a percentile bootstrap interval over them
+// (a prompt's tokens/s resampled with its baseline's, so the pairing is kept).
+Interval SpecBenchInterval(const std::vector<double>& point, const std::vector<double>& base, uint64_t seed) {
+  Interval ci{SpecBenchSpeedup(point, base), NAN, NAN, int(std::min(point.size(), base.size()))};
+  if (ci.n < 2 || !std::isfinite(ci.mean)) return ci;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, size_t(ci.n) - 1);
+  std::vector<double> ratios, p(size_t(ci.n)), b(size_t(ci.n));
+  for (int draw = 0; draw < 2000; ++draw) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      const size_t j = pick(rng);
+      p[i] = point[j], b[i] = base[j];
+    }
+    if (const double x = SpecBenchSpeedup(p, b); std::isfinite(x)) ratios.push_back(x);
+  }
+  if (ratios.empty()) return ci;
+  std::sort(ratios.begin(), ratios.end());
+  ci.low = ratios[size_t(0.025 * double(ratios.size() - 1))];
+  ci.high = ratios[size_t(0.975 * double(ratios.size() - 1))];
+  return ci;
+}
+
+// Spec-Bench's speedup of the prompts `idx` against the baseline record (null: absent).
+void PutSpecBenchSpeedup(const json& rec, const json* baseline, const std::vector<size_t>& idx, uint64_t seed,
+                         json& out) {
+  if (!baseline) return;
+  const std::vector<double> point = Pick(rec, "per_prompt_tokens_per_s", idx),
+                            base = Pick(*baseline, "per_prompt_tokens_per_s", idx);
+  if (point.empty() || point.size() != base.size()) return;  // not the same prompts
+  const Interval ci = SpecBenchInterval(point, base, seed);
+  out["spec_bench_speedup"] = NumOrNull(ci.mean);
+  out["spec_bench_speedup_ci_low"] = NumOrNull(ci.low);
+  out["spec_bench_speedup_ci_high"] = NumOrNull(ci.high);
+  out["spec_bench_speedup_n"] = ci.n;
+}
+
+json GroupRecord(const json& rec, const json* baseline, const std::string& group, const std::vector<size_t>& idx) {
   json out;
   for (auto& f : ParamFields())
     if (rec.contains(f)) out[f] = rec[f];
-  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "repetitions", "kernel_isa", "kernels",
-                        "threads_used", "prompt_set", "draft_tokenizer"})
+  for (const char* f : {"name", "run_name", "key", "baseline_key", "busy", "suspect", "repetitions", "kernel_isa",
+                        "kernels", "threads_used", "prompt_set", "draft_tokenizer"})
     if (rec.contains(f)) out[f] = rec[f];
   out["category"] = group;
   out["prompts"] = int(idx.size());
@@ -55,6 +93,7 @@ json GroupRecord(const json& rec, const std::string& group, const std::vector<si
     const std::vector<double> v = Pick(rec, field, idx);
     if (!v.empty()) out[metric] = NumOrNull(Mean(v));
   }
+  PutSpecBenchSpeedup(rec, baseline, idx, seed + 2, out);
   return out;
 }
 
@@ -78,8 +117,13 @@ std::vector<std::string> CategoryOrder(const std::vector<AggregateRecord>& recor
 }
 
 std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>& records) {
+  std::map<std::string, const json*> by_key;  // the baselines, for Spec-Bench's speedup
+  for (auto& r : records)
+    if (!r.Speculative()) by_key[r.identity.key] = &r.flat;
   std::vector<AggregateRecord> out;
   for (auto& r : records) {
+    const auto base = by_key.find(r.identity.baseline_key);
+    const json* baseline = r.Speculative() && base != by_key.end() ? base->second : nullptr;
     const std::vector<std::string>& cats = r.statistics.per_prompt_category;
     if (cats.empty()) {
       out.push_back(r);
@@ -91,9 +135,9 @@ std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>&
       std::vector<size_t> idx;
       for (size_t i = 0; i < cats.size(); ++i)
         if (cats[i] == g) idx.push_back(i);
-      out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, g, idx)));
+      out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, baseline, g, idx)));
     }
-    out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, kOverallCategory, all)));
+    out.push_back(AggregateRecord::FromJson(GroupRecord(r.flat, baseline, kOverallCategory, all)));
   }
   return out;
 }

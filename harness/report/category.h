@@ -18,8 +18,10 @@ inline constexpr const char* kOverallCategory = "overall";
 // prompts list them) and one "overall", each with a `category` field, its parameters
 // and name, `prompts` (questions in it) and, from its prompts' values: speedup and
 // mean_accepted_length with bootstrap intervals over questions (_ci_low, _ci_high, _n),
-// tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci. Records
-// without categories pass unchanged.
+// tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci; with its
+// baseline among `records` (baseline_key), spec_bench_speedup (SpecBenchSpeedup over the
+// group's questions) with its interval (_ci_low, _ci_high, _n). The point's suspect flag
+// holds for each of its groups. Records without categories pass unchanged.
 std::vector<AggregateRecord> SplitByCategory(const std::vector<AggregateRecord>& records);
 // The report groups of the records, in the order their prompts list them. Error naming
 // the point when a group is empty or named kOverallCategory (CheckCategoryName).

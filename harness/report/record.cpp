@@ -234,6 +234,7 @@ void BaselineComparison::ToJson(json& out) const {
   out["speedup_median"] = NumOrNull(speedup_median);
   out["speedup_std"] = NumOrNull(speedup_std);
   out["per_prompt_speedup"] = per_prompt_speedup;
+  out["spec_bench_speedup"] = NumOrNull(spec_bench_speedup);
   // Agreement of the verify-cost model with the measurement (1 = exact).
   out["predicted_over_measured"] = NumOrNull(predicted_over_measured);
   PutInterval(out, "latency_speedup", latency_speedup);
@@ -250,6 +251,7 @@ BaselineComparison BaselineComparison::FromJson(const json& j) {
   b.speedup_median = Num(j, "speedup_median");
   b.speedup_std = Num(j, "speedup_std");
   b.per_prompt_speedup = Nums(j, "per_prompt_speedup");
+  b.spec_bench_speedup = Num(j, "spec_bench_speedup");
   b.predicted_over_measured = Num(j, "predicted_over_measured");
   b.latency_speedup = GetInterval(j, "latency_speedup");
   b.suspect = Bool(j, "suspect");

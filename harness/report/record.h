@@ -97,6 +97,7 @@ struct BaselineComparison {
   Interval speedup{NAN, NAN, NAN, 0}, latency_speedup{NAN, NAN, NAN, 0};  // with _ci_low/_ci_high/_n
   double speedup_median = NAN, speedup_std = NAN;
   std::vector<double> per_prompt_speedup;
+  double spec_bench_speedup = NAN;  // SpecBenchSpeedup over every prompt (report/aggregate.h)
   double predicted_over_measured = NAN;
   bool suspect = false, wide_ci = false, busy = false;
   double outputs_match_baseline = NAN;

@@ -253,6 +253,7 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
                                                    "speedup_ci_low",
                                                    "speedup_ci_high",
                                                    "speedup_n",
+                                                   "spec_bench_speedup",
                                                    "speedup_bound",
                                                    "predicted_speedup",
                                                    "predicted_speedup_leviathan",
@@ -280,7 +281,8 @@ Table MainTableLong(const std::vector<AggregateRecord>& records, const Filters& 
     for (auto& m : numbers) {
       const double v = FieldNumber(r, m);
       // A suspect point's speedup is no result: its cells stay empty.
-      line.push_back(!std::isfinite(v) || (suspect && m.starts_with("speedup") && m != "speedup_bound")
+      line.push_back(!std::isfinite(v) || (suspect && m.find("speedup") != std::string::npos && m != "speedup_bound" &&
+                                           !m.starts_with("predicted"))
                          ? ""
                          : fmt::format("{:.6g}", v));
     }

@@ -59,10 +59,17 @@ std::vector<AggregateRecord> Filter(const std::vector<AggregateRecord>& recs, co
 // Parameter fields taking more than one value among the records, except `exclude` (row
 // labels); a lookup draft's n-gram range is part of its draft label already.
 std::vector<std::string> Varying(const std::vector<AggregateRecord>& recs, const std::vector<std::string>& exclude);
-// Spec-Bench's layout (report/category.h): rows = speculative configurations, columns =
-// the prompts' report groups and overall, each cell speedup and mean accepted tokens
-// with their intervals. Error when the records carry no per-prompt categories.
-Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+// Spec-Bench's leaderboard (report/category.h, docs/spec-bench.md): one row per method
+// (MethodNames), one column per task group under Spec-Bench's header and in its order, then
+// #Mean Accepted Tokens and Overall; cells Spec-Bench's speedup (spec_bench_speedup) with the
+// marks of every table; rows by overall speedup, descending. `intervals` adds each cell's
+// 95% interval; `long_names` puts each method's spec in its row instead of a note. Error
+// when the records carry no per-prompt categories.
+struct SpecBenchOptions {
+  bool intervals = false, long_names = false;
+};
+Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters& filters = {},
+                     const SpecBenchOptions& options = {});
 
 // A metric value as shown in tables (speedup "1.23x", seconds as ms, NaN as "-").
 std::string FormatMetric(const std::string& metric, double v);

@@ -24,11 +24,10 @@ static std::string CsvQuote(const std::string& s) {
 static std::string LatexEscape(const std::string& s) {
   std::string o;
   // Greek letters and marks of headers and notes in math mode (a plain pdflatex has no glyph).
-  static const std::pair<std::string, std::string> kMath[] = {{"τ", "$\\tau$"},
-                                                              {"α", "$\\alpha$"},
-                                                              {"§", "\\S{}"},
-                                                              {"·", "$\\cdot$"},
-                                                              {"—", "--"}};
+  static const std::pair<std::string, std::string> kMath[] = {{"τ", "$\\tau$"},     {"α", "$\\alpha$"},
+                                                              {"§", "\\S{}"},       {"±", "$\\pm$"},
+                                                              {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"},
+                                                              {"·", "$\\cdot$"},    {"—", "--"}};
   for (size_t i = 0; i < s.size();) {
     bool replaced = false;
     for (auto& [from, to] : kMath)
