@@ -45,9 +45,11 @@ items(s) = strlen(s) == 0 ? 0 : 1 + (strstrt(s, "|") ? items(s[strstrt(s, "|") +
 item(s, j) = j <= 1 ? (strstrt(s, "|") ? s[1:strstrt(s, "|") - 1] : s) : item(s[strstrt(s, "|") + 1:], j - 1)
 lines(s) = strstrt(s, "|") ? s[1:strstrt(s, "|") - 1]."\n".lines(s[strstrt(s, "|") + 1:]) : s
 set title plottitle.(strlen(plotsubtitle) > 0 ? "\n".lines(plotsubtitle) : "") noenhanced
-# The legend below the plot, as many columns as the width holds; its title is the note
-# naming suspect points, or a line of space so the legend never touches the x label.
-set key outside below center horizontal noenhanced spacing 1.1 font ",9" title (strlen(note) > 0 ? lines(note) : " ")
+# The legend below the plot, as many columns as the width holds; its title (font 9 as
+# its entries) is a line of space, so the legend never touches the x label, and the note
+# naming suspect points.
+set key outside below center horizontal noenhanced spacing 1.1 font ",9" \
+    title (strlen(note) > 0 ? " \n".lines(note) : " ") font ",9"
 # Measured x values at the ends, and the top of an autoscaled y range, sit inside the
 # frame, their error bars visible.
 set offsets graph 0.04, graph 0.04, graph 0.03, 0

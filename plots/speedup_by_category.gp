@@ -11,7 +11,7 @@ set offsets 0, 0, graph 0.03, 0
 set grid noxtics ytics
 set xtics scale 0
 # two-line group names: a blank line between them and the legend
-set key title (strlen(note) > 0 ? " \n".lines(note) : " \n ")
+set key title (strlen(note) > 0 ? " \n \n".lines(note) : " \n ") font ",9"
 # overall is no task: a line sets it apart
 if (ngroups > 1) { set arrow 1 from ngroups - 1.5, graph 0 to ngroups - 1.5, graph 1 nohead dt 3 lc rgb "#888888" }
 unmarked_y(c) = strlen(strcol(6)) > 0 ? NaN : column(c)

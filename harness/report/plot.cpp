@@ -321,7 +321,7 @@ std::string SuspectNote(const std::vector<Series>& series) {
   for (auto& se : series)
     if (!se.suspects.empty()) where.push_back(fmt::format("{} at {}", se.title, fmt::join(se.suspects, ", ")));
   if (where.empty()) return "";
-  return fmt::format("suspect (hollow): speedup above what its step counts and verify costs allow, no result: {}",
+  return fmt::format("suspect, drawn hollow: speedup above what its step counts and verify costs allow (no result); {}",
                      fmt::join(where, "; "));
 }
 

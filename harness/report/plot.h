@@ -52,8 +52,8 @@ std::string DatText(const std::string& title, const std::vector<Series>& series)
 // between them ("hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%"),
 // "" when none is marked.
 std::string MarksKey(const std::vector<Series>& series);
-// The note under a plot naming its suspect points ("suspect (hollow): speedup above its
-// bound, no result: SERIES at k=4; ..."), "" when none is.
+// The note under a plot naming its suspect points ("suspect, drawn hollow: speedup above
+// ... (no result); SERIES at k=4; ..."), "" when none is.
 std::string SuspectNote(const std::vector<Series>& series);
 
 struct PlotOptions {

@@ -145,11 +145,11 @@ std::vector<std::pair<std::string, std::string>> PlotVars(const PlotSpec& s, con
   const bool errorbars = std::any_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); });
   const std::string marks = MarksKey(series);
   const std::vector<std::string> keys = s.point_keys ? PointKeys(series) : std::vector<std::string>{};
-  const std::string note = WrapParts(SuspectNote(series), s.wrap);
+  const std::string note = WrapParts(SuspectNote(series), s.wrap * 5 / 4);  // in the legend's smaller font
   KeyText key = KeyTextOf(series, marks, keys, s.extra);
   const bool right = s.key_right && KeyFitsRight(s.canvas, key);
   Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
-  canvas.height += 18 * int(std::count(note.begin(), note.end(), '\n') + (note.empty() ? 0 : 1));
+  canvas.height += note.empty() ? 0 : 16 * int(std::count(note.begin(), note.end(), '\n') + 2);
   std::vector<std::string> colours, dashes, shapes;
   for (const SeriesStyle& st : SeriesStyles(series)) {
     colours.push_back(st.colour), dashes.push_back(std::to_string(st.dash)), shapes.push_back(std::to_string(st.shape));
