@@ -157,8 +157,13 @@ std::vector<std::string> RowCells(const AggregateRecord& r, const std::vector<st
 
 std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fields) {
   std::string name;
-  for (auto& c : RowCells(r, fields))
-    if (!c.empty() && c != "-") name += (name.empty() ? "" : ", ") + c;
+  const std::vector<std::string> cells = RowCells(r, fields);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].empty() || cells[i] == "-") continue;
+    // A bare number says nothing without its column's header: "input_length=64".
+    const bool number = cells[i].find_first_not_of("0123456789.") == std::string::npos;
+    name += (name.empty() ? "" : ", ") + (number ? fields[i] + "=" : "") + cells[i];
+  }
   return name;
 }
 

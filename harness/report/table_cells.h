@@ -92,7 +92,7 @@ std::vector<std::string> MainRowFields(const std::vector<AggregateRecord>& spec,
 std::vector<std::string> RowCells(const AggregateRecord& r, const std::vector<std::string>& fields);
 // The row's cells joined by ", ": how a point's row is named outside a table (plot
 // legends), so a draft has one name everywhere. Cells that do not apply ("-", "") are
-// left out (an AR point's draft).
+// left out (an AR point's draft); a number carries its column's header ("input_length=64").
 std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fields);
 
 // The notes explaining the marks in `f`.
