@@ -29,7 +29,7 @@ keyof(label, s, j) = strlen(s) == 0 ? 1 : (item(s, 1) eq label ? j : \
                      (strstrt(s, "|") ? keyof(label, s[strstrt(s, "|") + 1:], j + 1) : 1))
 key(label) = keyof(label, pointkeys, 1)
 unmarked_y(c) = strlen(strcol(6)) > 0 ? NaN : column(c)
-do for [ext in "png svg"] {
+do for [ext in exts] {
   eval(terminal(ext))
   set output outbase.".".ext
   plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorbars title columnheader(1) \

@@ -370,11 +370,12 @@ TEST(AdaptiveK, KBoundsTheStepsAndLabelsSayWhatRan) {
   a["acceptance_at_pos_conditional"] = h["acceptance_at_pos_conditional"] = {0.9, 0.8};
   std::vector<std::string> titles;
   for (const Series& se : AcceptancePerPosition(RecordsFromJson({a, h}))) titles.push_back(se.title);
-  EXPECT_EQ(titles,
-            (std::vector<std::string>{"adaptive (K = bound) k<=4 adaptive", "heuristic (K = start) k0=4 heuristic"}));
+  EXPECT_EQ(titles, (std::vector<std::string>{"m, speculative, adaptive (K = bound), k<=4 adaptive",
+                                              "m, speculative, heuristic (K = start), k0=4 heuristic"}));
   titles.clear();
   for (const Series& se : SpeedupVsK(RecordsFromJson({a, rec(8, "adaptive", 1.1), h}))) titles.push_back(se.title);
-  EXPECT_EQ(titles, (std::vector<std::string>{"adaptive (K = bound)", "heuristic (K = start)"}));
+  EXPECT_EQ(titles, (std::vector<std::string>{"m, speculative, adaptive (K = bound)",
+                                              "m, speculative, heuristic (K = start)"}));
 }
 
 }  // namespace

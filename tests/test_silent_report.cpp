@@ -252,7 +252,7 @@ TEST(SilentReport, BridgedDraftIsMarkedWhenTheDraftDoesNotVary) {
   EXPECT_NE(md.find("model=tinystories-260k (bridged)"), std::string::npos) << md;
   const std::vector<Series> s = SpeedupVsK(recs);
   ASSERT_EQ(s.size(), 1u);
-  EXPECT_NE(s[0].title.find("tinystories-260k draft (bridged)"), std::string::npos) << s[0].title;
+  EXPECT_NE(s[0].title.find("model=tinystories-260k (bridged)"), std::string::npos) << s[0].title;
   // A question set's per-group records keep the mark.
   json q = Bridged(CategorizedPoint({"writing", "rag"}));
   q["draft"] = q["draft_base"] = "model=tinystories-260k";
@@ -266,7 +266,8 @@ TEST(SilentReport, BridgedDraftIsMarkedInPlotLegends) {
   std::vector<std::string> titles;
   for (const Series& s : SpeedupVsK(recs)) titles.push_back(s.title);
   ASSERT_EQ(titles.size(), 2u);
-  EXPECT_NE(std::find(titles.begin(), titles.end(), "tinystories-260k draft (bridged)"), titles.end())
+  EXPECT_NE(std::find(titles.begin(), titles.end(), "m, speculative, model=tinystories-260k (bridged), none"),
+            titles.end())
       << titles[0] << " / " << titles[1];
   EXPECT_EQ(std::count_if(titles.begin(), titles.end(),
                           [](const std::string& t) { return t.find("(bridged)") != std::string::npos; }),

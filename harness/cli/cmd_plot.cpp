@@ -1,5 +1,5 @@
-// `specsweep plot RESULTS [-o DIR]`: writes .dat files and PNG + SVG images through the
-// gnuplot scripts in plots/.
+// `specsweep plot RESULTS [-o DIR]`: writes .dat files and PNG, SVG and PDF images
+// through the gnuplot scripts in plots/.
 #include <cstdio>
 
 #include "harness/report/category.h"
@@ -21,11 +21,13 @@ void PlotCommand(const PlotArgs& a) {
   LoadedRecords res = LoadRecords(a.results);
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("plot: --by: '{}' (expected category)", a.by);
+  PlotOptions o;
+  o.caption = PlotCaption(res.context, res.records);  // n: the whole run's prompts, before any split
   if (a.by == "category") {
     if (CategoryOrder(res.records).empty()) Fail("plot: --by category: the records carry no prompt categories");
     res.records = SplitByCategory(res.records);
+    o.by_category = true;
   }
-  PlotOptions o;
   o.out_dir = a.out_dir;
   o.scripts_dir = a.scripts;
   o.gnuplot = a.gnuplot;
@@ -37,18 +39,18 @@ void PlotCommand(const PlotArgs& a) {
     }
     std::printf("%-24s %s", p.name.c_str(), p.dat.c_str());
     for (auto& img : p.images) std::printf(" %s", img.c_str());
-    std::printf("\n");
+    std::printf("%s\n", p.note.empty() ? "" : (" (" + p.note + ")").c_str());
   }
 }
 
 const CommandRegistrar kRegister(42, [](CLI::App& app) {
   auto a = std::make_shared<PlotArgs>();
-  auto* cmd = app.add_subcommand("plot", "Plot sweep results with gnuplot (PNG and SVG)");
+  auto* cmd = app.add_subcommand("plot", "Plot sweep results with gnuplot (PNG, SVG and PDF)");
   cmd->add_option("results", a->results, "Results file (.json or .jsonl)")->required();
-  cmd->add_option("-o,--out", a->out_dir, "Output directory for .dat, .png and .svg files");
+  cmd->add_option("-o,--out", a->out_dir, "Output directory for .dat, .png, .svg and .pdf files");
   cmd->add_option("--scripts", a->scripts, "Directory of the .gp scripts (default: plots/ of the source tree)");
   cmd->add_option("--gnuplot", a->gnuplot, "gnuplot executable (default: from PATH)");
-  cmd->add_option("--by", a->by, "category: one series per prompt category and overall (question sets)");
+  cmd->add_option("--by", a->by, "category: grouped bars, methods x task groups and overall (question sets)");
   cmd->callback([a] { PlotCommand(*a); });
 });
 

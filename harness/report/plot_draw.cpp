@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -55,7 +56,10 @@ namespace {
 // A plot: its data and the layout of its text. The legend goes below the plot (the
 // width kept for the curves) or, for the square predicted-vs-measured plot, beside it
 // when it fits there; `extra` key entries besides the series, the point keys and the
-// hollow marks (a reference line); subtitle lines of at most `wrap` characters.
+// hollow marks (a reference line); subtitle lines of at most `wrap` characters. Point
+// keys: the labels are K, drawn as marker shapes (else they are no key entries); bars:
+// the labels are the groups, x tick labels; log_decade: a log y axis when the values
+// span a decade.
 struct PlotSpec {
   const char* name;
   const char* title;
@@ -64,40 +68,111 @@ struct PlotSpec {
   int extra = 0;
   Canvas canvas{};
   size_t wrap = 150;
+  bool point_keys = false, bars = false, log_decade = false;
+  const char* intervals = nullptr;  // what the error bars are when not the speedup's bootstrap interval
 };
 
 const std::vector<PlotSpec>& PlotSpecs() {
   static const std::vector<PlotSpec> specs = {
       {"speedup_vs_k", "Speedup over autoregressive vs draft length K", SpeedupVsK, false, 1},
-      {"acceptance_vs_k", "Per-token acceptance alpha vs draft length K", AcceptanceVsK},
-      {"accepted_length_vs_k", "Mean accepted length tau vs draft length K", AcceptedLengthVsK},
-      {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength},
-      {"acceptance_per_position", "Conditional acceptance per draft position", AcceptancePerPosition},
+      {"acceptance_vs_k", "Per-token acceptance α vs draft length K", AcceptanceVsK},
+      {"accepted_length_vs_k", "Mean accepted length τ vs draft length K", AcceptedLengthVsK},
+      {"latency_vs_input_length", "Next-token latency vs prompt length", LatencyVsInputLength, false, 0, Canvas{}, 150,
+       false, false, true},
+      {"acceptance_per_position", "Conditional acceptance per draft position (n: steps that reached it)",
+       AcceptancePerPosition, false, 0, Canvas{}, 150, false, false, false, "95% Wilson interval"},
       {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured, true, 1,
-       Canvas{1100, 700}, 80},
+       Canvas{1100, 700}, 80, true},
   };
   return specs;
 }
 
-// x ticks at the measured values only (K, prompt lengths), when they are few.
-std::string XTics(const std::vector<Series>& series) {
+// `plot --by category`: Spec-Bench's leaderboard as grouped bars, methods x task groups.
+const std::vector<PlotSpec>& CategorySpecs() {
+  static const std::vector<PlotSpec> specs = {
+      {"speedup_by_category", "Speedup over autoregressive per task group", SpeedupByCategory, false, 1, Canvas{}, 150,
+       false, true},
+      {"accepted_length_by_category", "Mean accepted length τ per task group", AcceptedLengthByCategory, false, 0,
+       Canvas{}, 150, false, true},
+  };
+  return specs;
+}
+
+// x ticks at the measured values only (K, prompt lengths), when they are few; for bars
+// the groups' names at their centres, broken into lines of about 14 characters.
+std::string XTics(const std::vector<Series>& series, const std::vector<std::string>& groups) {
+  std::string xtics;
+  if (!groups.empty()) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::string name = WrapParts(std::regex_replace(groups[g], std::regex(" "), "; "), 14);
+      name = std::regex_replace(name, std::regex("; "), " ");
+      name = std::regex_replace(name, std::regex("\n"), "\\n");
+      std::erase(name, '\''), std::erase(name, '"');
+      xtics += fmt::format("{}\"{}\" {}", xtics.empty() ? "" : ", ", name, g);
+    }
+    return xtics;
+  }
   std::set<double> xs;
   for (auto& se : series)
     for (auto& [x, y] : se.xy) xs.insert(x);
-  std::string xtics;
   if (xs.size() <= 16)
     for (double x : xs) xtics += (xtics.empty() ? "" : ",") + fmt::format("{}", x);
   return xtics;
 }
 
-// The subtitle of a plot, wrapped, lines separated by '|' (common.gp breaks them there);
-// it names the error bars only on a plot that has them.
-std::string PlotSubtitleLines(std::string subtitle, bool errorbars, size_t wrap) {
-  if (!errorbars)
-    if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos) subtitle.resize(at);
+// The title's lines below the plot's name, '|' between them (common.gp breaks them
+// there): the subtitle, wrapped, naming the error bars only on a plot that has them, then
+// the caption.
+std::string TitleLines(std::string subtitle, const std::string& caption, bool errorbars, const PlotSpec& s) {
+  const size_t wrap = s.wrap;
+  if (const size_t at = subtitle.find("; error bars:"); at != std::string::npos && (!errorbars || s.intervals))
+    subtitle = subtitle.substr(0, at) + (errorbars ? fmt::format("; error bars: {}", s.intervals) : "");
   subtitle = WrapParts(subtitle, wrap);
+  if (!caption.empty()) subtitle += (subtitle.empty() ? "" : "\n") + WrapParts(caption, wrap);
   std::replace(subtitle.begin(), subtitle.end(), '\n', '|');
   return subtitle;
+}
+
+std::string Literal(std::string text) {
+  std::erase(text, '\'');  // passed in gnuplot's single quotes
+  return "'" + text + "'";
+}
+
+// The gnuplot settings of plot `s` of `series` (common.gp lists them).
+std::vector<std::pair<std::string, std::string>> PlotVars(const PlotSpec& s, const std::vector<Series>& series,
+                                                          const std::vector<std::string>& groups, const PlotOptions& o,
+                                                          const std::string& base) {
+  const bool errorbars = std::any_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); });
+  const std::string marks = MarksKey(series);
+  const std::vector<std::string> keys = s.point_keys ? PointKeys(series) : std::vector<std::string>{};
+  const std::string note = WrapParts(SuspectNote(series), s.wrap * 5 / 4);  // in the legend's smaller font
+  KeyText key = KeyTextOf(series, marks, keys, s.extra);
+  const bool right = s.key_right && KeyFitsRight(s.canvas, key);
+  Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
+  canvas.height += note.empty() ? 0 : 16 * int(std::count(note.begin(), note.end(), '\n') + 2);
+  std::vector<std::string> colours, dashes, shapes;
+  for (const SeriesStyle& st : SeriesStyles(series)) {
+    colours.push_back(st.colour), dashes.push_back(std::to_string(st.dash)), shapes.push_back(std::to_string(st.shape));
+  }
+  std::string note_lines = note;
+  std::replace(note_lines.begin(), note_lines.end(), '\n', '|');
+  return {{"datafile", Literal(base + ".dat")},
+          {"outbase", Literal(base)},
+          {"plottitle", Literal(s.title)},
+          {"plotsubtitle", Literal(TitleLines(o.subtitle, o.caption, errorbars, s))},
+          {"xticvals", Literal(XTics(series, groups))},
+          {"markkey", Literal(marks)},
+          {"canvas", Literal(fmt::format("{},{}", canvas.width, canvas.height))},
+          {"pointkeys", Literal(fmt::format("{}", fmt::join(keys, "|")))},
+          {"errorbars", errorbars ? "1" : "0"},
+          {"keyside", Literal(right ? "right" : "below")},
+          {"colours", Literal(fmt::format("{}", fmt::join(colours, "|")))},
+          {"dashes", Literal(fmt::format("{}", fmt::join(dashes, "|")))},
+          {"shapes", Literal(fmt::format("{}", fmt::join(shapes, "|")))},
+          {"logy", s.log_decade && SpansDecade(series) ? "1" : "0"},
+          {"note", Literal(note_lines)},
+          {"boxwidth", fmt::format("{}", BarWidth(series.size()))},
+          {"ngroups", std::to_string(groups.size())}};
 }
 
 // Runs gnuplot on `script` with the -e assignments `vars`; Error with its last output
@@ -116,38 +191,65 @@ void RunGnuplot(const std::string& gnuplot, const std::string& script, const std
   fs::remove(err);
 }
 
-// Writes the data of plot `s` and draws it with its script in `scripts`.
-void DrawPlot(const PlotSpec& s, const std::vector<Series>& series, const std::string& gnuplot,
-              const std::string& scripts, const PlotOptions& o, PlotOutput& p) {
-  std::string base = (fs::path(o.out_dir) / s.name).string();
+// Writes the data of figure `f` and draws it with its script in `scripts`: PNG and SVG,
+// and PDF (pdfcairo) or, from a gnuplot without it, EPS.
+void DrawPlot(const PlotFigure& f, const std::string& gnuplot, const std::string& scripts, const std::string& out_dir,
+              PlotOutput& p) {
+  const std::string base = (fs::path(out_dir) / f.name).string();
   p.dat = base + ".dat";
   {
-    std::ofstream f(p.dat);
-    if (!f) Fail("plot: {}: cannot write", p.dat);
-    f << DatText(s.title, series);
+    std::ofstream out(p.dat);
+    if (!out) Fail("plot: {}: cannot write", p.dat);
+    out << f.dat;
   }
-  std::string script = (fs::path(scripts) / (std::string(s.name) + ".gp")).string();
+  std::string script = (fs::path(scripts) / (f.name + ".gp")).string();
   if (!fs::exists(script)) Fail("plot: {}: script not found", script);
-  const bool errorbars = std::any_of(series.begin(), series.end(), [](const Series& x) { return !x.ci.empty(); });
-  const std::string subtitle = PlotSubtitleLines(o.subtitle, errorbars, s.wrap);
-  const std::string marks = MarksKey(series);
-  const std::vector<std::string> keys = PointKeys(series);
-  const KeyText key = KeyTextOf(series, marks, keys, s.extra);
-  const bool right = s.key_right && KeyFitsRight(s.canvas, key);
-  const Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
-  RunGnuplot(gnuplot, script,
-             fmt::format("datafile='{}'; outbase='{}'; plottitle='{}'; plotsubtitle='{}'; xticvals='{}'; "
-                         "markkey='{}'; canvas='{},{}'; pointkeys='{}'; errorbars={:d}; keyside='{}'",
-                         p.dat, base, s.title, subtitle, XTics(series), marks, canvas.width, canvas.height,
-                         fmt::join(keys, "|"), errorbars, right ? "right" : "below"),
-             base + ".gnuplot.log");
+  std::string vars;
+  for (auto& [name, value] : f.vars) vars += (vars.empty() ? "" : "; ") + name + "=" + value;
+  for (const char* ext : {".png", ".svg", ".pdf", ".eps"}) fs::remove(base + ext);
+  RunGnuplot(gnuplot, script, vars, base + ".gnuplot.log");
   for (const char* ext : {".png", ".svg"}) {
     if (!fs::exists(base + ext)) Fail("plot: {}: gnuplot wrote no {}", script, base + ext);
     p.images.push_back(base + ext);
   }
+  if (fs::exists(base + ".pdf"))
+    p.images.push_back(base + ".pdf");
+  else if (fs::exists(base + ".eps"))
+    p.images.push_back(base + ".eps"), p.note = "no PDF: this gnuplot has no pdfcairo terminal (EPS instead)";
+  else
+    p.note = "no PDF: this gnuplot has neither pdfcairo nor an EPS terminal";
 }
 
 }  // namespace
+
+std::string PlotFigure::Var(const std::string& name) const {
+  for (auto& [n, v] : vars)
+    if (n == name) return v;
+  return "";
+}
+
+std::vector<PlotFigure> PlotFigures(const std::vector<AggregateRecord>& records, const PlotOptions& o) {
+  std::vector<PlotFigure> out;
+  const std::vector<std::string> groups = o.by_category ? PlotCategories(records) : std::vector<std::string>{};
+  for (const PlotSpec& s : o.by_category ? CategorySpecs() : PlotSpecs()) {
+    PlotFigure f;
+    f.name = s.name;
+    f.series = s.data(records);
+    if (f.name == "latency_vs_input_length" && !Varies(records, "input_length"))
+      f.skipped = "the experiment has no input_length axis";
+    else if (f.series.empty())
+      f.skipped = "no data points for this plot in the results";
+    if (!f.skipped.empty()) {
+      out.push_back(f);
+      continue;
+    }
+    f.dat = DatText(s.title, f.series);
+    f.vars =
+        PlotVars(s, f.series, s.bars ? groups : std::vector<std::string>{}, o, (fs::path(o.out_dir) / s.name).string());
+    out.push_back(f);
+  }
+  return out;
+}
 
 std::vector<PlotOutput> MakePlots(const std::vector<AggregateRecord>& records, const PlotOptions& o) {
   std::string gnuplot = o.gnuplot.empty() ? FindGnuplot() : o.gnuplot;
@@ -157,16 +259,11 @@ std::vector<PlotOutput> MakePlots(const std::vector<AggregateRecord>& records, c
   std::string scripts = o.scripts_dir.empty() ? std::string(SourceDir()) + "/plots" : o.scripts_dir;
   fs::create_directories(o.out_dir);
   std::vector<PlotOutput> out;
-  for (const PlotSpec& s : PlotSpecs()) {
+  for (const PlotFigure& f : PlotFigures(records, o)) {
     PlotOutput p;
-    p.name = s.name;
-    std::vector<Series> series = s.data(records);
-    if (std::string(s.name) == "latency_vs_input_length" && !Varies(records, "input_length"))
-      p.skipped = "the experiment has no input_length axis";
-    else if (series.empty())
-      p.skipped = "no data points for this plot in the results";
-    else
-      DrawPlot(s, series, gnuplot, scripts, o, p);
+    p.name = f.name;
+    p.skipped = f.skipped;
+    if (p.skipped.empty()) DrawPlot(f, gnuplot, scripts, o.out_dir, p);
     out.push_back(p);
   }
   return out;

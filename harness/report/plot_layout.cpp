@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -75,6 +76,33 @@ std::string PlotSubtitle(const nlohmann::json& context, const std::vector<Aggreg
   return t;
 }
 
+std::string PlotCaption(const nlohmann::json& context, const std::vector<AggregateRecord>& records) {
+  std::set<std::string> reps, prompts, tokens;
+  for (auto& r : records) {
+    reps.insert(FieldText(r, "repetitions"));
+    prompts.insert(FieldText(r, "prompts"));
+    tokens.insert(FieldText(r, "max_new_tokens"));
+  }
+  auto join = [](std::set<std::string> v) {
+    v.erase("");
+    return v.empty() ? std::string("?") : fmt::format("{}", fmt::join(v, "/"));
+  };
+  std::vector<std::string> parts;
+  std::string date = context.is_object() && context.contains("date") && context["date"].is_string()
+                         ? context["date"].get<std::string>()
+                         : "";
+  // "2026-11-29T04:30:50+0000" (ISO 8601, UTC) as "2026-11-29 04:30 UTC".
+  if (date.size() == 24 && date[10] == 'T' && date.ends_with("+0000"))
+    date = date.substr(0, 10) + " " + date.substr(11, 5) + " UTC";
+  if (!date.empty()) parts.push_back(date);
+  parts.push_back(fmt::format("n = {} repetitions x {} prompts", join(reps), join(prompts)));
+  parts.push_back("max_new_tokens " + join(tokens));
+  std::string t = fmt::format("{}", fmt::join(parts, "; "));
+  std::erase(t, '\'');
+  std::replace(t.begin(), t.end(), '|', '/');
+  return t;
+}
+
 std::string WrapParts(const std::string& text, size_t width) {
   std::string out, line;
   size_t at = 0;
@@ -140,6 +168,34 @@ Canvas CanvasForKeyRight(Canvas base, KeyText key) {
 
 bool KeyFitsRight(Canvas base, KeyText key) {
   return key.longest <= 45 && CanvasForKeyRight(base, key).height <= base.height * 3 / 2;
+}
+
+const std::vector<std::string> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#CCBB44"};
+
+std::vector<SeriesStyle> SeriesStyles(const std::vector<Series>& series) {
+  std::vector<SeriesStyle> out;
+  size_t j = 0, a = 0;  // series that are not AR, and AR series (one per model)
+  for (auto& s : series) {
+    if (s.ar) {  // black, a dash pattern and shape each: circle, square, triangle, ...
+      static const int kArShapes[5] = {7, 5, 9, 11, 13};
+      out.push_back({"#000000", 1 + int(a % 5), kArShapes[a % 5]});
+      ++a;
+      continue;
+    }
+    const size_t round = j / kPalette.size();
+    // Shapes: square, circle, triangle up, triangle down, diamond, shifted each round.
+    out.push_back({kPalette[j % kPalette.size()], 1 + int(round % 5), 5 + 2 * int((j + round) % 5)});
+    ++j;
+  }
+  return out;
+}
+
+bool SpansDecade(const std::vector<Series>& series) {
+  double lo = INFINITY, hi = 0;
+  for (auto& s : series)
+    for (auto& [x, y] : s.xy)
+      if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
+  return hi > 10 * lo;
 }
 
 }  // namespace specsweep

@@ -16,6 +16,11 @@ namespace specsweep {
 // bootstrap CI" from a results file's context and records.
 std::string PlotSubtitle(const nlohmann::json& context, const std::vector<AggregateRecord>& records);
 
+// The caption line of every plot: when the results were run, n (repetitions x prompts)
+// and max_new_tokens: "2026-11-29 04:30 UTC; n = 5 repetitions x 8 prompts;
+// max_new_tokens 64" (values that differ between records joined by "/").
+std::string PlotCaption(const nlohmann::json& context, const std::vector<AggregateRecord>& records);
+
 // `text` split at "; " into lines of at most `width` characters (a part longer than that
 // gets a line of its own), joined with "\n".
 std::string WrapParts(const std::string& text, size_t width);
@@ -44,5 +49,22 @@ Canvas CanvasForKeyRight(Canvas base, KeyText key);
 // Whether a legend right of a square plot leaves the plot most of the canvas: titles of
 // at most 45 characters, and no more entries than fit a canvas 1.5 times the base height.
 bool KeyFitsRight(Canvas base, KeyText key);
+
+// How series are told apart: colour, dash pattern, point shape (gnuplot pt, filled; the
+// open form is one less). AR is black (solid, then dashed for a second model's AR); the
+// others take kPalette in order, a new
+// dash pattern and shape each time the palette comes round, so no colour is reused with
+// the same line and AR's black is never reused.
+struct SeriesStyle {
+  std::string colour;
+  int dash = 1, shape = 7;
+};
+// Okabe-Ito's colour-blind-safe colours without black (AR's) and its orange and yellow
+// (orange is too near vermillion, yellow too light on white), and Tol's dark yellow.
+extern const std::vector<std::string> kPalette;
+std::vector<SeriesStyle> SeriesStyles(const std::vector<Series>& series);
+// Whether the positive y values of the series span more than a decade (max > 10 min): a
+// log axis then keeps the small ones readable.
+bool SpansDecade(const std::vector<Series>& series);
 
 }  // namespace specsweep

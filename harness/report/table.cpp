@@ -168,15 +168,20 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   bool averaged = false;
   CellFlags flags;
   for (auto& rk : row_keys) {
-    std::vector<std::string> line = rk;
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i] == "acceptance_source") line[i] = AcceptanceCaption(rk[i]);  // "replayed α=0.8"
+    std::vector<std::string> line;
     for (auto& ck : col_keys) {
       std::vector<const AggregateRecord*> cell;
       for (auto& r : recs)
         if (Values(r, rows) == rk && Values(r, spec.cols) == ck) cell.push_back(&r);
       line.push_back(cell.empty() ? "" : PivotCell(cell, spec.metrics, flags, averaged));
     }
+    // The label cells as RowName says them ("replayed α=0.8"), from any record of the row.
+    for (auto& r : recs)
+      if (Values(r, rows) == rk) {
+        const std::vector<std::string> label = RowCells(r, rows);
+        line.insert(line.begin(), label.begin(), label.end());
+        break;
+      }
     t.rows.push_back(line);
   }
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
@@ -230,10 +235,7 @@ Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filt
   for (AggregateRecord& r : spec) r.flat["k_label"] = KLabelOf(r);
   PivotSpec p;
   p.cols = {"k_label"};
-  p.rows = Varying(spec, {"k", "k_policy"});
-  if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
-  if (std::find(p.rows.begin(), p.rows.end(), "decoder") == p.rows.end()) p.rows.insert(p.rows.begin() + 1, "decoder");
-  ShowAcceptanceSource(spec, p.rows);
+  p.rows = MainRowFields(spec);  // a point's row name (RowName) in every plot legend too
   p.metrics = metrics.empty() ? std::vector<std::string>{"speedup", "mean_accepted_length"} : metrics;
   p.title = metrics.empty() ? "Speedup over autoregressive decoding / mean accepted length (tokens per target call)"
                             : fmt::format("{} of the speculative points", fmt::join(p.metrics, " / "));

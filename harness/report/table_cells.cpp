@@ -136,6 +136,37 @@ bool ShowBridgedDraft(const std::vector<AggregateRecord>& recs, std::vector<std:
   return true;
 }
 
+std::vector<std::string> MainRowFields(const std::vector<AggregateRecord>& spec,
+                                       const std::vector<std::string>& exclude) {
+  std::vector<std::string> skip = exclude;
+  skip.insert(skip.end(), {"k", "k_policy"});
+  std::vector<std::string> rows = Varying(spec, skip);
+  if (!Has(rows, "model")) rows.insert(rows.begin(), "model");
+  if (!Has(rows, "decoder")) rows.insert(rows.begin() + 1, "decoder");
+  ShowAcceptanceSource(spec, rows);
+  ShowBridgedDraft(spec, rows);
+  return rows;
+}
+
+std::vector<std::string> RowCells(const AggregateRecord& r, const std::vector<std::string>& fields) {
+  std::vector<std::string> cells;
+  for (auto& f : fields)
+    cells.push_back(f == "acceptance_source" ? AcceptanceCaption(LabelText(r, f)) : LabelText(r, f));
+  return cells;
+}
+
+std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fields) {
+  std::string name;
+  const std::vector<std::string> cells = RowCells(r, fields);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].empty() || cells[i] == "-") continue;
+    // A bare number says nothing without its column's header: "input_length=64".
+    const bool number = cells[i].find_first_not_of("0123456789.") == std::string::npos;
+    name += (name.empty() ? "" : ", ") + (number ? fields[i] + "=" : "") + cells[i];
+  }
+  return name;
+}
+
 const char* const kReplayNote =
     "replayed: the number of draft tokens accepted per step was drawn from the named source (acceptance_source), "
     "not measured; draft calls, target verify calls and cache rollbacks are real, so times and speedups are "

@@ -82,6 +82,19 @@ void AppendReplayLatencyCells(const AggregateRecord* best, CellFlags& flags, std
 extern const std::vector<std::string> kReplayLongColumns;
 void AppendReplayLongCells(const AggregateRecord& r, std::vector<std::string>& line);
 
+// The fields naming a row of the main table: model, decoder and every parameter that
+// varies among the speculative records `spec` except K and its policy (the columns) and
+// `exclude`, and the acceptance source of replayed points (ShowAcceptanceSource).
+std::vector<std::string> MainRowFields(const std::vector<AggregateRecord>& spec,
+                                       const std::vector<std::string>& exclude = {});
+// A row label's cells as a table shows them: LabelText of each field, an acceptance
+// source as its caption ("replayed α=0.8").
+std::vector<std::string> RowCells(const AggregateRecord& r, const std::vector<std::string>& fields);
+// The row's cells joined by ", ": how a point's row is named outside a table (plot
+// legends), so a draft has one name everywhere. Cells that do not apply ("-", "") are
+// left out (an AR point's draft); a number carries its column's header ("input_length=64").
+std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fields);
+
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);
 
