@@ -1,6 +1,9 @@
 // `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|spec-bench|all]
-//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category]`: paper-style tables.
+//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category] [--intervals|--no-intervals]`:
+//  paper-style tables.
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "harness/report/category.h"
 #include "harness/report/load.h"
@@ -15,7 +18,15 @@ namespace {
 struct TableArgs {
   std::string results, format = "md", table = "main", by;
   std::vector<std::string> rows, cols, metrics, where;
+  bool intervals = false, no_intervals = false;
 };
+
+// The experiment's name for LaTeX labels: the results' context, else the file's stem.
+std::string ExperimentName(const LoadedRecords& res, const std::string& path) {
+  if (res.context.is_object() && res.context.contains("experiment") && res.context["experiment"].is_string())
+    return res.context["experiment"].get<std::string>();
+  return std::filesystem::path(path).stem().string();
+}
 
 void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
@@ -63,9 +74,12 @@ void TableCommand(const TableArgs& a) {
   } else {
     Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }
+  RenderOptions options{std::nullopt, ExperimentName(res, a.results)};
+  if (a.intervals || a.no_intervals) options.intervals = a.intervals;
   for (size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i].kind.empty()) tables[i].kind = a.table;
     if (i) std::printf("\n");
-    std::fputs(RenderTable(tables[i], f).c_str(), stdout);
+    std::fputs(RenderTable(tables[i], f, options).c_str(), stdout);
   }
 }
 
@@ -83,6 +97,10 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
   cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");
   cmd->add_option("--by", a->by, "category: one record per prompt category and overall (question sets)");
+  auto* with = cmd->add_flag("--intervals", a->intervals,
+                             "95% intervals in the cells (default: in md and csv, not in latex, where they double "
+                             "the width)");
+  cmd->add_flag("--no-intervals", a->no_intervals, "No 95% intervals in the cells, in any format")->excludes(with);
   cmd->callback([a] { TableCommand(*a); });
 });
 

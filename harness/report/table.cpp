@@ -131,11 +131,69 @@ std::string PivotCell(const std::vector<const AggregateRecord*>& cell, const std
   return text;
 }
 
+// What the "*" cells of a pivot averaged over: the fields (with their values) that differ
+// among a cell's points but label neither its row nor its column, and how many points.
+class Averages {
+ public:
+  void Add(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& shown) {
+    if (cell.size() < 2) return;
+    std::vector<AggregateRecord> recs;
+    for (auto* r : cell) recs.push_back(*r);
+    for (auto& f : Varying(recs, shown)) {
+      if (std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
+      for (auto& r : recs) values_[f].insert(FieldText(r, f));
+    }
+    min_ = std::min(min_, cell.size());
+    max_ = std::max(max_, cell.size());
+  }
+  std::string Note() const {
+    if (max_ == 0) return "";
+    const std::string n = min_ == max_ ? fmt::format("{}", min_) : fmt::format("{}-{}", min_, max_);
+    if (fields_.empty()) return fmt::format("* mean of {} points with the same parameters", n);
+    std::vector<std::string> over;
+    for (auto& f : fields_) {
+      std::vector<std::string> v(values_.at(f).begin(), values_.at(f).end());
+      std::sort(v.begin(), v.end(), [&](auto& a, auto& b) { return ValueLess(f, a, b); });
+      if (v.size() > 6) v.resize(6), v.back() = "...";
+      over.push_back(fmt::format("{} ({})", f, fmt::join(v, ", ")));
+    }
+    return fmt::format(
+        "* mean of {} points averaged over {}, which label neither rows nor columns (--cols {} "
+        "shows them apart)",
+        n, fmt::join(over, " and "), fields_[0]);
+  }
+
+ private:
+  std::vector<std::string> fields_;
+  std::map<std::string, std::set<std::string>> values_;
+  size_t min_ = SIZE_MAX, max_ = 0;
+};
+
+// A pivot over K, or of figures measured against the autoregressive baseline only, shows
+// the speculative points: AR is the baseline, not a "k=0" column. True when AR points
+// were left out of `recs`.
+bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec) {
+  auto axis = [&](const std::string& f) {
+    return std::find(spec.rows.begin(), spec.rows.end(), f) != spec.rows.end() ||
+           std::find(spec.cols.begin(), spec.cols.end(), f) != spec.cols.end();
+  };
+  const bool over_k = axis("k") || axis("k_label") || axis("k_policy");
+  const bool relative = std::all_of(spec.metrics.begin(), spec.metrics.end(), [](const std::string& m) {
+    return m.starts_with("speedup") || m.starts_with("latency_speedup") || m.starts_with("predicted");
+  });
+  const auto ar = [](const AggregateRecord& r) { return !r.Speculative(); };
+  if (!(over_k || relative) || std::all_of(recs.begin(), recs.end(), ar) || std::none_of(recs.begin(), recs.end(), ar))
+    return false;
+  recs.erase(std::remove_if(recs.begin(), recs.end(), ar), recs.end());
+  return true;
+}
+
 }  // namespace
 
 Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec) {
   std::vector<AggregateRecord> recs = Filter(all, spec.filters);
   CheckPivotFields(all, spec);
+  const bool baseline_left_out = LeaveOutBaseline(recs, spec);
   std::vector<std::string> rows = spec.rows;
   if (rows.empty()) rows = Varying(recs, spec.cols);
   if (rows.empty()) rows = {"model"};
@@ -153,11 +211,16 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   std::sort(col_keys.begin(), col_keys.end(), [&](auto& a, auto& b) { return TupleLess(spec.cols, a, b); });
 
   Table t;
-  t.title = spec.title;
   t.label_cols = rows.size();
   t.header = rows;
   std::string metric_names;
   for (auto& m : spec.metrics) metric_names += (metric_names.empty() ? "" : " / ") + MetricHeader(m);
+  t.title = !spec.title.empty() ? spec.title
+            : spec.cols.empty()
+                ? fmt::format("{} by {}", metric_names, fmt::join(rows, ", "))
+                : fmt::format("{} by {} and {}", metric_names, fmt::join(rows, ", "), fmt::join(spec.cols, ", "));
+  t.kind = "pivot-" + fmt::format("{}", fmt::join(spec.rows.empty() ? rows : spec.rows, "+"));
+  if (!spec.cols.empty()) t.kind += fmt::format("-by-{}", fmt::join(spec.cols, "+"));
   for (auto& ck : col_keys) {
     std::string h;
     // A K label says what K was ("k<=4 adaptive"); other fields read field=value.
@@ -167,6 +230,9 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   }
   bool averaged = false;
   CellFlags flags;
+  Averages averages;
+  std::vector<std::string> shown = rows;
+  shown.insert(shown.end(), spec.cols.begin(), spec.cols.end());
   for (auto& rk : row_keys) {
     std::vector<std::string> line = rk;
     for (size_t i = 0; i < rows.size(); ++i)
@@ -176,13 +242,18 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
       for (auto& r : recs)
         if (Values(r, rows) == rk && Values(r, spec.cols) == ck) cell.push_back(&r);
       line.push_back(cell.empty() ? "" : PivotCell(cell, spec.metrics, flags, averaged));
+      averages.Add(cell, shown);
     }
     t.rows.push_back(line);
   }
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
   if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
-  if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
+  if (averaged) t.notes.push_back(averages.Note());
+  if (baseline_left_out)
+    t.notes.push_back(
+        "autoregressive decoding (k=0) is the baseline every speedup here is measured against: its points are "
+        "no row or column of their own");
   if (bridged) t.notes.push_back(kBridgedNote);
   AddFlagNotes(flags, t);
   return t;
@@ -238,6 +309,7 @@ Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filt
   p.title = metrics.empty() ? "Speedup over autoregressive decoding / mean accepted length (tokens per target call)"
                             : fmt::format("{} of the speculative points", fmt::join(p.metrics, " / "));
   Table t = PivotTable(spec, p);
+  t.kind = metrics.empty() ? "main" : fmt::format("main-{}", fmt::join(p.metrics, "+"));
   t.notes.insert(t.notes.begin(), Caption(spec, context));
   return t;
 }
@@ -299,7 +371,9 @@ Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& fil
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   p.metrics = {"acceptance_rate", "mean_accepted_length"};
   p.title = "Acceptance rate / mean accepted length vs draft quantization";
-  return PivotTable(spec, p);
+  Table t = PivotTable(spec, p);
+  t.kind = "quant";
+  return t;
 }
 
 namespace {
@@ -379,6 +453,7 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   const bool replay = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
 
   Table t;
+  t.kind = "latency";
   t.title =
       "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
       "configuration of each decoder";
