@@ -131,63 +131,6 @@ std::string PivotCell(const std::vector<const AggregateRecord*>& cell, const std
   return text;
 }
 
-// What the "*" cells of a pivot averaged over: the fields (with their values) that differ
-// among a cell's points but label neither its row nor its column, and how many points.
-class Averages {
- public:
-  void Add(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& shown) {
-    if (cell.size() < 2) return;
-    std::vector<AggregateRecord> recs;
-    for (auto* r : cell) recs.push_back(*r);
-    for (auto& f : Varying(recs, shown)) {
-      if (std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
-      for (auto& r : recs) values_[f].insert(FieldText(r, f));
-    }
-    min_ = std::min(min_, cell.size());
-    max_ = std::max(max_, cell.size());
-  }
-  std::string Note() const {
-    if (max_ == 0) return "";
-    const std::string n = min_ == max_ ? fmt::format("{}", min_) : fmt::format("{}-{}", min_, max_);
-    if (fields_.empty()) return fmt::format("* mean of {} points with the same parameters", n);
-    std::vector<std::string> over;
-    for (auto& f : fields_) {
-      std::vector<std::string> v(values_.at(f).begin(), values_.at(f).end());
-      std::sort(v.begin(), v.end(), [&](auto& a, auto& b) { return ValueLess(f, a, b); });
-      if (v.size() > 6) v.resize(6), v.back() = "...";
-      over.push_back(fmt::format("{} ({})", f, fmt::join(v, ", ")));
-    }
-    return fmt::format(
-        "* mean of {} points averaged over {}, which label neither rows nor columns (--cols {} "
-        "shows them apart)",
-        n, fmt::join(over, " and "), fields_[0]);
-  }
-
- private:
-  std::vector<std::string> fields_;
-  std::map<std::string, std::set<std::string>> values_;
-  size_t min_ = SIZE_MAX, max_ = 0;
-};
-
-// A pivot over K, or of figures measured against the autoregressive baseline only, shows
-// the speculative points: AR is the baseline, not a "k=0" column. True when AR points
-// were left out of `recs`.
-bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec) {
-  auto axis = [&](const std::string& f) {
-    return std::find(spec.rows.begin(), spec.rows.end(), f) != spec.rows.end() ||
-           std::find(spec.cols.begin(), spec.cols.end(), f) != spec.cols.end();
-  };
-  const bool over_k = axis("k") || axis("k_label") || axis("k_policy");
-  const bool relative = std::all_of(spec.metrics.begin(), spec.metrics.end(), [](const std::string& m) {
-    return m.starts_with("speedup") || m.starts_with("latency_speedup") || m.starts_with("predicted");
-  });
-  const auto ar = [](const AggregateRecord& r) { return !r.Speculative(); };
-  if (!(over_k || relative) || std::all_of(recs.begin(), recs.end(), ar) || std::none_of(recs.begin(), recs.end(), ar))
-    return false;
-  recs.erase(std::remove_if(recs.begin(), recs.end(), ar), recs.end());
-  return true;
-}
-
 }  // namespace
 
 Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec) {
@@ -230,7 +173,7 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   }
   bool averaged = false;
   CellFlags flags;
-  Averages averages;
+  PivotAverages averages;
   std::vector<std::string> shown = rows;
   shown.insert(shown.end(), spec.cols.begin(), spec.cols.end());
   for (auto& rk : row_keys) {
@@ -250,10 +193,7 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
   if (averaged) t.notes.push_back(averages.Note());
-  if (baseline_left_out)
-    t.notes.push_back(
-        "autoregressive decoding (k=0) is the baseline every speedup here is measured against: its points are "
-        "no row or column of their own");
+  if (baseline_left_out) t.notes.push_back(kBaselineLeftOutNote);
   if (bridged) t.notes.push_back(kBridgedNote);
   AddFlagNotes(flags, t);
   return t;

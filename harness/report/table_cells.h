@@ -2,7 +2,10 @@
 // labels, the speculative records of a table, and the cells' marks and notes.
 #pragma once
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +84,25 @@ void AppendReplayLatencyCells(const AggregateRecord* best, CellFlags& flags, std
 // The same in the long (CSV) form, numbers unrounded, tau_off 0/1.
 extern const std::vector<std::string> kReplayLongColumns;
 void AppendReplayLongCells(const AggregateRecord& r, std::vector<std::string>& line);
+
+// What the "*" cells of a pivot averaged over (table_pivot.cpp): the fields, with their
+// values, that differ among a cell's points but label neither its row nor its column
+// (`shown`), and how many points; Note() says so ("" when no cell averaged).
+class PivotAverages {
+ public:
+  void Add(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& shown);
+  std::string Note() const;
+
+ private:
+  std::vector<std::string> fields_;
+  std::map<std::string, std::set<std::string>> values_;
+  size_t min_ = SIZE_MAX, max_ = 0;
+};
+// A pivot over K, or of speedups alone, shows the speculative points: AR is the baseline,
+// not a "k=0" column. Leaves AR points out of `recs` (unless all or none are AR) and says
+// whether it did; the table then carries kBaselineLeftOutNote.
+bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec);
+extern const char* const kBaselineLeftOutNote;
 
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);

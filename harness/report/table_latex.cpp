@@ -43,7 +43,6 @@ class LatexWriter {
   }
   void Math(std::string_view s) {
     EndMarks();
-    if (!math_.empty() && std::isalpha(static_cast<unsigned char>(s[0])) && math_.back() != '}') math_ += ' ';
     math_ += s;
   }
   void Mark(std::string_view s) { marks_ += s; }
@@ -68,7 +67,7 @@ class LatexWriter {
 
 // ASCII spelled as a symbol: "1.52x" is 1.52×, "a x b" a × b, "<=" ≤.
 std::string Symbols(const std::string& s) {
-  static const std::regex times_after_number(R"(([0-9])x(?![A-Za-z0-9_]))"), times_between(" x ");
+  static const std::regex times_after_number(R"(([0-9])x(?![A-Za-z0-9_]|\.[A-Za-z0-9]))"), times_between(" x ");
   std::string o = std::regex_replace(s, times_after_number, "$1×");
   o = std::regex_replace(o, times_between, " × ");
   for (auto [from, to] : {std::pair<std::string, std::string>{"<=", "≤"}, {">=", "≥"}})
