@@ -259,9 +259,9 @@ TEST(CameraSpecBench, PivotOptionsAreAnErrorNotIgnored) {
     EXPECT_EQ(r.out, "") << opt;
   }
   // Its own options do not apply to the other tables.
-  const auto other = testing::RunCli({"table", path, "--intervals"});
+  const auto other = testing::RunCli({"table", path, "--long"});
   EXPECT_NE(other.exit_code, 0);
-  EXPECT_NE(other.err.find("table: --intervals applies to --table spec-bench only (--table main)"), std::string::npos)
+  EXPECT_NE(other.err.find("table: --long applies to --table spec-bench only (--table main)"), std::string::npos)
       << other.err;
   // --by category is what the table does anyway; the options of its own apply.
   const auto by =

@@ -159,7 +159,9 @@ TEST(Table, CellsCarryIntervalsFlagsAndNoNumberWhenSuspect) {
   EXPECT_LT(md.find("| q8_0"), md.find("| q4_0"));
   std::string tex = RenderTable(t, TableFormat::Latex);
   EXPECT_NE(tex.find("usepackage{booktabs}"), std::string::npos);
-  EXPECT_NE(tex.find("$1.52\\times$ $\\pm$0.10"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("1.52$\\times$ / "), std::string::npos) << tex;  // LaTeX: no interval unless asked
+  tex = RenderTable(t, TableFormat::Latex, {true, ""});
+  EXPECT_NE(tex.find("1.52$\\times$ $\\pm0.10$"), std::string::npos) << tex;
   // CSV: one numeric value per column; the suspect point has no speedup.
   std::string csv = RenderTable(MainTableLong(RecordsFromJson(recs)), TableFormat::Csv);
   EXPECT_NE(csv.find("speedup,speedup_ci_low,speedup_ci_high"), std::string::npos) << csv;

@@ -1,7 +1,9 @@
 // `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|spec-bench|all]
-//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category] [--intervals] [--long]`:
-//  paper-style tables.
+//  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category] [--intervals|--no-intervals]
+//  [--long]`: paper-style tables.
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "harness/report/category.h"
 #include "harness/report/load.h"
@@ -16,14 +18,13 @@ namespace {
 struct TableArgs {
   std::string results, format = "md", table = "main", by;
   std::vector<std::string> rows, cols, metrics, where;
-  bool intervals = false, long_names = false;
+  bool intervals = false, no_intervals = false, long_names = false;
 };
 
 // The spec-bench table has Spec-Bench's fixed layout: a pivot option would be ignored.
 void CheckSpecBenchOptions(const TableArgs& a) {
   if (a.table != "spec-bench") {
-    for (auto [name, given] : {std::pair{"--intervals", a.intervals}, std::pair{"--long", a.long_names}})
-      if (given) Fail("table: {} applies to --table spec-bench only (--table {})", name, a.table);
+    if (a.long_names) Fail("table: --long applies to --table spec-bench only (--table {})", a.table);
     return;
   }
   for (auto [name, given] : {std::pair{"--metric", !a.metrics.empty()}, std::pair{"--rows", !a.rows.empty()},
@@ -33,6 +34,13 @@ void CheckSpecBenchOptions(const TableArgs& a) {
           "table: {} does not apply to --table spec-bench (Spec-Bench's layout: methods x task groups, its "
           "speedup); leave out --table for a pivot",
           name);
+}
+
+// The experiment's name for LaTeX labels: the results' context, else the file's stem.
+std::string ExperimentName(const LoadedRecords& res, const std::string& path) {
+  if (res.context.is_object() && res.context.contains("experiment") && res.context["experiment"].is_string())
+    return res.context["experiment"].get<std::string>();
+  return std::filesystem::path(path).stem().string();
 }
 
 void TableCommand(const TableArgs& a) {
@@ -82,9 +90,12 @@ void TableCommand(const TableArgs& a) {
   } else {
     Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }
+  RenderOptions options{std::nullopt, ExperimentName(res, a.results)};
+  if (a.intervals || a.no_intervals) options.intervals = a.intervals;
   for (size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i].kind.empty()) tables[i].kind = a.table;
     if (i) std::printf("\n");
-    std::fputs(RenderTable(tables[i], f).c_str(), stdout);
+    std::fputs(RenderTable(tables[i], f, options).c_str(), stdout);
   }
 }
 
@@ -102,8 +113,10 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   cmd->add_option("--metric", a->metrics, "Metric field(s) shown in each cell (comma separated)")->delimiter(',');
   cmd->add_option("--where", a->where, "Keep records with field=value (repeatable)");
   cmd->add_option("--by", a->by, "category: one record per prompt category and overall (question sets)");
-  cmd->add_flag("--intervals", a->intervals,
-                "spec-bench: each speedup with its 95% bootstrap interval over the group's questions");
+  auto* with = cmd->add_flag("--intervals", a->intervals,
+                             "95% intervals in the cells (default: in md and csv, not in latex, where they double "
+                             "the width; spec-bench: none unless given)");
+  cmd->add_flag("--no-intervals", a->no_intervals, "No 95% intervals in the cells, in any format")->excludes(with);
   cmd->add_flag("--long", a->long_names, "spec-bench: each method's spec (draft, K) in its row, not in a note");
   cmd->callback([a] { TableCommand(*a); });
 });

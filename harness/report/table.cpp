@@ -136,6 +136,7 @@ std::string PivotCell(const std::vector<const AggregateRecord*>& cell, const std
 Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec) {
   std::vector<AggregateRecord> recs = Filter(all, spec.filters);
   CheckPivotFields(all, spec);
+  const bool baseline_left_out = LeaveOutBaseline(recs, spec);
   std::vector<std::string> rows = spec.rows;
   if (rows.empty()) rows = Varying(recs, spec.cols);
   if (rows.empty()) rows = {"model"};
@@ -153,11 +154,16 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   std::sort(col_keys.begin(), col_keys.end(), [&](auto& a, auto& b) { return TupleLess(spec.cols, a, b); });
 
   Table t;
-  t.title = spec.title;
   t.label_cols = rows.size();
   t.header = rows;
   std::string metric_names;
   for (auto& m : spec.metrics) metric_names += (metric_names.empty() ? "" : " / ") + MetricHeader(m);
+  t.title = !spec.title.empty() ? spec.title
+            : spec.cols.empty()
+                ? fmt::format("{} by {}", metric_names, fmt::join(rows, ", "))
+                : fmt::format("{} by {} and {}", metric_names, fmt::join(rows, ", "), fmt::join(spec.cols, ", "));
+  t.kind = "pivot-" + fmt::format("{}", fmt::join(spec.rows.empty() ? rows : spec.rows, "+"));
+  if (!spec.cols.empty()) t.kind += fmt::format("-by-{}", fmt::join(spec.cols, "+"));
   for (auto& ck : col_keys) {
     std::string h;
     // A K label says what K was ("k<=4 adaptive"); other fields read field=value.
@@ -167,6 +173,9 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   }
   bool averaged = false;
   CellFlags flags;
+  PivotAverages averages;
+  std::vector<std::string> shown = rows;
+  shown.insert(shown.end(), spec.cols.begin(), spec.cols.end());
   for (auto& rk : row_keys) {
     std::vector<std::string> line;
     for (auto& ck : col_keys) {
@@ -174,6 +183,7 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
       for (auto& r : recs)
         if (Values(r, rows) == rk && Values(r, spec.cols) == ck) cell.push_back(&r);
       line.push_back(cell.empty() ? "" : PivotCell(cell, spec.metrics, flags, averaged));
+      averages.Add(cell, shown);
     }
     // The label cells as RowName says them ("replayed α=0.8"), from any record of the row.
     for (auto& r : recs)
@@ -187,7 +197,8 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
   if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
-  if (averaged) t.notes.push_back("* mean of several points differing in parameters not shown");
+  if (averaged) t.notes.push_back(averages.Note());
+  if (baseline_left_out) t.notes.push_back(kBaselineLeftOutNote);
   if (bridged) t.notes.push_back(kBridgedNote);
   AddFlagNotes(flags, t);
   return t;
@@ -240,6 +251,7 @@ Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filt
   p.title = metrics.empty() ? "Speedup over autoregressive decoding / mean accepted length (tokens per target call)"
                             : fmt::format("{} of the speculative points", fmt::join(p.metrics, " / "));
   Table t = PivotTable(spec, p);
+  t.kind = metrics.empty() ? "main" : fmt::format("main-{}", fmt::join(p.metrics, "+"));
   t.notes.insert(t.notes.begin(), Caption(spec, context));
   return t;
 }
@@ -303,7 +315,9 @@ Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& fil
   if (std::find(p.rows.begin(), p.rows.end(), "model") == p.rows.end()) p.rows.insert(p.rows.begin(), "model");
   p.metrics = {"acceptance_rate", "mean_accepted_length"};
   p.title = "Acceptance rate / mean accepted length vs draft quantization";
-  return PivotTable(spec, p);
+  Table t = PivotTable(spec, p);
+  t.kind = "quant";
+  return t;
 }
 
 namespace {
@@ -383,6 +397,7 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
   const bool replay = std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); });
 
   Table t;
+  t.kind = "latency";
   t.title =
       "Mean next-token latency (ms/token, greedy, batch 1): autoregressive vs the fastest speculative "
       "configuration of each decoder";

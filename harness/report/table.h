@@ -2,6 +2,7 @@
 // and three presets (speedup/accepted length per decoder x K, next-token latency with
 // and without speculation, acceptance vs quantization level).
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,8 +23,20 @@ struct Table {
   std::vector<std::vector<std::string>> rows;  // [n_rows][n_cols]
   size_t label_cols = 0;                       // leading columns that label a row (left-aligned)
   std::vector<std::string> notes;              // footnotes
+  std::string kind;                            // "main", "latency", ...: its LaTeX \label, tab:<kind>-<experiment>
 };
-std::string RenderTable(const Table& t, TableFormat f);
+struct RenderOptions {
+  // 95% intervals in the cells ("±0.08", "[0.83, 1.11]"); unset: shown in Markdown and CSV,
+  // left out of LaTeX, where they would double a table's width (the ‡ mark stays).
+  std::optional<bool> intervals;
+  std::string experiment;  // the experiment's name, in the LaTeX label
+};
+std::string RenderTable(const Table& t, TableFormat f, const RenderOptions& o = {});
+// LaTeX (booktabs) for pdflatex in a plain article (table_latex.cpp): caption, label,
+// symbols in math mode, scaled down to \linewidth when wider, notes below in \footnotesize.
+std::string RenderLatex(const Table& t, const RenderOptions& o);
+// A cell without its interval (" ±0.08", " [0.83, 1.11]"); true in `dropped` when it had one.
+std::string WithoutInterval(const std::string& cell, bool& dropped);
 
 struct PivotSpec {
   std::vector<std::string> rows;     // record fields labelling rows ({}: every varying parameter)

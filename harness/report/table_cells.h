@@ -2,7 +2,10 @@
 // labels, the speculative records of a table, and the cells' marks and notes.
 #pragma once
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,24 @@ std::vector<std::string> RowCells(const AggregateRecord& r, const std::vector<st
 // legends), so a draft has one name everywhere. Cells that do not apply ("-", "") are
 // left out (an AR point's draft); a number carries its column's header ("input_length=64").
 std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fields);
+// What the "*" cells of a pivot averaged over (table_pivot.cpp): the fields, with their
+// values, that differ among a cell's points but label neither its row nor its column
+// (`shown`), and how many points; Note() says so ("" when no cell averaged).
+class PivotAverages {
+ public:
+  void Add(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& shown);
+  std::string Note() const;
+
+ private:
+  std::vector<std::string> fields_;
+  std::map<std::string, std::set<std::string>> values_;
+  size_t min_ = SIZE_MAX, max_ = 0;
+};
+// A pivot over K, or of speedups alone, shows the speculative points: AR is the baseline,
+// not a "k=0" column. Leaves AR points out of `recs` (unless all or none are AR) and says
+// whether it did; the table then carries kBaselineLeftOutNote.
+bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec);
+extern const char* const kBaselineLeftOutNote;
 
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);

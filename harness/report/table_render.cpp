@@ -1,5 +1,4 @@
-// Rendering of tables as Markdown, LaTeX (booktabs) and CSV.
-#include <regex>
+// Rendering of tables as Markdown and CSV (LaTeX: table_latex.cpp).
 #include <string>
 
 #include "harness/report/table.h"
@@ -21,63 +20,6 @@ static std::string CsvQuote(const std::string& s) {
   return q + "\"";
 }
 
-static std::string LatexEscape(const std::string& s) {
-  std::string o;
-  // Greek letters and marks of headers and notes in math mode (a plain pdflatex has no glyph).
-  static const std::pair<std::string, std::string> kMath[] = {{"τ", "$\\tau$"},     {"α", "$\\alpha$"},
-                                                              {"§", "\\S{}"},       {"±", "$\\pm$"},
-                                                              {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"},
-                                                              {"·", "$\\cdot$"},    {"—", "--"}};
-  for (size_t i = 0; i < s.size();) {
-    bool replaced = false;
-    for (auto& [from, to] : kMath)
-      if (s.compare(i, from.size(), from) == 0) {
-        o += to;
-        i += from.size();
-        replaced = true;
-        break;
-      }
-    if (replaced) continue;
-    const char c = s[i++];
-    switch (c) {
-      case '_':
-      case '%':
-      case '&':
-      case '#':
-      case '$':
-      case '{':
-      case '}':
-        o += '\\';
-        o += c;
-        break;
-      case '|': o += "\\textbar{}"; break;  // text-mode | < > are other glyphs in OT1
-      case '<': o += "\\textless{}"; break;
-      case '>': o += "\\textgreater{}"; break;
-      case '\n':
-      case '\r': o += ' '; break;  // a blank line would end the row
-      case '~': o += "\\textasciitilde{}"; break;
-      case '^': o += "\\textasciicircum{}"; break;
-      case '\\': o += "\\textbackslash{}"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-// A cell in LaTeX: "1.52x" becomes $1.52\times$, "±0.08" $\pm 0.08$, the flags
-// superscripts.
-static std::string LatexCell(const std::string& c) {
-  static const std::regex times(R"(([0-9]+\.[0-9]+)x)");
-  std::string o = LatexEscape(c);
-  o = std::regex_replace(o, times, "$$$1\\times$$");
-  for (auto [from, to] :
-       {std::pair<std::string, std::string>{"±", "$\\pm$"}, {"†", "$^\\dagger$"}, {"‡", "$^\\ddagger$"}}) {
-    for (size_t at = o.find(from); at != std::string::npos; at = o.find(from, at + to.size()))
-      o.replace(at, from.size(), to);
-  }
-  return o;
-}
-
 // A cell in Markdown: a "|" would end the cell and a line break the row.
 static std::string MarkdownCell(const std::string& c) {
   std::string o;
@@ -90,7 +32,24 @@ static std::string MarkdownCell(const std::string& c) {
   return o;
 }
 
-std::string RenderTable(const Table& t, TableFormat f) {
+namespace {
+
+// The table with its cells' intervals left out (when `o` or the format says so), and a
+// note saying how to show them.
+Table Shown(const Table& t, TableFormat f, const RenderOptions& o) {
+  if (o.intervals.value_or(f != TableFormat::Latex)) return t;
+  Table s = t;
+  bool dropped = false;
+  for (auto& r : s.rows)
+    for (size_t i = s.label_cols; i < r.size(); ++i) r[i] = WithoutInterval(r[i], dropped);
+  if (dropped) s.notes.push_back("95% intervals left out (specsweep table --intervals shows them)");
+  return s;
+}
+
+}  // namespace
+
+std::string RenderTable(const Table& table, TableFormat f, const RenderOptions& o) {
+  const Table t = Shown(table, f, o);
   std::string out;
   size_t n = t.header.size();
   if (f == TableFormat::Csv) {
@@ -102,24 +61,7 @@ std::string RenderTable(const Table& t, TableFormat f) {
     }
     return out;
   }
-  if (f == TableFormat::Latex) {
-    out += "% needs \\usepackage{booktabs} (\\toprule, \\midrule, \\bottomrule)\n";
-    out += "\\begin{table}[t]\n\\centering\n";
-    if (!t.title.empty()) out += "\\caption{" + LatexEscape(t.title) + "}\n";
-    out += "\\begin{tabular}{";
-    for (size_t i = 0; i < n; ++i) out += i < t.label_cols ? "l" : "r";
-    out += "}\n\\toprule\n";
-    for (size_t i = 0; i < n; ++i) out += (i ? " & " : "") + LatexEscape(t.header[i]);
-    out += " \\\\\n\\midrule\n";
-    for (auto& r : t.rows) {
-      for (size_t i = 0; i < n; ++i) out += (i ? " & " : "") + LatexCell(i < r.size() ? r[i] : "");
-      out += " \\\\\n";
-    }
-    out += "\\bottomrule\n\\end{tabular}\n";
-    for (auto& note : t.notes) out += "\\\\[2pt]{\\footnotesize " + LatexEscape(note) + "}\n";
-    out += "\\end{table}\n";
-    return out;
-  }
+  if (f == TableFormat::Latex) return RenderLatex(t, o);
   // Markdown with columns padded to equal width (in characters: ± † ‡ are multi-byte).
   auto width = [](const std::string& c) {
     size_t w = 0;

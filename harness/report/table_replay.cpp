@@ -141,6 +141,7 @@ Table ReplayTable(const std::vector<AggregateRecord>& records, const Filters& fi
 
   Table t;
   t.title = "Replayed acceptance: declared and realised";
+  t.kind = "replay";
   t.label_cols = labels.size();
   t.header = labels;
   t.header[t.header.size() - 2] = "k";  // the k_label cell: "k=4", "k<=8 adaptive"
