@@ -147,8 +147,8 @@ TEST(Table, CellsCarryIntervalsFlagsAndNoNumberWhenSuspect) {
   recs[2]["speedup"] = 9.9;
   Table t = MainTable(RecordsFromJson(recs), {}, json{{"cpu_model", "Test CPU"}});
   std::string md = RenderTable(t, TableFormat::Markdown);
-  EXPECT_NE(md.find("1.52x ±0.10"), std::string::npos) << md;
-  EXPECT_NE(md.find("1.31x ±0.10†"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.52x [1.42, 1.62]"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.31x [1.21, 1.41]†"), std::string::npos) << md;
   EXPECT_NE(md.find("suspect"), std::string::npos) << md;
   EXPECT_EQ(md.find("9.90x"), std::string::npos) << md;
   // The caption names the machine, kernels, threads, repetitions, prompts and baseline.

@@ -82,9 +82,10 @@ Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters&
     t.rows.push_back(row);
   }
   t.notes.push_back(
-      "speedup: mean over a group's questions of each question's tokens/s over autoregressive "
-      "decoding's in the same rounds (mean over repetitions); τ: mean accepted tokens per "
-      "target call, bonus token included; [low, high]: 95% bootstrap interval over questions");
+      "speedup: geometric mean over a group's rounds of the point's tokens/s over autoregressive "
+      "decoding's in the same round (every table's estimator, docs/metrics.md); τ: mean accepted tokens per "
+      "target call, bonus token included; [low, high]: 95% bootstrap interval over questions (log space for "
+      "speedup)");
   if (min_n < 10)
     t.notes.push_back(
         fmt::format("a group holds as few as {} question(s): its interval says little, and none "
