@@ -159,7 +159,7 @@ TEST(Table, CellsCarryIntervalsFlagsAndNoNumberWhenSuspect) {
   EXPECT_LT(md.find("| q8_0"), md.find("| q4_0"));
   std::string tex = RenderTable(t, TableFormat::Latex);
   EXPECT_NE(tex.find("usepackage{booktabs}"), std::string::npos);
-  EXPECT_NE(tex.find("$1.52\\times$ $\\pm$0.10"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("$1.52\\times$ [1.42, 1.62]"), std::string::npos) << tex;
   // CSV: one numeric value per column; the suspect point has no speedup.
   std::string csv = RenderTable(MainTableLong(RecordsFromJson(recs)), TableFormat::Csv);
   EXPECT_NE(csv.find("speedup,speedup_ci_low,speedup_ci_high"), std::string::npos) << csv;
