@@ -211,10 +211,15 @@ TEST(CameraLatex, PivotsKeepTheirCaptionLeaveOutTheBaselineAndNameWhatTheyAverag
   EXPECT_FALSE(Has(r.out, "| k=0")) << r.out;
   EXPECT_FALSE(Has(r.out, "| -  ")) << r.out;  // no AR row of "-" draft
   EXPECT_TRUE(Has(r.out, "autoregressive decoding (k=0) is the baseline")) << r.out;
-  EXPECT_TRUE(Has(r.out, "* mean of 2 points averaged over model (tinystories-260k, tinystories-656k)")) << r.out;
+  EXPECT_TRUE(Has(
+      r.out,
+      "* mean (for speedups the geometric mean) of 2 points averaged over model (tinystories-260k, tinystories-656k)"))
+      << r.out;
   r = RunCli({"table", Quick(), "--rows", "draft_quant", "--metric", "speedup"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Has(r.out, "* mean of 2-4 points averaged over model (tinystories-260k, tinystories-656k) and k (2, 4)"))
+  EXPECT_TRUE(Has(r.out,
+                  "* mean (for speedups the geometric mean) of 2-4 points averaged over model (tinystories-260k, "
+                  "tinystories-656k) and k (2, 4)"))
       << r.out;
   // AR stays where it is a figure of its own: tokens/s by decoder.
   r = RunCli({"table", Quick(), "--rows", "model", "--cols", "decoder", "--metric", "tokens_per_s"});

@@ -19,6 +19,7 @@ struct PlotArgs {
 
 void PlotCommand(const PlotArgs& a) {
   LoadedRecords res = LoadRecords(a.results);
+  if (!res.speedup_note.empty()) std::fprintf(stderr, "note: %s\n", res.speedup_note.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("plot: --by: '{}' (expected category)", a.by);
   PlotOptions o;

@@ -47,6 +47,7 @@ void TableCommand(const TableArgs& a) {
   TableFormat f = ParseTableFormat(a.format);
   LoadedRecords res = LoadRecords(a.results);
   for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s, skipped\n", w.c_str());
+  if (!res.speedup_note.empty()) std::fprintf(stderr, "note: %s\n", res.speedup_note.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
   if (!a.by.empty() && a.by != "category") Fail("table: --by: '{}' (expected category)", a.by);
   CheckSpecBenchOptions(a);

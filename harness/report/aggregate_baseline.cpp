@@ -36,12 +36,14 @@ std::vector<double> Values(const std::vector<RoundRatio>& v) {
   return out;
 }
 
-// Per prompt, the mean of its ratios over the repetitions.
-std::vector<double> PerPromptMeans(const std::vector<RoundRatio>& v, size_t n_prompts) {
-  std::vector<double> sum(n_prompts, 0.0), cnt(n_prompts, 0.0);
-  for (auto& x : v) sum[x.prompt] += x.value, cnt[x.prompt] += 1;
-  for (size_t i = 0; i < n_prompts; ++i) sum[i] = cnt[i] > 0 ? sum[i] / cnt[i] : NAN;
-  return sum;
+// Per prompt, the geometric mean of its ratios over the repetitions: with the same
+// repetitions per prompt, a group's geometric mean of these is the one over its rounds.
+std::vector<double> PerPromptSpeedups(const std::vector<RoundRatio>& v, size_t n_prompts) {
+  std::vector<std::vector<double>> by_prompt(n_prompts);
+  for (auto& x : v) by_prompt[x.prompt].push_back(x.value);
+  std::vector<double> out;
+  for (auto& ratios : by_prompt) out.push_back(GeometricMean(ratios));
+  return out;
 }
 
 // Lossless check: the share of runs with outputs identical to the baseline's for the
@@ -74,17 +76,17 @@ BaselineComparison BuildComparison(const RawRecord& r, const RawRecord& baseline
   BaselineComparison c;
   c.baseline_tokens_per_s = Mean(PerPrompt(baseline, Tps));
   // Speedup: tokens/s of the point over the baseline's in the same round, one ratio per
-  // (prompt, repetition); mean with a seeded bootstrap interval over those ratios.
+  // (prompt, repetition); the one estimator over those ratios (statistics.h Speedup).
   const std::vector<RoundRatio> rounds = RoundRatios(r, baseline, Tps);
   const std::vector<double> ratios = Values(rounds);
-  c.speedup = BootstrapMean(ratios, SeedOf(r.key));
+  c.speedup = Speedup(ratios, SeedOf(r.key));
   c.speedup_median = Median(ratios);
   c.speedup_std = StdDev(ratios);
-  c.per_prompt_speedup = PerPromptMeans(rounds, r.prompt_tokens.size());
+  c.per_prompt_speedup = PerPromptSpeedups(rounds, r.prompt_tokens.size());
   c.spec_bench_speedup = SpecBenchSpeedup(PerPrompt(r, Tps), PerPrompt(baseline, Tps));
   c.predicted_over_measured = cost.predicted_speedup / c.speedup.mean;
-  // Latency: the baseline's next-token latency over the point's, same rounds.
-  c.latency_speedup = BootstrapMean(Values(RoundRatios(baseline, r, Latency)), SeedOf(r.key) + 1);
+  // Latency: the baseline's next-token latency over the point's, same rounds, same estimator.
+  c.latency_speedup = Speedup(Values(RoundRatios(baseline, r, Latency)), SeedOf(r.key) + 1);
   const Interval& ci = c.speedup;
   const double bound = cost.speedup_bound;
   c.suspect = std::isfinite(ci.mean) && std::isfinite(bound) && ci.mean > bound * (1.0 + kSuspectMargin);

@@ -79,12 +79,14 @@ json GroupRecord(const json& rec, const json* baseline, const std::string& group
                                std::pair{"mean_accepted_length", "per_prompt_mean_accepted_length"}}) {
     const std::vector<double> v = Pick(rec, field, idx);
     if (v.empty()) continue;
-    const Interval ci = BootstrapMean(v, seed + (metric[0] == 's'));
+    // The speedup estimator over the group's per-question (geometric-mean) speedups.
+    const bool speedup = std::string(metric) == "speedup";
+    const Interval ci = speedup ? Speedup(v, seed + 1) : BootstrapMean(v, seed);
     out[metric] = NumOrNull(ci.mean);
     out[std::string(metric) + "_ci_low"] = NumOrNull(ci.low);
     out[std::string(metric) + "_ci_high"] = NumOrNull(ci.high);
     out[std::string(metric) + "_n"] = ci.n;
-    if (std::string(metric) == "speedup") out["wide_ci"] = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+    if (speedup) out["wide_ci"] = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
   }
   for (auto [metric, field] : {std::pair{"tokens_per_s", "per_prompt_tokens_per_s"},
                                std::pair{"acceptance_rate", "per_prompt_acceptance_rate"},

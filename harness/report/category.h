@@ -1,7 +1,8 @@
 // Per-category figures: a record whose prompts carry report groups (a question set,
 // per_prompt_category) split into one record per group plus "overall", each computed
-// from the record's per-prompt values (Spec-Bench's convention: a group's speedup is the
-// mean over its questions of each question's tokens/s ratio to autoregressive decoding).
+// from the record's per-prompt values: a group's speedup is the one estimator
+// (statistics.h Speedup) over its questions' speedups, each the geometric mean over its
+// repetitions, so it is the geometric mean over the group's rounds.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,7 +18,8 @@ inline constexpr const char* kOverallCategory = "overall";
 // Records with per_prompt_category become one record per group (in the order the
 // prompts list them) and one "overall", each with a `category` field, its parameters
 // and name, `prompts` (questions in it) and, from its prompts' values: speedup and
-// mean_accepted_length with bootstrap intervals over questions (_ci_low, _ci_high, _n),
+// mean_accepted_length with bootstrap intervals over questions (speedup's in log space)
+// (_ci_low, _ci_high, _n),
 // tokens_per_s, acceptance_rate, generated_tokens, prompt_tokens and wide_ci; with its
 // baseline among `records` (baseline_key), spec_bench_speedup (SpecBenchSpeedup over the
 // group's questions) with its interval (_ci_low, _ci_high, _n). The point's suspect flag

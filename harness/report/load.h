@@ -20,6 +20,9 @@ struct LoadedRecords {
   nlohmann::json context;  // {} for a .jsonl
   std::vector<AggregateRecord> records;
   std::vector<std::string> warnings;  // a .jsonl's corrupt lines
+  // What a reader of its speedups must know: "" or, for a final .json of a schema before
+  // the geometric-mean estimator, that its speedups are arithmetic means (docs/metrics.md).
+  std::string speedup_note;
 };
 LoadedRecords LoadRecords(const std::string& path);
 

@@ -63,6 +63,25 @@ Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level, i
   return r;
 }
 
+namespace {
+
+std::vector<double> Logs(std::span<const double> v) {
+  std::vector<double> out;
+  for (double x : v)
+    if (std::isfinite(x) && x > 0) out.push_back(std::log(x));
+  return out;
+}
+
+}  // namespace
+
+double GeometricMean(std::span<const double> v) { return std::exp(Mean(Logs(v))); }
+
+Interval Speedup(std::span<const double> round_ratios, uint64_t seed) {
+  const Interval log_ci = BootstrapMean(Logs(round_ratios), seed);
+  // exp keeps NaN (fewer than two ratios) and the order of the percentiles.
+  return Interval{std::exp(log_ci.mean), std::exp(log_ci.low), std::exp(log_ci.high), log_ci.n};
+}
+
 uint64_t SeedOf(std::string_view key) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;

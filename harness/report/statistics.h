@@ -27,4 +27,15 @@ uint64_t SeedOf(std::string_view key);
 // Non-finite values are left out (n counts the rest).
 Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level = 0.95, int resamples = 4000);
 
+// exp(mean of log v): NaN when no value is finite and positive (the others are left out).
+double GeometricMean(std::span<const double> v);
+
+// THE speedup estimator (docs/metrics.md), behind every speedup a record, table, plot or
+// progress line shows (`check` reads none): the geometric mean of paired per-round ratios (point over baseline in the
+// same round), with a percentile bootstrap in log space (resample the ratios, mean of their logs, exp of the
+// percentiles), so speedup(A, B) = 1 / speedup(B, A) and the interval is asymmetric around the point. A mean of ratios
+// would be biased upward by noise and not symmetric. Non-finite and non-positive ratios are left out (n counts the
+// rest).
+Interval Speedup(std::span<const double> round_ratios, uint64_t seed);
+
 }  // namespace specsweep

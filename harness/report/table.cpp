@@ -110,15 +110,23 @@ void CheckPivotFields(const std::vector<AggregateRecord>& all, const PivotSpec& 
     }
 }
 
-// The metrics of a pivot cell joined by " / ": one record's values, or the mean of
-// several marked "*" (`averaged`); a speedup with its interval, never averaging a suspect one.
+// A speedup field (speedup, latency_speedup, predicted_speedup, ...): a ratio, so several
+// points' values combine by their geometric mean, as the estimator combines rounds.
+bool IsSpeedupField(const std::string& m) {
+  return m.find("speedup") != std::string::npos && !m.ends_with("_n") && !m.ends_with("_std");
+}
+
+// The metrics of a pivot cell joined by " / ": one record's values, or the (for speedups
+// geometric) mean of several marked "*" (`averaged`); a speedup with its interval, never
+// averaging a suspect one.
 std::string PivotCell(const std::vector<const AggregateRecord*>& cell, const std::vector<std::string>& metrics,
                       CellFlags& flags, bool& averaged) {
   std::string text;
   for (auto& m : metrics) {
     std::vector<double> v;
     for (auto* r : cell) v.push_back(FieldNumber(*r, m));
-    std::string one = cell.size() == 1 && m == "speedup" ? SpeedupCell(*cell[0], flags) : FormatMetric(m, Mean(v));
+    const double combined = IsSpeedupField(m) ? GeometricMean(v) : Mean(v);
+    std::string one = cell.size() == 1 && m == "speedup" ? SpeedupCell(*cell[0], flags) : FormatMetric(m, combined);
     if (cell.size() > 1 && m == "speedup")
       for (auto* r : cell)
         if (r->Suspect()) one = "suspect";  // never averaged into a result
@@ -197,6 +205,8 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
   if (!col_keys.empty() && !col_keys[0].empty()) t.notes.push_back("cells: " + metric_names);
   if (std::any_of(recs.begin(), recs.end(), [](const AggregateRecord& r) { return IsReplayed(r); }))
     t.notes.push_back(kReplayNote);
+  if (std::find(spec.metrics.begin(), spec.metrics.end(), "speedup") != spec.metrics.end())
+    t.notes.push_back(kSpeedupNote);
   if (averaged) t.notes.push_back(averages.Note());
   if (baseline_left_out) t.notes.push_back(kBaselineLeftOutNote);
   if (bridged) t.notes.push_back(kBridgedNote);
@@ -205,7 +215,7 @@ Table PivotTable(const std::vector<AggregateRecord>& all, const PivotSpec& spec)
 }
 
 // What a reader needs to judge the numbers: machine, kernels, threads, repetitions,
-// prompts, baseline speed and how speedup was computed.
+// prompts, baseline speed (how speedup was computed: kSpeedupNote, below it).
 std::string Caption(const std::vector<AggregateRecord>& spec, const json& context) {
   auto ctx = [&](const char* f) { return context.is_object() ? FieldText(context, f) : std::string(); };
   std::set<std::string> isa, threads, reps, prompts, category;
@@ -230,13 +240,9 @@ std::string Caption(const std::vector<AggregateRecord>& spec, const json& contex
                     : base_tps.front() == base_tps.back() ? FormatMetric("tokens_per_s", base_tps.front())
                                                           : FormatMetric("tokens_per_s", base_tps.front()) + "-" +
                                                                 FormatMetric("tokens_per_s", base_tps.back());
-  return fmt::format(
-      "{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s. "
-      "Speedup: decode tokens/s of the point over its baseline's in the same round (points of a "
-      "group run in rotating order), mean over prompts x repetitions with a 95% bootstrap interval "
-      "(± half-width)",
-      ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps), join(prompts),
-      join(category), tps);
+  return fmt::format("{}{} kernels, {} threads, {} repetitions x {} prompts ({}), autoregressive baseline {} tokens/s",
+                     ctx("cpu_model").empty() ? "" : ctx("cpu_model") + ", ", join(isa), join(threads), join(reps),
+                     join(prompts), join(category), tps);
 }
 
 Table MainTable(const std::vector<AggregateRecord>& records, const Filters& filters, const json& context,
@@ -346,8 +352,7 @@ void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vect
   line.push_back(LabelText(best, "draft") + " " + KLabelOf(best));
   const double sp = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
                hi = FieldNumber(best, "latency_speedup_ci_high");
-  std::string cell = FormatMetric("latency_speedup", sp);
-  if (std::isfinite(lo) && std::isfinite(hi)) cell += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+  std::string cell = FormatMetric("latency_speedup", sp) + IntervalText(lo, hi);
   if (best.Busy()) cell += "†", flags.busy = true;
   if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * sp) cell += "‡", flags.wide = true;
   line.push_back(cell);
@@ -432,10 +437,12 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
     }
   }
   t.notes.push_back(
-      "ms/token: mean next-token latency of each point (mean over its runs); speedup: the mean over "
-      "rounds of the per-round ratio AR latency / speculative latency ± half-width of its 95% bootstrap "
-      "interval, so it need not equal the ratio of the two ms/token columns; reduction = 1 - 1/speedup "
-      "[its interval]; the configuration shown has the highest lower end of that interval");
+      "ms/token: mean next-token latency of each point (mean over its runs); speedup: the speedup "
+      "estimator of every table (geometric mean over rounds, 95% bootstrap interval [low, high] in log "
+      "space) on the per-round ratio AR latency / speculative latency, so it need not equal the ratio of "
+      "the two ms/token columns, nor the main table's speedup on decode tokens/s (latency leaves out the "
+      "first token, tokens/s the prefill); reduction = 1 - 1/speedup [its interval]; the configuration "
+      "shown has the highest lower end of that interval");
   if (replay) {
     t.notes.push_back(kReplayNote);
     t.notes.push_back(std::string(kTauNote) +

@@ -72,9 +72,9 @@ std::vector<AggregateRecord> SpeculativeRecords(const std::vector<AggregateRecor
   return spec;
 }
 
-// "1.52x ±0.08" (mean and half-width of the 95% interval), † when the machine was busy,
-// ‡ when the interval is wider than ±15%; "suspect" (no number) when the speedup is
-// above what the step counts and verify costs allow.
+// "1.52x [1.45, 1.61]" (the speedup and its 95% interval, asymmetric: log space), † when
+// the machine was busy, ‡ when the interval is wider than ±15%; "suspect" (no number) when
+// the speedup is above what the step counts and verify costs allow.
 std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags) {
   if (r.Suspect()) {
     flags.suspect = true;
@@ -83,10 +83,14 @@ std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags) {
   const double mean = FieldNumber(r, "speedup"), lo = FieldNumber(r, "speedup_ci_low"),
                hi = FieldNumber(r, "speedup_ci_high");
   std::string c = FormatMetric("speedup", mean);
-  if (std::isfinite(lo) && std::isfinite(hi)) c += fmt::format(" ±{:.2f}", (hi - lo) / 2);
+  c += IntervalText(lo, hi);
   c += PointMarks(r, &flags);
   if (const auto f = ReplayFiguresOf(r); f && f->off) c += kTauMark, flags.tau_off = true;
   return c;
+}
+
+std::string IntervalText(double lo, double hi) {
+  return std::isfinite(lo) && std::isfinite(hi) ? fmt::format(" [{:.2f}, {:.2f}]", lo, hi) : "";
 }
 
 std::string PointMarks(const AggregateRecord& r, CellFlags* flags) {
@@ -166,6 +170,11 @@ std::string RowName(const AggregateRecord& r, const std::vector<std::string>& fi
   }
   return name;
 }
+
+const char* const kSpeedupNote =
+    "speedup: geometric mean over the (prompt, repetition) rounds of the per-round ratio, the point's decode "
+    "tokens/s over its baseline's in the same round (points of a group run in rotating order); [low, high]: its 95% "
+    "bootstrap interval, resampling rounds in log space, so asymmetric around the speedup (docs/metrics.md)";
 
 const char* const kReplayNote =
     "replayed: the number of draft tokens accepted per step was drawn from the named source (acceptance_source), "

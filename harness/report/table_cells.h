@@ -35,8 +35,13 @@ struct CellFlags {
 // machine while its group ran (busy), "‡" when its speedup's 95% interval is wider than
 // ±kWideInterval of the mean (wide_ci), both or "". Sets the flags seen when given.
 std::string PointMarks(const AggregateRecord& r, CellFlags* flags = nullptr);
-// "1.52x ±0.08" and its marks (SpeedupCell in table_cells.cpp says which).
+// "1.52x [1.45, 1.61]" and its marks (SpeedupCell in table_cells.cpp says which).
 std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags);
+// A speedup's 95% interval as tables show it, " [1.45, 1.61]" ("" when not finite): the
+// log-space interval is asymmetric, so never a ± half-width.
+std::string IntervalText(double lo, double hi);
+// The note under a table of speedups: the estimator and how its interval is shown.
+extern const char* const kSpeedupNote;
 // Replayed points say so in their row even when every point is replayed alike, and
 // points of different acceptance sources never share a cell: acceptance_source joins
 // `rows` unless `rows` or `cols` hold it.

@@ -24,7 +24,8 @@ void PivotAverages::Add(const std::vector<const AggregateRecord*>& cell, const s
 std::string PivotAverages::Note() const {
   if (max_ == 0) return "";
   const std::string n = min_ == max_ ? fmt::format("{}", min_) : fmt::format("{}-{}", min_, max_);
-  if (fields_.empty()) return fmt::format("* mean of {} points with the same parameters", n);
+  if (fields_.empty())
+    return fmt::format("* mean (for speedups the geometric mean) of {} points with the same parameters", n);
   std::vector<std::string> over;
   for (auto& f : fields_) {
     std::vector<std::string> v(values_.at(f).begin(), values_.at(f).end());
@@ -33,8 +34,9 @@ std::string PivotAverages::Note() const {
     over.push_back(fmt::format("{} ({})", f, fmt::join(v, ", ")));
   }
   return fmt::format(
-      "* mean of {} points averaged over {}, which label neither rows nor columns (--cols {} shows them apart)", n,
-      fmt::join(over, " and "), fields_[0]);
+      "* mean (for speedups the geometric mean) of {} points averaged over {}, which label neither rows nor columns "
+      "(--cols {} shows them apart)",
+      n, fmt::join(over, " and "), fields_[0]);
 }
 
 bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec) {

@@ -93,6 +93,21 @@ void CheckSameInputs(const std::vector<Results>& shards) {
     }
 }
 
+// The merged file's schema version: today's, but the last arithmetic-speedup version
+// when the shards hold such speedups (records are merged as written, never recomputed);
+// shards of both estimators are refused, as one table would mix them.
+int MergedSchemaVersion(const std::vector<Results>& shards) {
+  const Results* geometric = nullptr;
+  const Results* arithmetic = nullptr;
+  for (auto& r : shards) (SchemaVersionOf(r.context) >= kGeometricSpeedupSchemaVersion ? geometric : arithmetic) = &r;
+  if (geometric && arithmetic)
+    Fail(
+        "{}: context.schema_version: {} (speedups as arithmetic means of per-round ratios) but {} has {} "
+        "(geometric means): shards of one experiment are measured by one version",
+        arithmetic->path, SchemaVersionOf(arithmetic->context), geometric->path, SchemaVersionOf(geometric->context));
+  return arithmetic ? kGeometricSpeedupSchemaVersion - 1 : kResultsSchemaVersion;
+}
+
 }  // namespace
 
 MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<std::string>& expected_keys) {
@@ -116,6 +131,7 @@ MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<
   for (int i = 0; i < rep.shard_count; ++i)
     if (!seen_shards.count(i)) rep.missing_shards.push_back(i);
   CheckSameInputs(shards);
+  const int schema_version = MergedSchemaVersion(shards);
 
   // First record per key wins; later copies are reported.
   std::map<std::string, json> by_key;
@@ -157,7 +173,8 @@ MergedResults MergeShards(const std::vector<Results>& shards, const std::vector<
   rep.merged_points = order.size();
 
   json context = CommonContext(shards);
-  context["schema_version"] = kResultsSchemaVersion;  // LoadResults read the records in today's terms
+  // LoadResults read the records in today's terms, except an older shard's speedups.
+  context["schema_version"] = schema_version;
   context["merged"] = {{"shard_count", rep.shard_count},
                        {"shards_merged", seen_shards.size()},
                        {"points", rep.merged_points},

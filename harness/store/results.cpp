@@ -344,11 +344,11 @@ Results ReadResults(const std::string& path) {
     Fail("{}: benchmarks: missing or not a list", path);
   if (doc.contains("context")) {
     res.context = doc["context"];
-    const json v = res.context.is_object() ? res.context.value("schema_version", json(0)) : json(0);
-    if (v != json(kResultsSchemaVersion) && v != json(kResultsSchemaVersion - 1))
-      Fail("{}: context.schema_version: {} is not a supported version ({} or {})", path,
+    const int v = SchemaVersionOf(res.context);
+    if (v < kOldestResultsSchemaVersion || v > kResultsSchemaVersion)
+      Fail("{}: context.schema_version: {} is not a supported version ({} to {})", path,
            res.context.is_object() ? res.context.value("schema_version", json(nullptr)).dump() : "?",
-           kResultsSchemaVersion - 1, kResultsSchemaVersion);
+           kOldestResultsSchemaVersion, kResultsSchemaVersion);
   }
   size_t i = 0;
   for (auto& b : doc["benchmarks"]) {
@@ -358,6 +358,14 @@ Results ReadResults(const std::string& path) {
     ++i;
   }
   return res;
+}
+
+int SchemaVersionOf(const json& context) {
+  if (!context.is_object() || !context.contains("schema_version")) return 0;
+  const json& v = context["schema_version"];
+  if (!v.is_number()) return 0;
+  const double d = v.get<double>();
+  return d == std::floor(d) && std::abs(d) < 1e6 ? int(d) : 0;  // 3 and 3.0 alike, 3.5 none
 }
 
 std::string DumpJson(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }

@@ -12,8 +12,14 @@
 
 namespace specsweep {
 
+// 4: speedup and latency_speedup (and per_prompt_speedup) are geometric means of per-round
+//    ratios with log-space intervals (3 and older: arithmetic means; still read as written).
 // 3: one speculative decoder (2 named it assisted/self-spec; still read, UpgradeRecord).
-inline constexpr int kResultsSchemaVersion = 3;
+inline constexpr int kResultsSchemaVersion = 4, kOldestResultsSchemaVersion = 2;
+// The first version whose speedups are geometric means (docs/metrics.md).
+inline constexpr int kGeometricSpeedupSchemaVersion = 4;
+// The schema version of a final .json's context (0 when absent or not a whole number).
+int SchemaVersionOf(const nlohmann::json& context);
 
 // What the machine did while a group was measured, besides this process
 // (measure/context.h samples it).
