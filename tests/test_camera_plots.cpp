@@ -79,7 +79,7 @@ TEST(CameraPlots, ByCategoryIsOneGroupedBarFigure) {
       EXPECT_LT(f.series[m].ci[g].first, f.series[m].ci[g].second);                    // with its interval
     }
   }
-  EXPECT_NEAR(f.series[0].xy[0].second, 1.5, 1e-12);  // writing: the mean of 1.4 and 1.6
+  EXPECT_NEAR(f.series[0].xy[0].second, std::sqrt(1.4 * 1.6), 1e-12);  // writing: the geometric mean of 1.4 and 1.6
   EXPECT_EQ(f.Var("boxwidth"), "0.4");
   EXPECT_EQ(f.Var("ngroups"), "3");
   EXPECT_EQ(f.Var("xticvals"), "'\"writing\" 0, \"rag\" 1, \"overall\" 2'");
