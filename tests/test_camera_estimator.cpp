@@ -230,12 +230,13 @@ TEST(Estimator, ProgressLineTablesCsvAndPlotGiveOneSpeedupPerPoint) {
     }
     ++checked;
     if (rec.Suspect()) continue;  // no candidate for the latency table's fastest configuration
-    // The latency table: the same estimator on next-token latency, reduction = 1 - 1/speedup.
+    // The latency table: the point's speedup as everywhere, and the reduction of next-token
+    // latency from the same estimator on the latency ratio, 1 - 1/latency speedup.
     const Table lt = LatencyTable(one);
     ASSERT_EQ(lt.rows.size(), 1u);
     const std::vector<std::string>& row = lt.rows[0];
     ASSERT_GE(row.size(), 2u);
-    EXPECT_EQ(row[row.size() - 2].rfind(Cell(lat.mean, lat.low, lat.high), 0), 0u) << row[row.size() - 2];
+    EXPECT_EQ(row[row.size() - 2].rfind(Cell(sp.mean, sp.low, sp.high), 0), 0u) << row[row.size() - 2];
     EXPECT_EQ(row.back().rfind(fmt::format("{:.1f}%", 100 * (1 - 1 / lat.mean)), 0), 0u) << row.back();
   }
   EXPECT_EQ(checked, 4);

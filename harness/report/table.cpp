@@ -345,20 +345,24 @@ const AggregateRecord* FastestConfiguration(const std::vector<AggregateRecord>& 
   return best;
 }
 
-// The four cells of a decoder in a latency row: ms/token, configuration, latency
-// speedup with its interval and marks, reduction with its interval.
+// The four cells of a decoder in a latency row: ms/token, configuration, its speedup as
+// every table gives it (decode tokens/s) with interval and marks, and the reduction of
+// next-token latency (the same estimator on the latency ratio) with its interval.
 void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vector<std::string>& line) {
   line.push_back(FormatMetric("mean_next_token_latency_s", FieldNumber(best, "mean_next_token_latency_s")));
   line.push_back(LabelText(best, "draft") + " " + KLabelOf(best));
-  const double sp = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
-               hi = FieldNumber(best, "latency_speedup_ci_high");
-  std::string cell = FormatMetric("latency_speedup", sp) + IntervalText(lo, hi);
+  const double sp = FieldNumber(best, "speedup"), sp_lo = FieldNumber(best, "speedup_ci_low"),
+               sp_hi = FieldNumber(best, "speedup_ci_high");
+  std::string cell = FormatMetric("speedup", sp) + IntervalText(sp_lo, sp_hi);
   if (best.Busy()) cell += "†", flags.busy = true;
-  if (std::isfinite(lo) && std::isfinite(hi) && (hi - lo) / 2 > kWideInterval * sp) cell += "‡", flags.wide = true;
+  if (std::isfinite(sp_lo) && std::isfinite(sp_hi) && (sp_hi - sp_lo) / 2 > kWideInterval * sp)
+    cell += "‡", flags.wide = true;
   line.push_back(cell);
-  // Reduction of next-token latency, 1 - 1/speedup, the ends of its interval mapped alike.
+  // Reduction of next-token latency, 1 - 1/latency speedup, the ends of its interval mapped alike.
+  const double ls = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
+               hi = FieldNumber(best, "latency_speedup_ci_high");
   auto red = [](double x) { return 100.0 * (1.0 - 1.0 / x); };
-  std::string rc = std::isfinite(sp) ? fmt::format("{:.1f}%", red(sp)) : "-";
+  std::string rc = std::isfinite(ls) ? fmt::format("{:.1f}%", red(ls)) : "-";
   if (std::isfinite(lo) && std::isfinite(hi) && lo > 0) rc += fmt::format(" [{:.1f}, {:.1f}]", red(lo), red(hi));
   line.push_back(rc);
 }
@@ -437,12 +441,13 @@ Table LatencyTable(const std::vector<AggregateRecord>& all, const Filters& filte
     }
   }
   t.notes.push_back(
-      "ms/token: mean next-token latency of each point (mean over its runs); speedup: the speedup "
-      "estimator of every table (geometric mean over rounds, 95% bootstrap interval [low, high] in log "
-      "space) on the per-round ratio AR latency / speculative latency, so it need not equal the ratio of "
-      "the two ms/token columns, nor the main table's speedup on decode tokens/s (latency leaves out the "
-      "first token, tokens/s the prefill); reduction = 1 - 1/speedup [its interval]; the configuration "
-      "shown has the highest lower end of that interval");
+      "ms/token: mean next-token latency of each point (mean over its runs); speedup: the point's speedup "
+      "as every table gives it (decode tokens/s, geometric mean over rounds of the per-round ratio, 95% "
+      "bootstrap interval [low, high] in log space); reduction: of next-token latency, 1 - 1/(the same "
+      "estimator on the per-round ratio AR latency / speculative latency) [its interval], so it need not "
+      "equal 1 - 1/speedup (latency leaves out the first token, tokens/s the prefill) nor follow from the "
+      "two ms/token columns; the configuration shown has the highest lower end of that latency ratio's "
+      "interval");
   if (replay) {
     t.notes.push_back(kReplayNote);
     t.notes.push_back(std::string(kTauNote) +
