@@ -246,3 +246,34 @@ TEST(CameraPlots, PdfIsWrittenBesidePngAndSvg) {
 
 }  // namespace
 }  // namespace specsweep
+
+namespace specsweep {
+namespace {
+
+// A replayed trace names its file and point: a legend title wider than a key column made
+// gnuplot drop the whole key ("difficulty fitting plot titles into key"), so its middle
+// gives way to "…" and every title fits.
+TEST(CameraPlots, LongLegendTitlesAreShortenedNotDropped) {
+  json r = Point("q4_0", 8, 1.4);
+  const std::string trace =
+      "trace=traces/record_trace_656k.jsonl:tinystories-656k/speculative/q4_0/k=8/adaptive/new=128/thr=1/"
+      "in=32/new=32/thr=2/and/more/parts/of/a/long/point/key";
+  r["acceptance_source"] = trace;
+  const std::vector<PlotFigure> figures = PlotFigures(RecordsFromJson({Point("q4_0", 4, 1.2), r}), PlotOptions{});
+  const PlotFigure& f = Figure(figures, "speedup_vs_k");
+  ASSERT_EQ(f.series.size(), 2u);
+  for (const Series& s : f.series) {
+    size_t points = 0;
+    for (unsigned char c : s.title) points += (c & 0xC0) != 0x80;
+    EXPECT_LE(points, 95u) << s.title;
+    EXPECT_EQ(s.title.rfind("m, speculative", 0), 0u) << s.title;
+  }
+  const std::string& long_one =
+      f.series[0].title.find("…") != std::string::npos ? f.series[0].title : f.series[1].title;
+  EXPECT_NE(long_one.find("…"), std::string::npos) << long_one;
+  EXPECT_NE(long_one.find("long/point/key"), std::string::npos) << long_one;  // its end kept
+  EXPECT_NE(f.dat.find(long_one), std::string::npos);
+}
+
+}  // namespace
+}  // namespace specsweep

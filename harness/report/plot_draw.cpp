@@ -243,6 +243,7 @@ std::vector<PlotFigure> PlotFigures(const std::vector<AggregateRecord>& records,
       out.push_back(f);
       continue;
     }
+    for (Series& series : f.series) series.title = FitKeyTitle(series.title);
     f.dat = DatText(s.title, f.series);
     f.vars =
         PlotVars(s, f.series, s.bars ? groups : std::vector<std::string>{}, o, (fs::path(o.out_dir) / s.name).string());

@@ -124,6 +124,49 @@ std::string WrapParts(const std::string& text, size_t width) {
   return out;
 }
 
+namespace {
+
+// UTF-8 code points of `s`: their byte offsets.
+std::vector<size_t> CodePoints(const std::string& s) {
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < s.size(); ++i)
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) starts.push_back(i);
+  return starts;
+}
+
+}  // namespace
+
+std::string FitKeyTitle(const std::string& title) {
+  // What a 1100 px canvas's key column holds, in characters of its font: gnuplot kept
+  // titles of 95 characters and gave up on those of 105 (the plot's margins and the sample
+  // take more than the estimate's 107 px).
+  constexpr size_t kMax = 95;
+  size_t length = CodePoints(title).size();
+  if (length <= kMax) return title;
+  // The row's cells are joined by ", ": the longest ones (a trace's file and point, then
+  // the model) give way in their middles, so the short cells that tell series apart stay.
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t end = title.find(", ", at);
+    parts.push_back(title.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 2;
+  }
+  while (length > kMax) {
+    std::string& longest =
+        *std::max_element(parts.begin(), parts.end(), [](const std::string& a, const std::string& b) {
+          return CodePoints(a).size() < CodePoints(b).size();
+        });
+    const std::vector<size_t> cps = CodePoints(longest);
+    if (cps.size() <= 8) break;  // nothing long is left to shorten
+    const size_t keep = std::max<size_t>(6, cps.size() > length - kMax + 1 ? cps.size() - (length - kMax + 1) : 0);
+    const size_t head = keep / 2, tail = keep - head;
+    longest = longest.substr(0, cps[head]) + "…" + longest.substr(cps[cps.size() - tail]);
+    length -= cps.size() - keep - 1;
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 std::vector<std::string> PointKeys(const std::vector<Series>& series) {
   std::set<std::string> seen;
   for (auto& s : series)

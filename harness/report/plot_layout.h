@@ -24,6 +24,10 @@ std::string PlotCaption(const nlohmann::json& context, const std::vector<Aggrega
 // `text` split at "; " into lines of at most `width` characters (a part longer than that
 // gets a line of its own), joined with "\n".
 std::string WrapParts(const std::string& text, size_t width);
+// A legend title gnuplot can place: one longer than a below-the-plot key column of the
+// base canvas holds (a replayed trace names its file and point) makes gnuplot drop the
+// whole key, so its middle gives way to "…"; the tables keep the full name.
+std::string FitKeyTitle(const std::string& title);
 
 // The distinct point labels of the series ("k=2", "k<=8 adaptive", ...), numbers in
 // them compared as numbers (k=2 before k=12), "" left out.
