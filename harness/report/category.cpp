@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <set>
+#include <tuple>
 
 #include "base/error.h"
 #include "harness/report/aggregate.h"
@@ -33,21 +33,13 @@ std::vector<double> Pick(const json& rec, const std::string& field, const std::v
 // (a prompt's tokens/s resampled with its baseline's, so the pairing is kept).
 Interval SpecBenchInterval(const std::vector<double>& point, const std::vector<double>& base, uint64_t seed) {
   Interval ci{SpecBenchSpeedup(point, base), NAN, NAN, int(std::min(point.size(), base.size()))};
-  if (ci.n < 2 || !std::isfinite(ci.mean)) return ci;
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<size_t> pick(0, size_t(ci.n) - 1);
-  std::vector<double> ratios, p(size_t(ci.n)), b(size_t(ci.n));
-  for (int draw = 0; draw < 2000; ++draw) {
-    for (size_t i = 0; i < p.size(); ++i) {
-      const size_t j = pick(rng);
-      p[i] = point[j], b[i] = base[j];
-    }
-    if (const double x = SpecBenchSpeedup(p, b); std::isfinite(x)) ratios.push_back(x);
-  }
-  if (ratios.empty()) return ci;
-  std::sort(ratios.begin(), ratios.end());
-  ci.low = ratios[size_t(0.025 * double(ratios.size() - 1))];
-  ci.high = ratios[size_t(0.975 * double(ratios.size() - 1))];
+  if (!std::isfinite(ci.mean)) return ci;
+  std::vector<double> p(size_t(ci.n)), b(size_t(ci.n));
+  const auto resampled = [&](std::span<const size_t> idx) {
+    for (size_t i = 0; i < idx.size(); ++i) p[i] = point[idx[i]], b[i] = base[idx[i]];
+    return SpecBenchSpeedup(p, b);
+  };
+  std::tie(ci.low, ci.high) = BootstrapPercentiles(size_t(ci.n), resampled, seed);
   return ci;
 }
 

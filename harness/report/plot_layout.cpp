@@ -8,6 +8,7 @@
 
 #include <fmt/ranges.h>
 
+#include "base/utf8.h"
 #include "harness/store/results.h"
 
 namespace specsweep {
@@ -141,7 +142,7 @@ std::string FitKeyTitle(const std::string& title) {
   // titles of 95 characters and gave up on those of 105 (the plot's margins and the sample
   // take more than the estimate's 107 px).
   constexpr size_t kMax = 95;
-  size_t length = CodePoints(title).size();
+  size_t length = Utf8Length(title);
   if (length <= kMax) return title;
   // The row's cells are joined by ", ": the longest ones (a trace's file and point, then
   // the model) give way in their middles, so the short cells that tell series apart stay.
@@ -154,9 +155,8 @@ std::string FitKeyTitle(const std::string& title) {
   }
   while (length > kMax) {
     std::string& longest =
-        *std::max_element(parts.begin(), parts.end(), [](const std::string& a, const std::string& b) {
-          return CodePoints(a).size() < CodePoints(b).size();
-        });
+        *std::max_element(parts.begin(), parts.end(),
+                          [](const std::string& a, const std::string& b) { return Utf8Length(a) < Utf8Length(b); });
     const std::vector<size_t> cps = CodePoints(longest);
     if (cps.size() <= 8) break;  // nothing long is left to shorten
     const size_t keep = std::max<size_t>(6, cps.size() > length - kMax + 1 ? cps.size() - (length - kMax + 1) : 0);
@@ -181,9 +181,7 @@ KeyText KeyTextOf(const std::vector<Series>& series, const std::string& marks, c
                   int extra) {
   KeyText k;
   auto add = [&k](const std::string& title) {
-    size_t chars = 0;
-    for (unsigned char c : title) chars += (c & 0xC0) != 0x80;  // UTF-8 code points († ‡ ±)
-    k.entries += 1, k.longest = std::max(k.longest, chars);
+    k.entries += 1, k.longest = std::max(k.longest, Utf8Length(title));  // † ‡ ± are one each
   };
   for (auto& s : series) add(s.title);
   for (auto& key : keys) add(key);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace specsweep {
@@ -32,6 +33,32 @@ double StdDev(std::span<const double> v) {
 
 double Interval::half_width_rel() const { return (high - low) / 2.0 / mean; }
 
+std::pair<double, double> BootstrapPercentiles(size_t n,
+                                               const std::function<double(std::span<const size_t>)>& statistic,
+                                               uint64_t seed, double level, int resamples) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  if (n < 2) return {kNaN, kNaN};
+  // mt19937_64 and an explicit index draw (not uniform_int_distribution, whose
+  // algorithm the standard leaves open) give the same interval on every platform.
+  std::mt19937_64 gen(seed);
+  std::vector<size_t> idx(n);
+  std::vector<double> stats;
+  stats.reserve(size_t(resamples));
+  for (int b = 0; b < resamples; ++b) {
+    for (size_t& i : idx) i = gen() % n;
+    if (const double x = statistic(idx); std::isfinite(x)) stats.push_back(x);
+  }
+  if (stats.empty()) return {kNaN, kNaN};
+  std::sort(stats.begin(), stats.end());
+  auto at = [&](double q) {
+    const double pos = q * double(stats.size() - 1);
+    const size_t i = size_t(pos);
+    const double f = pos - double(i);
+    return i + 1 < stats.size() ? stats[i] * (1 - f) + stats[i + 1] * f : stats[i];
+  };
+  return {at((1.0 - level) / 2.0), at((1.0 + level) / 2.0)};
+}
+
 Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level, int resamples) {
   std::vector<double> x;
   for (double a : v)
@@ -39,27 +66,12 @@ Interval BootstrapMean(std::span<const double> v, uint64_t seed, double level, i
   Interval r;
   r.n = int(x.size());
   r.mean = Mean(x);
-  r.low = r.high = std::numeric_limits<double>::quiet_NaN();
-  if (x.size() < 2) return r;
-  // mt19937_64 and an explicit index draw (not uniform_int_distribution, whose
-  // algorithm the standard leaves open) give the same interval on every platform.
-  std::mt19937_64 gen(seed);
-  std::vector<double> means(resamples);
-  const uint64_t n = x.size();
-  for (int b = 0; b < resamples; ++b) {
+  const auto mean_of = [&x](std::span<const size_t> idx) {
     double s = 0;
-    for (uint64_t i = 0; i < n; ++i) s += x[gen() % n];
-    means[b] = s / double(n);
-  }
-  std::sort(means.begin(), means.end());
-  auto at = [&](double q) {
-    const double pos = q * double(resamples - 1);
-    const size_t i = size_t(pos);
-    const double f = pos - double(i);
-    return i + 1 < means.size() ? means[i] * (1 - f) + means[i + 1] * f : means[i];
+    for (size_t i : idx) s += x[i];
+    return s / double(idx.size());
   };
-  r.low = at((1.0 - level) / 2.0);
-  r.high = at((1.0 + level) / 2.0);
+  std::tie(r.low, r.high) = BootstrapPercentiles(x.size(), mean_of, seed, level, resamples);
   return r;
 }
 

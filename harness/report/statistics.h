@@ -1,8 +1,11 @@
 // Sample statistics of measured values: location, spread and a seeded bootstrap
 // confidence interval, so the same raw data always gives the same interval.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <utility>
 #include <string_view>
 
 namespace specsweep {
@@ -21,6 +24,14 @@ struct Interval {
 // A bootstrap seed from text (FNV-1a, e.g. of a point's key): the same raw data always
 // gives the same interval.
 uint64_t SeedOf(std::string_view key);
+
+// Percentile bootstrap of any statistic of n values (or pairs) by index: `resamples`
+// resamples of the indices 0..n-1 with replacement, drawn by a generator seeded with
+// `seed`; the [(1-level)/2, (1+level)/2] percentiles of `statistic` over them (non-finite
+// results left out). NaN ends when n < 2 or no resample gives a finite statistic.
+std::pair<double, double> BootstrapPercentiles(size_t n,
+                                               const std::function<double(std::span<const size_t>)>& statistic,
+                                               uint64_t seed, double level = 0.95, int resamples = 4000);
 
 // Percentile bootstrap of the mean: `resamples` resamples with replacement drawn by a
 // generator seeded with `seed`, interval [(1-level)/2, (1+level)/2] of their means.

@@ -353,11 +353,7 @@ void AppendLatencyCells(const AggregateRecord& best, CellFlags& flags, std::vect
   line.push_back(LabelText(best, "draft") + " " + KLabelOf(best));
   const double sp = FieldNumber(best, "speedup"), sp_lo = FieldNumber(best, "speedup_ci_low"),
                sp_hi = FieldNumber(best, "speedup_ci_high");
-  std::string cell = FormatMetric("speedup", sp) + IntervalText(sp_lo, sp_hi);
-  if (best.Busy()) cell += "†", flags.busy = true;
-  if (std::isfinite(sp_lo) && std::isfinite(sp_hi) && (sp_hi - sp_lo) / 2 > kWideInterval * sp)
-    cell += "‡", flags.wide = true;
-  line.push_back(cell);
+  line.push_back(FormatMetric("speedup", sp) + IntervalText(sp_lo, sp_hi) + PointMarks(best, &flags));
   // Reduction of next-token latency, 1 - 1/latency speedup, the ends of its interval mapped alike.
   const double ls = FieldNumber(best, "latency_speedup"), lo = FieldNumber(best, "latency_speedup_ci_low"),
                hi = FieldNumber(best, "latency_speedup_ci_high");

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
 #include "harness/report/table.h"
 
 namespace specsweep {
@@ -137,13 +138,6 @@ std::string Latex(const std::string& raw, bool breakable = false) {
   return w.Done();
 }
 
-// Characters as a reader sees them (UTF-8 continuation bytes not counted).
-size_t Width(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char b : s) n += (b & 0xC0) != 0x80;
-  return n;
-}
-
 // A header over a narrower column: its words on lines no wider than the column's widest
 // cell (or its longest word), stacked in a tabular of one column.
 std::string Header(const std::string& h, size_t cells_width, bool left) {
@@ -155,10 +149,10 @@ std::string Header(const std::string& h, size_t cells_width, bool left) {
     at = sp + 1;
   }
   size_t width = std::max<size_t>(cells_width, 6);
-  for (auto& w : words) width = std::max(width, Width(w));
-  if (Width(h) <= width || words.size() < 2) return Latex(h);
+  for (auto& w : words) width = std::max(width, Utf8Length(w));
+  if (Utf8Length(h) <= width || words.size() < 2) return Latex(h);
   for (auto& w : words) {
-    if (!lines.empty() && Width(lines.back()) + 1 + Width(w) <= width)
+    if (!lines.empty() && Utf8Length(lines.back()) + 1 + Utf8Length(w) <= width)
       lines.back() += " " + w;
     else
       lines.push_back(w);
@@ -200,7 +194,7 @@ std::string RenderLatex(const Table& t, const RenderOptions& o) {
   out += "}\n\\toprule\n";
   for (size_t i = 0; i < n; ++i) {
     size_t cells = 0;
-    for (auto& r : t.rows) cells = std::max(cells, i < r.size() ? Width(r[i]) : 0);
+    for (auto& r : t.rows) cells = std::max(cells, i < r.size() ? Utf8Length(r[i]) : 0);
     out += (i ? " & " : "") + Header(t.header[i], cells, i < t.label_cols);
   }
   out += " \\\\\n\\midrule\n";

@@ -1,6 +1,7 @@
 // Rendering of tables as Markdown and CSV (LaTeX: table_latex.cpp).
 #include <string>
 
+#include "base/utf8.h"
 #include "harness/report/table.h"
 #include "base/error.h"
 
@@ -63,20 +64,15 @@ std::string RenderTable(const Table& table, TableFormat f, const RenderOptions& 
   }
   if (f == TableFormat::Latex) return RenderLatex(t, o);
   // Markdown with columns padded to equal width (in characters: ± † ‡ are multi-byte).
-  auto width = [](const std::string& c) {
-    size_t w = 0;
-    for (unsigned char b : c) w += (b & 0xC0) != 0x80;
-    return w;
-  };
   std::vector<size_t> w(n, 3);
-  for (size_t i = 0; i < n; ++i) w[i] = std::max(w[i], width(MarkdownCell(t.header[i])));
+  for (size_t i = 0; i < n; ++i) w[i] = std::max(w[i], Utf8Length(MarkdownCell(t.header[i])));
   for (auto& r : t.rows)
-    for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], width(MarkdownCell(r[i])));
+    for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], Utf8Length(MarkdownCell(r[i])));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string l = "|";
     for (size_t i = 0; i < n; ++i) {
       std::string c = i < cells.size() ? MarkdownCell(cells[i]) : "";
-      std::string pad(w[i] - std::min(w[i], width(c)), ' ');
+      std::string pad(w[i] - std::min(w[i], Utf8Length(c)), ' ');
       l.append(" ").append(i < t.label_cols ? c + pad : pad + c).append(" |");
     }
     return l + "\n";
