@@ -210,7 +210,8 @@ TEST(SilentSweep, PlanLineCountsTheQuestionsThatRun) {
                    "template: \"Q: {prompt} A:\"\nrepetitions: 3\nsweep: {max_new_tokens: 2}\ndecoders: [ar]\n");
   const testing::CliResult r = testing::RunCli({"run", p, "-o", F().dir + "/plan_qs_out"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_HAS(r.err, "3 repetition(s) x 4 question(s) = 12 rounds per group");
+  // Two parts (qa/1, rag/1) of two questions each: a group runs its part's (#47).
+  EXPECT_HAS(r.err, "3 repetition(s) x 2 question(s) = 6 rounds per group");
   EXPECT_HAS(r.err, "plan: questions 4 of 6 from " + fs::absolute(qs).string() + " (turns: first)");
   EXPECT_EQ(r.err.find("prompt(s)"), std::string::npos) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(testing::ReadFile(F().dir + "/plan_qs_out/plan_qs.json"));

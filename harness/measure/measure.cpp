@@ -128,10 +128,10 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
     r.params = p->ParamsJson();
     r.repetitions = e.repetitions;
     r.warmup = e.warmup;
-    const auto& prompts = in.prompts.Prompts(p->model, p->input_length);
+    const auto& prompts = in.prompts.Prompts(p->model, p->input_length, p->part);
     for (auto& ids : prompts) r.prompt_tokens.push_back(int(ids.size()));
-    r.prompt_categories = in.prompts.PromptCategories(p->input_length);
-    r.prompt_set = in.prompts.PromptSetJson(p->input_length);
+    r.prompt_categories = in.prompts.PromptCategories(p->input_length, p->part);
+    r.prompt_set = in.prompts.PromptSetJson(p->input_length, p->part);
     r.identity.experiment_sha256 = experiment_sha;
     r.identity.prompt_sha256 = PromptSha(prompts);
     r.identity.model_files = in.models.ModelFilesOf(*p);
@@ -149,7 +149,7 @@ std::vector<RawRecord> DescribeGroup(const Experiment& e, const std::string& exp
 void Preflight(const Experiment& e, const Group& g, SweepInputs& in) {
   for (auto* p : g.points) {
     const LoadedModel& t = in.models.Base(p->model);
-    const auto& prompts = in.prompts.Prompts(p->model, p->input_length);
+    const auto& prompts = in.prompts.Prompts(p->model, p->input_length, p->part);
     const int ctx = t.model->config.max_seq_len;
     for (size_t i = 0; i < prompts.size(); ++i) {
       const int need = int(prompts[i].size()) + p->options.max_new_tokens + p->options.k + 1;
@@ -159,7 +159,7 @@ void Preflight(const Experiment& e, const Group& g, SweepInputs& in) {
     }
     // A conversation's last turn holds every turn and up to max_new_tokens per answer.
     if (e.prompts.questions && e.prompts.all_turns && p->input_length == 0)
-      for (auto& q : in.prompts.Questions()) {
+      for (auto& q : in.prompts.Questions(p->part)) {
         if (q.turns.size() < 2) continue;
         const std::vector<int> all =
             in.prompts.Chat(p->model).EncodeTurns(q.turns, std::vector<std::string>(q.turns.size() - 1, ""));
@@ -240,7 +240,8 @@ void DescribeRun(const Point& p, const Decoder& decoder, const Runtime& rt, cons
 void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,
                   std::vector<RawRecord>& records, Progress* progress, const std::atomic<bool>* stop,
                   ProgressState where) {
-  const int rounds = e.repetitions * int(in.prompts.Prompts(g.baseline().model, g.baseline().input_length).size());
+  const Point& b = g.baseline();
+  const int rounds = e.repetitions * int(in.prompts.Prompts(b.model, b.input_length, b.part).size());
   int rounds_done = 0;
   auto at = [&](const char* stage, int round, const Point& p) {
     if (stop && stop->load()) throw Interrupted(rounds_done, rounds);
@@ -253,7 +254,7 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   };
   const Point& base = g.baseline();
   const Runtime rt = ProcessRuntime(base.threads > 0 ? base.threads : default_threads);
-  const auto& prompts = in.prompts.Prompts(base.model, base.input_length);
+  const auto& prompts = in.prompts.Prompts(base.model, base.input_length, base.part);
   const int n = int(g.points.size());
   std::vector<std::unique_ptr<Decoder>> decoders;
   for (auto* p : g.points)
@@ -292,7 +293,7 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   // later turns (turns: all) follow each decoder's own answers.
   const int n_prompts = int(prompts.size());
   const bool conversation = e.prompts.questions && e.prompts.all_turns && base.input_length == 0;
-  const std::vector<Question>& questions = in.prompts.Questions();
+  const std::vector<Question>& questions = in.prompts.Questions(base.part);
   std::vector<int> reserve;
   for (auto* p : g.points) reserve.push_back(p->options.max_new_tokens + p->options.k + 1);
   auto what = [&](int j, int i) {

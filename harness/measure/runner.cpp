@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -173,10 +174,15 @@ std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
   const bool file = prompts.contains("file"), passages = prompts.contains("passages");
   std::vector<std::string> rounds;
   if (file) {
-    const int n = e.prompts.questions ? prompts["file"]["used"].get<int>() : e.prompts.count;
+    // A question set runs in parts (sweep/questions.h): a group's rounds are its part's.
+    int n = e.prompts.questions ? 0 : e.prompts.count;
+    for (const QuestionPart& p : e.prompts.parts) n = std::max(n, int(p.ids.size()));
+    const bool uneven = std::any_of(e.prompts.parts.begin(), e.prompts.parts.end(),
+                                    [&](const QuestionPart& p) { return int(p.ids.size()) != n; });
+    const char* up_to = uneven ? "up to " : "";
     rounds.push_back(
-        fmt::format("{} repetition(s) x {} {} = {} rounds per group{}", e.repetitions, n,
-                    e.prompts.questions ? "question(s)" : "prompt(s)", e.repetitions * n,
+        fmt::format("{} repetition(s) x {}{} {} = {}{} rounds per group{}", e.repetitions, up_to, n,
+                    e.prompts.questions ? "question(s)" : "prompt(s)", up_to, e.repetitions * n,
                     passages ? (e.prompts.questions ? " of the question set" : " of the prompt file") : ""));
   }
   if (passages)
@@ -188,9 +194,11 @@ std::string PlanText(const Experiment& e, size_t groups, const json& prompts) {
       "warm-up {} generation(s) per point",
       e.points.size(), groups, fmt::join(rounds, "; "), e.warmup);
   if (file && e.prompts.questions)
-    t += fmt::format("\nplan: questions {} of {} from {} (turns: {})", prompts["file"]["used"].get<int>(),
-                     prompts["file"]["available"].get<int>(), prompts["file"]["path"].get<std::string>(),
-                     e.prompts.all_turns ? "all, each question a conversation" : "first");
+    t += fmt::format(
+        "\nplan: questions {} of {} from {} (turns: {}), in {} part(s) of up to {} questions (prompts.chunk)",
+        prompts["file"]["used"].get<int>(), prompts["file"]["available"].get<int>(),
+        prompts["file"]["path"].get<std::string>(), e.prompts.all_turns ? "all, each question a conversation" : "first",
+        e.prompts.parts.size(), e.prompts.selection.chunk);
   else if (file)
     t += fmt::format("\nplan: prompts {} of {} from {}", e.prompts.count, prompts["file"]["available"].get<int>(),
                      prompts["file"]["path"].get<std::string>());
@@ -238,8 +246,9 @@ long PreflightGroups(const Experiment& e, const std::vector<Group>& groups, cons
   for (size_t gi = 0; gi < groups.size(); ++gi)
     if (!plan.reused_groups.count(gi)) {
       Preflight(e, groups[gi], in);
+      const Point& b = groups[gi].baseline();
       generations += long(groups[gi].points.size()) * e.repetitions *
-                     long(in.prompts.Prompts(groups[gi].baseline().model, groups[gi].baseline().input_length).size());
+                     long(in.prompts.Prompts(b.model, b.input_length, b.part).size());
     }
   return generations;
 }

@@ -22,7 +22,7 @@ namespace {
 
 // The prompts: keys of a question set (a .jsonl file); Error for them on a prompt file.
 void ParseQuestionKeys(const Ctx& c, const json& p, PromptSet& ps) {
-  for (const char* k : {"turns", "categories", "per_category", "select", "max_chars", "groups"})
+  for (const char* k : {"turns", "categories", "per_category", "select", "max_chars", "groups", "chunk"})
     if (p.contains(k) && !ps.questions)
       c.Bad(std::string("prompts.") + k, "applies to a question set (a .jsonl prompts.file) only");
   if (!ps.questions) return;
@@ -41,6 +41,7 @@ void ParseQuestionKeys(const Ctx& c, const json& p, PromptSet& ps) {
     if (s.select != "first" && s.select != "shortest")
       c.Bad("prompts.select", fmt::format("'{}' (expected first, shortest)", s.select));
   }
+  if (p.contains("chunk")) s.chunk = int(c.Int(p["chunk"], "prompts.chunk", 1, 100000));
   if (p.contains("max_chars")) s.max_chars = int(c.Int(p["max_chars"], "prompts.max_chars", 16, 1 << 24));
   if (p.contains("groups"))
     for (auto& [raw, g] : c.Map(p["groups"], "prompts.groups").items())
@@ -75,7 +76,7 @@ void ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
     const json& p = c.Map(doc["prompts"], "prompts");
     c.CheckKeys(p, "prompts",
                 {"file", "count", "passages", "input_lengths", "category", "turns", "categories", "per_category",
-                 "select", "max_chars", "groups"});
+                 "select", "max_chars", "groups", "chunk"});
     if (p.contains("category")) {
       e.prompts.category = c.Str(p["category"], "prompts.category");
       if (e.prompts.category != "free" && e.prompts.category != "grounded")
@@ -153,6 +154,11 @@ void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experimen
   CheckPromptFiles(c, e, ar, spec);
   CheckFileNamesDistinct(c, spec);
   e.points = OrderIntoGroups(ar, spec);
+  if (e.prompts.questions) {  // one group per part of the question set (sweep/questions.h)
+    e.prompts.parts = SplitIntoParts(SelectQuestions(ReadQuestions(e.prompts.file), e.prompts.selection, e.file),
+                                     e.prompts.selection.chunk, e.prompts.all_turns);
+    e.points = SplitIntoParts(e.points, e.prompts.parts);
+  }
   if (e.points.empty())  // only points of a model drafting for itself, each skipped: nothing would run
     c.Bad("decoders",
           "plans no point: every speculative point has its target as its draft model (a model never "

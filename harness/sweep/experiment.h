@@ -18,13 +18,14 @@
 namespace specsweep {
 
 struct PromptSet {
-  std::string file;               // natural prompts, one per line, or a .jsonl question set (input_length == 0)
-  std::string passages;           // long text, passages separated by blank lines (input_length cuts)
-  int count = 0;                  // prompts taken from the file / passages used per input length
-  std::string category = "free";  // free | grounded (Point::prompt_category)
-  bool questions = false;         // `file` is a question set (harness/sweep/questions.h)
-  bool all_turns = false;         // turns: all (each question a conversation) | first
-  QuestionSelection selection;    // which questions, and their report groups
+  std::string file;                 // natural prompts, one per line, or a .jsonl question set (input_length == 0)
+  std::string passages;             // long text, passages separated by blank lines (input_length cuts)
+  int count = 0;                    // prompts taken from the file / passages used per input length
+  std::string category = "free";    // free | grounded (Point::prompt_category)
+  bool questions = false;           // `file` is a question set (harness/sweep/questions.h)
+  bool all_turns = false;           // turns: all (each question a conversation) | first
+  QuestionSelection selection;      // which questions, and their report groups
+  std::vector<QuestionPart> parts;  // the selection in parts, each a group of the schedule ({}: not a question set)
 };
 
 struct Experiment {

@@ -350,4 +350,19 @@ std::vector<Point> OrderIntoGroups(const std::vector<Point>& ar, const std::vect
   return points;
 }
 
+std::vector<Point> SplitIntoParts(const std::vector<Point>& points, const std::vector<QuestionPart>& parts) {
+  std::vector<Point> out;
+  for (size_t begin = 0, end = 0; begin < points.size(); begin = end) {
+    const std::string base = points[begin].Baseline().Key();
+    for (end = begin + 1; end < points.size() && points[end].Baseline().Key() == base;) ++end;
+    if (points[begin].input_length > 0) {
+      out.insert(out.end(), points.begin() + long(begin), points.begin() + long(end));
+      continue;
+    }
+    for (const QuestionPart& part : parts)
+      for (size_t i = begin; i < end; ++i) out.emplace_back(points[i]).part = part.name;
+  }
+  return out;
+}
+
 }  // namespace specsweep

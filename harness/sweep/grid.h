@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/sweep/point.h"
+#include "harness/sweep/questions.h"
 #include "harness/sweep/schema.h"
 
 namespace specsweep {
@@ -30,5 +31,9 @@ void ExpandDecoderEntry(const schema::Ctx& c, const nlohmann::json& doc, const n
 // Each baseline (explicit AR point or added) followed by its speculative points, groups
 // in order of first appearance; duplicates dropped.
 std::vector<Point> OrderIntoGroups(const std::vector<Point>& ar, const std::vector<Point>& spec);
+
+// Each group of `points` (OrderIntoGroups' order) once per part of a question set, its
+// points' `part` set; points of cut passages (input_length > 0) stay whole, as they are.
+std::vector<Point> SplitIntoParts(const std::vector<Point>& points, const std::vector<QuestionPart>& parts);
 
 }  // namespace specsweep

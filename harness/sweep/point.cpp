@@ -65,6 +65,7 @@ std::string Point::Key() const {
     if (o.acceptance_source.replayed()) k += ";acc=" + AcceptanceKeyLabel(o.acceptance_source);  // measured: as before
   }
   for (const auto& [name, text] : TableSettings(*this)) k += fmt::format(";{}={}", name, text);
+  if (!part.empty()) k += ";part=" + part;  // last: the report strips it to merge a method's parts
   return k;
 }
 
@@ -88,6 +89,7 @@ std::string Point::Name() const {
   if (o.kv_type != KvType::F32) n += fmt::format("/kv={}", KvTypeName(o.kv_type));
   if (prompt_category != "free") n += "/" + prompt_category;
   for (const auto& [name, text] : TableSettings(*this)) n += fmt::format("/{}={}", name, text);
+  if (!part.empty()) n += "/part=" + part;
   return n;
 }
 
@@ -135,6 +137,7 @@ json Point::ParamsJson() const {
          {"min_ngram", spec && lookup ? lookup->min_ngram : 0},
          {"prompt_category", prompt_category}};
   for (const auto& [name, text] : TableSettings(*this)) j[std::string(name)] = text;
+  if (!part.empty()) j["part"] = part;  // absent otherwise: records of other prompts keep their fields
   return j;
 }
 
@@ -174,6 +177,7 @@ Point PointFromParams(const json& p, std::string_view what) {
     pt.threads = get("threads").get<int>();
     if (p.contains("kv_type")) o.kv_type = ParseKvType(p.at("kv_type").get<std::string>());  // absent before: f32
     if (p.contains("prompt_category")) pt.prompt_category = p.at("prompt_category").get<std::string>();
+    if (p.contains("part")) pt.part = p.at("part").get<std::string>();
     if (pt.speculative()) SpeculativeFromParams(p, o, get);
     for (const DecoderSetting& s : DecoderSettings())  // absent: the default
       if (s.form == DecoderSetting::Form::Table && p.contains(s.name))

@@ -27,6 +27,9 @@ struct Point {
   // What the prompts ask of the model (the experiment's prompts.category): "free"
   // continuation, or "grounded" in text the prompt contains (where lookup drafts gain).
   std::string prompt_category = "free";
+  // The part of a question set it measures ("translation/1", sweep/questions.h
+  // QuestionPart); "" for prompt files, passages and records from before parts.
+  std::string part;
 
   // A point's options before the grid sets them: k 0 (autoregressive), no stop at EOS.
   static DecoderOptions Defaults() {

@@ -130,6 +130,20 @@ std::vector<Question> SelectQuestions(std::vector<Question> all, const QuestionS
   return out;
 }
 
+std::vector<QuestionPart> SplitIntoParts(const std::vector<Question>& selected, int chunk, bool all_turns) {
+  std::vector<QuestionPart> parts;
+  std::map<std::string, int> in_group;  // questions of each group seen so far
+  for (const Question& q : selected) {
+    const int n = in_group[q.group]++;
+    if (n % std::max(chunk, 1) == 0)
+      parts.push_back({fmt::format("{}/{}", q.group, n / std::max(chunk, 1) + 1), {}, 0, 0});
+    QuestionPart& p = parts.back();  // SelectQuestions keeps a group's questions together
+    p.ids.push_back(q.id);
+    for (size_t t = 0; t < (all_turns ? q.turns.size() : 1); ++t) p.turns += 1, p.chars += double(q.turns[t].size());
+  }
+  return parts;
+}
+
 std::string CutTurn(const std::string& turn, int max_chars) {
   if (max_chars <= 0 || int(turn.size()) <= max_chars) return turn;
   auto back_to_char_start = [&](size_t i) {

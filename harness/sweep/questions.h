@@ -22,6 +22,20 @@ struct QuestionSelection {
   std::string select = "first";               // first (file order) | shortest (fewest characters)
   int max_chars = 0;                          // longer turns keep their head and tail (0: never cut)
   std::map<std::string, std::string> groups;  // raw category -> group (SpecBenchGroups() by default)
+  int chunk = 20;                             // questions per part (QuestionPart); see kDefaultQuestionChunk
+};
+
+// A run measures a question set in parts: each report group's selected questions cut
+// into chunks of QuestionSelection::chunk (the last may be shorter), named "GROUP/I"
+// (I from 1). A part is one group of the schedule (its AR baseline and the speculative
+// points over its questions), so a shard takes, and Ctrl-C loses, a part at a time.
+// The default of 20 cuts Spec-Bench's 6 x 80 questions into 24 parts.
+inline constexpr int kDefaultQuestionChunk = 20;
+struct QuestionPart {
+  std::string name;      // "translation/1": Point::part, the `part` field of records
+  std::vector<int> ids;  // its questions, in prompt order
+  int turns = 0;         // the turns asked over its questions (all turns, or one each)
+  double chars = 0;      // characters of those turns (the shard cost's prompt length)
 };
 
 // Spec-Bench's six report groups, in its table's order, and its map: the MT-bench
@@ -36,6 +50,9 @@ std::vector<Question> ReadQuestions(const std::string& path);
 // (select shortest). Deterministic: same file and selection, same questions. Error
 // (naming `what`) when a group has fewer questions than asked or a category is unknown.
 std::vector<Question> SelectQuestions(std::vector<Question> all, const QuestionSelection& s, const std::string& what);
+// The parts of the selected questions (SelectQuestions' order): each group's questions in
+// chunks of `chunk`, groups in order; `all_turns` counts every turn of a question.
+std::vector<QuestionPart> SplitIntoParts(const std::vector<Question>& selected, int chunk, bool all_turns);
 // A turn cut to at most max_chars characters: its first and last halves around " ... "
 // (Spec-Bench's instructions open summarization prompts and close RAG ones). UTF-8 safe.
 std::string CutTurn(const std::string& turn, int max_chars);

@@ -62,6 +62,11 @@ double PointCost(const Point& p, double model_bytes, int prompt_count, int repet
   return model_bytes * double(prompt_count) * double(repetitions) * (input + p.options.max_new_tokens);
 }
 
+double PartCost(const Point& p, double model_bytes, const QuestionPart& part, int repetitions) {
+  const double tokens = part.chars / 4.0 + double(part.ids.size()) + double(part.turns) * p.options.max_new_tokens;
+  return model_bytes * double(repetitions) * tokens;
+}
+
 std::vector<Point> ShardPoints(const std::vector<Point>& points, const ShardSpec& s,
                                const std::function<double(const Point&)>& cost) {
   auto groups = BaselineGroups(points);
@@ -111,10 +116,13 @@ std::function<double(const Point&)> FileCostModel(const Experiment& e) {
     prompt_tokens = chars / e.prompts.count / 4.0 + 1.0;
   }
   int count = e.prompts.count, reps = e.repetitions;
+  std::map<std::string, QuestionPart> parts;
+  for (const QuestionPart& part : e.prompts.parts) parts.emplace(part.name, part);
   return [=](const Point& p) {
     double b = model_bytes(p.model) + (p.options.draft.model().empty() ? 0.0 : model_bytes(p.options.draft.model()));
     // A missing model costs as a 1-byte one: its group still lands somewhere, and the
     // run reports the missing model by name.
+    if (auto it = parts.find(p.part); it != parts.end()) return PartCost(p, std::max(b, 1.0), it->second, reps);
     return PointCost(p, std::max(b, 1.0), count, reps, prompt_tokens);
   };
 }

@@ -37,6 +37,10 @@ std::vector<int> AssignGroups(const std::vector<double>& group_costs, int shard_
 // (input tokens + max_new_tokens)). `prompt_tokens` estimates a prompt-file prompt
 // (input_length 0); cut passages have exactly input_length tokens.
 double PointCost(const Point& p, double model_bytes, int prompt_count, int repetitions, double prompt_tokens);
+// Of a point of a question part (Point::part): its questions' turns, each its characters
+// / 4 tokens plus max_new_tokens (every turn of a conversation is answered in full), x
+// repetitions, so a part of MT-bench's two-turn questions costs about twice a one-turn part.
+double PartCost(const Point& p, double model_bytes, const QuestionPart& part, int repetitions);
 
 // The points of shard `s`, in grid order. `cost` gives each point's estimated cost.
 std::vector<Point> ShardPoints(const std::vector<Point>& points, const ShardSpec& s,
@@ -44,7 +48,8 @@ std::vector<Point> ShardPoints(const std::vector<Point>& points, const ShardSpec
 
 // Model bytes from the files (a path, or a folder in `models_dir`: all files in it, as
 // LoadModel resolves names; 0 when not found, LoadModel reports that), and the prompt
-// length estimated from the prompt file (bytes / 4 + 1 for BOS, a typical BPE rate).
+// length estimated from the prompt file (bytes / 4 + 1 for BOS, a typical BPE rate); a
+// question part's point costs PartCost.
 std::function<double(const Point&)> FileCostModel(const Experiment& e);
 std::vector<Point> ShardPoints(const Experiment& e, const ShardSpec& s);
 
