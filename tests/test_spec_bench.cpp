@@ -348,7 +348,7 @@ TEST(SpecBenchRun, QuickVariantOnTheSharedModels) {
   if (models.empty() || SharedFile("prompts/spec-bench/question.jsonl").empty())
     GTEST_SKIP() << "the quick variant needs the shared models and question file";
   Experiment e = LoadExperiment(std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/spec_bench_quick.yaml", models);
-  EXPECT_EQ(e.points.size(), 5u);
+  EXPECT_EQ(e.points.size(), 30u);  // 6 parts (one per group of 5 questions) x 5 points (#47)
   e.repetitions = 1;
   e.warmup = 0;
   RunOptions o;

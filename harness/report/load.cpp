@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/report/aggregate.h"
+#include "harness/report/parts.h"
 
 namespace specsweep {
 
@@ -17,6 +18,7 @@ LoadedRecords LoadRecords(const std::string& path) {
   Results res = ReadResults(path);
   LoadedRecords out{res.path, std::move(res.context), RecordsFromJson(res.records), std::move(res.warnings), ""};
   for (auto& r : AggregateAllTyped(res.raw)) out.records.push_back(std::move(r));
+  out.records = MergeQuestionParts(out.records);  // one record per method, whatever its parts
   // A .json's records are read as written; a .jsonl is aggregated now, by today's estimator.
   const int version = SchemaVersionOf(out.context);
   if (!out.context.empty() && version < kGeometricSpeedupSchemaVersion)

@@ -14,7 +14,8 @@ namespace specsweep {
 // Flat records (merge writes them back as they are).
 Results LoadResults(const std::string& path);
 
-// Typed records for table, plot and check: each record's parts read once at load.
+// Typed records for table, plot and check: each record's parts read once at load, and
+// the records of a question set's parts merged into one per method (report/parts.h).
 struct LoadedRecords {
   std::string path;
   nlohmann::json context;  // {} for a .jsonl

@@ -14,6 +14,7 @@
 #include "harness/report/aggregate.h"
 #include "harness/report/category.h"
 #include "harness/report/method_name.h"
+#include "harness/report/parts.h"
 #include "harness/report/table.h"
 #include "harness/report/table_cells.h"
 #include "harness/store/results.h"
@@ -150,8 +151,10 @@ Table LeaderboardTable(const std::vector<Row>& rows, const GroupColumns& columns
 
 }  // namespace
 
-Table SpecBenchTable(const std::vector<AggregateRecord>& records, const Filters& filters,
+Table SpecBenchTable(const std::vector<AggregateRecord>& given, const Filters& filters,
                      const SpecBenchOptions& options) {
+  // A method measured in parts is one row over all its questions (LoadRecords merges too).
+  const std::vector<AggregateRecord> records = MergeQuestionParts(given);
   const std::vector<AggregateRecord> kept = Filter(records, filters);
   const std::vector<std::string> groups = CategoryOrder(kept);
   if (groups.empty())

@@ -131,6 +131,21 @@ std::vector<Point> ShardPoints(const Experiment& e, const ShardSpec& s) {
   return ShardPoints(e.points, s, FileCostModel(e));
 }
 
+std::vector<double> ShardCosts(const Experiment& e, int count) {
+  const auto cost = FileCostModel(e);
+  const auto groups = BaselineGroups(e.points);
+  std::vector<double> group_costs;
+  for (auto& g : groups) {
+    double c = 0;
+    for (size_t i : g) c += cost(e.points[i]);
+    group_costs.push_back(c);
+  }
+  const std::vector<int> shard = AssignGroups(group_costs, count);
+  std::vector<double> load(size_t(std::max(count, 1)), 0.0);
+  for (size_t g = 0; g < groups.size(); ++g) load[size_t(shard[g])] += group_costs[g];
+  return load;
+}
+
 nlohmann::json ShardContext(const ShardSpec& s, size_t shard_points, size_t experiment_points) {
   return {
       {"shard",

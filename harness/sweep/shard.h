@@ -52,6 +52,8 @@ std::vector<Point> ShardPoints(const std::vector<Point>& points, const ShardSpec
 // question part's point costs PartCost.
 std::function<double(const Point&)> FileCostModel(const Experiment& e);
 std::vector<Point> ShardPoints(const Experiment& e, const ShardSpec& s);
+// The estimated cost of each of `count` shards (FileCostModel over their groups).
+std::vector<double> ShardCosts(const Experiment& e, int count);
 
 // Context fields of a shard's results: {"shard": {"index", "count", "points",
 // "experiment_points"}}; `points` are the shard's, `experiment_points` the grid's.
