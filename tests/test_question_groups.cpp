@@ -213,7 +213,7 @@ TEST(QuestionGroups, CtrlCLosesAtMostOnePartAndResumeCompletes) {
   WriteFile(dir + "/qs.jsonl", Questions({"translation", "qa"}, 4));
   WriteFile(dir + "/qg.yaml", "name: qg\nmodels: [" + dir +
                                   "/tiny.gguf]\nprompts: {file: qs.jsonl, chunk: 1}\n"
-                                  "repetitions: 6\nwarmup: 0\nsweep: {k: 2, max_new_tokens: 200}\n"
+                                  "repetitions: 10\nwarmup: 0\nsweep: {k: 2, max_new_tokens: 200}\n"
                                   "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
   const std::string out = dir + "/out", jsonl = out + "/qg.jsonl", err = dir + "/err";
   std::vector<std::string> args = {SPECSWEEP_BIN, "run", dir + "/qg.yaml", "-o", out};
@@ -250,7 +250,7 @@ TEST(QuestionGroups, CtrlCLosesAtMostOnePartAndResumeCompletes) {
   std::map<std::string, int> per_part;
   for (auto& [key, runs] : kept) {
     ++per_part[key.substr(key.rfind(";part="))];
-    EXPECT_EQ(runs.size(), 6u) << key;  // every round of the part
+    EXPECT_EQ(runs.size(), 10u) << key;  // every round of the part
   }
   for (auto& [part, n] : per_part) EXPECT_EQ(n, 2) << part;
   const std::string kept_text = ReadFile(jsonl);
