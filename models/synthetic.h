@@ -2,6 +2,7 @@
 // models, and real-size shapes for timing (random weights say nothing of acceptance).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,16 @@ ModelConfig TinyTestConfig();
 ModelConfig SyntheticShape(std::string_view name);
 // Whether the published model ties its classifier to the embedding.
 bool SyntheticShapeTied(std::string_view name);
+
+// The name the reproduction recipes give `synth` output: synth-<shape>-<type>.gguf
+// (synth-llama-2-7b-f16.gguf), read back so a missing file can be named with the command
+// that makes it, and costed before it exists (harness/sweep/shard.h).
+struct SynthFileName {
+  std::string shape, type;
+};
+std::optional<SynthFileName> ParseSynthFileName(std::string_view file_name);
+// Bytes of such a file's matrices, from its shape and type; 0 for another name.
+double SynthFileBytes(std::string_view file_name);
 
 // A vocabulary of `size` pieces for tests and synthetic models without a tokenizer:
 // <unk>, <s>, </s>, then byte tokens <0x00>.. and single printable characters as far as

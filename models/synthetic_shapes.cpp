@@ -1,11 +1,13 @@
 // Named model shapes for synthetic timing models, the "key=value,..." shape syntax, and
 // a synthetic SPM vocabulary so tiny shapes can be written as complete GGUF files.
 #include <charconv>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "models/synthetic.h"
+#include "quant/qtype.h"
 
 namespace specsweep {
 namespace {
@@ -168,6 +170,32 @@ Vocab SyntheticVocab(int size) {
   v.eos_id = 2;
   v.unk_id = 0;
   return v;
+}
+
+std::optional<SynthFileName> ParseSynthFileName(std::string_view file_name) {
+  const std::filesystem::path p{std::string(file_name)};
+  const std::string file = p.filename().string(), stem = p.stem().string();
+  if (!file.starts_with("synth-") || p.extension() != ".gguf") return std::nullopt;
+  const size_t dash = stem.rfind('-');
+  if (dash <= 6 || dash == std::string::npos) return std::nullopt;
+  SynthFileName n{stem.substr(6, dash - 6), stem.substr(dash + 1)};
+  try {
+    SyntheticShape(n.shape);
+    ParseQType(n.type);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return n;
+}
+
+double SynthFileBytes(std::string_view file_name) {
+  const std::optional<SynthFileName> n = ParseSynthFileName(file_name);
+  if (!n) return 0;
+  const ModelConfig c = SyntheticShape(n->shape);
+  const double layer = double(c.dim) * (2.0 * c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.hidden_dim);
+  const double embeddings = double(c.vocab_size) * c.dim * (SyntheticShapeTied(n->shape) ? 1 : 2);
+  const QType t = ParseQType(n->type);
+  return (layer * c.n_layers + embeddings) / BlockSize(t) * double(BlockBytes(t));
 }
 
 }  // namespace specsweep

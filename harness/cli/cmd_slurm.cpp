@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "harness/cli/commands.h"
+#include "harness/measure/model_store.h"
 #include "harness/sweep/experiment.h"
 #include "harness/sweep/shard.h"
 #include "base/error.h"
@@ -73,6 +74,7 @@ std::string Submit(const SlurmArgs& a, const std::string& extra, const std::stri
 
 void SlurmCommand(const SlurmArgs& a) {
   Experiment e = LoadExperiment(a.experiment, Globals().models_dir);  // fails early on a bad file
+  CheckModelsPresent(e);  // or on a missing model, before any job waits in the queue
   const std::string dir = Absolute(a.out_dir), logs = dir + "/logs";
   fs::create_directories(logs);  // Slurm does not create the directories of --output
   const std::string exe = fs::read_symlink("/proc/self/exe").string();

@@ -13,6 +13,7 @@
 #include "harness/measure/conversation.h"
 #include "harness/measure/process_runtime.h"
 #include "harness/sweep/draft_tokenizer.h"
+#include "harness/sweep/experiment_files.h"
 #include "harness/sweep/prompts.h"
 #include "harness/store/acceptance_trace.h"
 #include "harness/store/sha256.h"
@@ -34,7 +35,9 @@ DecoderOptions SweepInputs::Options(const Point& p) {
   if (a.kind == AcceptanceSource::Kind::Trace) {
     const std::string what = fmt::format("{}: {}: acceptance_source", e_.file, p.Name());
     auto& t = traces_[a.trace];
-    if (!t) t = std::make_shared<const RecordedTraces>(LoadAcceptanceTraces(a.trace, e_.file, what));
+    if (!t)  // found by the rule of every file the experiment names
+      t = std::make_shared<const RecordedTraces>(
+          LoadAcceptanceTraces(ResolveTraceRef(a.trace, e_.file, e_.models_dir, p.Name()), "", what));
     CheckTraceShape(*t, o, what);  // per point: points may share a trace
     a.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
   }

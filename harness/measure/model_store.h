@@ -1,12 +1,15 @@
 // The models of a sweep: each base model loaded once, its quantized targets, the drafts
 // its decoders share (draft_store.h), and the hashes of the files they came from.
 #pragma once
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/measure/draft_store.h"
 #include "harness/store/results.h"
+#include "harness/sweep/experiment.h"
 #include "harness/sweep/point.h"
 #include "models/loader.h"
 
@@ -32,5 +35,22 @@ class ModelStore {
   std::map<std::string, LoadedModel> base_, targets_;
   std::map<std::string, std::map<std::string, std::string>> hashes_;
 };
+
+// The plan's models are looked for before any loads, once the plan is known (a shard
+// needs only its own): a model that is neither a path nor in the models directory.
+struct MissingModel {
+  std::string name;
+  size_t points = 0;  // the plan's points naming it as target or draft model
+};
+std::vector<MissingModel> MissingModels(const Experiment& e);
+// "model 'NAME' is not in DIR (make it: specsweep synth --shape S --type T -o DIR/NAME)"
+// for a name synth-<shape>-<type>.gguf, else "(put the checkpoint there or pass --models DIR)".
+std::string MissingModelText(const std::string& name, const std::string& models_dir);
+// Error "EXP: model ... ; --skip-missing-models leaves its N points out" for the first
+// missing model of e's points.
+void CheckModelsPresent(const Experiment& e);
+// Leaves out the points of every missing model, one "skipped: ..." line per model on
+// `out`; returns what was left out. Error when the plan had points and none is left.
+std::vector<MissingModel> SkipMissingModels(Experiment& e, std::FILE* out);
 
 }  // namespace specsweep

@@ -24,7 +24,7 @@ enum class ResumeMode {
 ResumeMode ParseResumeMode(const std::string& s);  // "", "same", "changed"
 
 struct RunOptions {
-  std::string out_dir = "results";
+  std::string out_dir;  // "": the default folder (harness/pipeline.h DefaultOutDir)
   ResumeMode resume = ResumeMode::None;
   bool overwrite = false;        // discard an existing .jsonl
   int default_threads = 0;       // used by points with threads = 0 (the --threads global)

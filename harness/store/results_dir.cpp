@@ -4,9 +4,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "base/error.h"
 
@@ -98,6 +101,58 @@ void ResultsDir::WriteAtomic(const std::string& path, const std::string& bytes) 
   WriteAll(fd, bytes, tmp);
   if (::close(fd) != 0) Fail("{}: close failed: {}", tmp, Reason());
   if (::rename(tmp.c_str(), path.c_str()) != 0) Fail("{}: cannot rename to {}: {}", tmp, path, Reason());
+}
+
+namespace {
+
+// The time and run of a folder name "<name>-YYYYMMDDTHHMMSSZ[-N]"; false for another name.
+bool TimedFolder(const std::string& folder, const std::string& name, std::string& time, int& run) {
+  if (!folder.starts_with(name + "-") || folder.size() < name.size() + 17) return false;
+  time = folder.substr(name.size() + 1, 16);
+  for (size_t i = 0; i < 16; ++i) {
+    const bool want_digit = i != 8 && i != 15;
+    if (want_digit != bool(std::isdigit(static_cast<unsigned char>(time[i])))) return false;
+  }
+  if (time[8] != 'T' || time[15] != 'Z') return false;
+  const std::string rest = folder.substr(name.size() + 17);
+  run = 1;
+  if (rest.empty()) return true;
+  if (rest.size() < 2 || rest.size() > 6 || rest[0] != '-' ||
+      rest.find_first_not_of("0123456789", 1) != std::string::npos)
+    return false;
+  run = std::atoi(rest.c_str() + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string ResultsBase() {
+  const char* env = std::getenv("SPECSWEEP_RESULTS");
+  return env && *env ? env : "results";
+}
+
+std::string NewResultsFolder(const std::string& base, const std::string& name, std::time_t now) {
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  const fs::path first = fs::path(base) / (name + "-" + stamp);
+  fs::path dir = first;
+  for (int n = 2; fs::exists(dir); ++n) dir = first.string() + "-" + std::to_string(n);
+  return dir.string();
+}
+
+std::string NewestResultsFolder(const std::string& base, const std::string& name, const std::string& file) {
+  std::error_code ec;
+  std::tuple<std::string, int, std::string> newest;  // (time, run, path)
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    std::string time;
+    int run = 0;
+    if (!entry.is_directory(ec) || !TimedFolder(entry.path().filename().string(), name, time, run)) continue;
+    if (!fs::exists(entry.path() / file, ec)) continue;
+    newest = std::max(newest, std::tuple{time, run, entry.path().string()});
+  }
+  return std::get<2>(newest);
 }
 
 }  // namespace specsweep

@@ -3,6 +3,7 @@
 // folder is writable before anything is measured; every write error names the path and
 // the system's reason.
 #pragma once
+#include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,5 +37,14 @@ class ResultsDir {
   std::string dir_, jsonl_, json_, lock_path_;
   int lock_fd_ = -1;
 };
+
+// The folder of `run` without -o, outside the source tree: BASE/<name>-<UTC time>
+// (YYYYMMDDTHHMMSSZ), BASE being $SPECSWEEP_RESULTS if set, else ./results.
+std::string ResultsBase();
+// BASE/<name>-<time of `now`>, not there yet (a second run within the same second gets
+// a -2, -3, ... suffix).
+std::string NewResultsFolder(const std::string& base, const std::string& name, std::time_t now);
+// The newest BASE/<name>-<time>[-N] folder holding `file` (--resume without -o); "" when none.
+std::string NewestResultsFolder(const std::string& base, const std::string& name, const std::string& file);
 
 }  // namespace specsweep

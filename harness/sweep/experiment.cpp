@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/text_input.h"
+#include "harness/sweep/experiment_files.h"
 #include "harness/sweep/grid.h"
 #include "harness/sweep/schema.h"
 
@@ -59,17 +60,20 @@ void ParseName(const Ctx& c, const json& doc, Experiment& e) {
 
 void ParseModels(const Ctx& c, const json& doc, Experiment& e) {
   if (!doc.contains("models")) c.Bad("models", "missing");
-  for (auto& [m, mp] : c.Axis(doc["models"], "models")) {
-    std::string name = c.Str(m, mp);
-    if (!ModelExists(name, e.models_dir))
-      c.Bad(mp, fmt::format("unknown model '{}': {}", name, WhyModelNotFound(name, e.models_dir)));
-    e.models.push_back(name);
-  }
+  // Looked for once the plan is known: a shard or --skip-missing-models needs only some
+  // (measure/model_store.h MissingModels).
+  for (auto& [m, mp] : c.Axis(doc["models"], "models")) e.models.push_back(c.Str(m, mp));
 }
+
+// Where the prompt files were looked for: an unused one may be missing.
+struct PromptFiles {
+  std::string file_written, passages_written;
+  ExperimentFile file, passages;
+};
 
 // Prompts: natural prompts from a file, or cuts of the passages for input_length (an
 // axis of every decoder, into `global`).
-void ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
+PromptFiles ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
   std::string prompt_file = "prompts/tinystories.txt", passages = "prompts/passages.txt";
   e.prompts.count = 4;
   if (doc.contains("prompts")) {
@@ -92,24 +96,26 @@ void ParsePrompts(const Ctx& c, const json& doc, Experiment& e, Axes& global) {
         global.input_length.push_back(int(c.Int(x, xp, s.range.IntLo(), s.range.IntHi())));
     }
   }
-  e.prompts.file = ResolvePath(prompt_file, e.file, e.models_dir);
-  e.prompts.passages = ResolvePath(passages, e.file);
+  PromptFiles f{prompt_file, passages, FindExperimentFile(prompt_file, e.file, e.models_dir),
+                FindExperimentFile(passages, e.file, e.models_dir)};
+  e.prompts.file = f.file.path.empty() ? f.file.tried[0] : f.file.path;
+  e.prompts.passages = f.passages.path.empty() ? f.passages.tried[0] : f.passages.path;
   e.prompts.questions = fs::path(e.prompts.file).extension() == ".jsonl";
   if (doc.contains("prompts")) ParseQuestionKeys(c, doc["prompts"], e.prompts);
+  return f;
 }
 
 // The prompt files the points read exist and are files.
-void CheckPromptFiles(const Ctx& c, const Experiment& e, const std::vector<Point>& ar, const std::vector<Point>& spec) {
+void CheckPromptFiles(const Ctx& c, const Experiment& e, const PromptFiles& f, const std::vector<Point>& ar,
+                      const std::vector<Point>& spec) {
   bool uses_passages = false, uses_file = false;
   for (auto* v : {&ar, &spec})
     for (auto& pt : *v) (pt.input_length > 0 ? uses_passages : uses_file) = true;
-  for (auto [used, path, key] : {std::tuple{uses_passages, e.prompts.passages, "prompts.passages"},
-                                 std::tuple{uses_file, e.prompts.file, "prompts.file"}}) {
+  for (auto [used, path, key, written, found] :
+       {std::tuple{uses_passages, e.prompts.passages, "prompts.passages", f.passages_written, f.passages},
+        std::tuple{uses_file, e.prompts.file, "prompts.file", f.file_written, f.file}}) {
     if (!used) continue;
-    if (!fs::exists(path))
-      c.Bad(key, fmt::format("'{}' does not exist (relative paths are tried beside the experiment file, then in "
-                             "the source tree and its experiments/)",
-                             path));
+    if (found.path.empty()) throw Error(FileNotFound(written, found, e.file, key));
     if (fs::is_directory(path))
       c.Bad(key, fmt::format("'{}' is a directory; give a text file ({})", path,
                              std::string(key) == "prompts.file" ? "one prompt per line"
@@ -144,14 +150,14 @@ void CheckFileNamesDistinct(const Ctx& c, const std::vector<Point>& spec) {
 }
 
 // Every decoder entry over the axes, then baselines and groups in order.
-void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, Experiment& e) {
+void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, const PromptFiles& files, Experiment& e) {
   if (!doc.contains("decoders")) c.Bad("decoders", "missing");
   PointBudget budget{kDefaultMaxPoints, "the default max_points"};
   if (doc.contains("max_points")) budget = {c.Int(doc["max_points"], "max_points", 1, int64_t(1) << 40), "max_points"};
   std::vector<Point> spec, ar;
   for (auto& [d, dp] : c.Axis(doc["decoders"], "decoders"))
     ExpandDecoderEntry(c, doc, d, dp, global, e.models, e.prompts.category, e.models_dir, ar, spec, budget);
-  CheckPromptFiles(c, e, ar, spec);
+  CheckPromptFiles(c, e, files, ar, spec);
   CheckFileNamesDistinct(c, spec);
   e.points = OrderIntoGroups(ar, spec);
   if (e.prompts.questions) {  // one group per part of the question set (sweep/questions.h)
@@ -182,7 +188,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   ParseName(c, doc, e);
   ParseModels(c, doc, e);
   Axes global;
-  ParsePrompts(c, doc, e, global);
+  const PromptFiles files = ParsePrompts(c, doc, e, global);
   if (doc.contains("template"))
     e.chat_template = ParseChatTemplate(c.Str(doc["template"], "template"), file + ": template");
   if (doc.contains("repetitions")) e.repetitions = int(c.Int(doc["repetitions"], "repetitions", 1, 1000));
@@ -194,7 +200,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
       c.Bad("sweep.input_length", "given twice (also prompts.input_lengths)");
     ParseAxes(c, s, "sweep", global, models_dir);
   }
-  ExpandDecoders(c, doc, global, e);
+  ExpandDecoders(c, doc, global, files, e);
   return e;
 }
 

@@ -41,8 +41,9 @@ struct Experiment {
   std::vector<Point> points;
 };
 
-// Loads a .yaml/.yml or .json experiment; relative paths resolve against the file's
-// directory, then the source tree. Throws Error("FILE: key.path: what").
+// Loads a .yaml/.yml or .json experiment; the files it names are found by one rule
+// (experiment_files.h) and must exist; its models are looked for once the plan is known
+// (measure/model_store.h MissingModels). Throws Error("FILE: key.path: what").
 Experiment LoadExperiment(const std::string& path, const std::string& models_dir = "");
 // Same, from an already parsed document (`file` only names it in errors and resolves paths).
 Experiment ParseExperiment(const nlohmann::json& doc, const std::string& file, const std::string& models_dir = "");

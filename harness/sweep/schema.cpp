@@ -4,6 +4,7 @@
 
 #include "base/build_info.h"
 #include "decoders/draft_spec.h"
+#include "harness/sweep/experiment_files.h"
 #include "models/loader.h"
 
 namespace fs = std::filesystem;
@@ -65,12 +66,6 @@ json ResolveHfAliases(const Ctx& c, const json& m, const std::string& path) {
   }
   for (const auto& alias : kHfAliases) out.erase(alias);
   return out;
-}
-
-bool ModelExists(const std::string& name, const std::string& models_dir) {
-  if (fs::exists(name)) return true;
-  std::string dir = ResolveModelsDir(models_dir);
-  return !dir.empty() && fs::exists(fs::path(dir) / name);
 }
 
 const std::vector<DecoderSetting>& SweepSettings() {
@@ -197,18 +192,15 @@ DraftSpec ParseDraft(const Ctx& c, const json& x, const std::string& xp, const s
   DraftSpec d;
   if (x.is_string()) {
     d = ParseDraftSpec(c.Str(x, xp), c.file + ": " + xp);
-    if (const RestDraft* r = d.get<RestDraft>())  // beside the experiment file first
-      d = DraftSpec::Make(RestDraft{ResolvePath(r->corpus, c.file, models_dir)}, d.tree());
+    if (const RestDraft* r = d.get<RestDraft>())
+      d = DraftSpec::Make(RestDraft{ResolveExperimentFile(r->corpus, c.file, models_dir, xp)}, d.tree());
   } else if (x.is_object()) {
     d = DraftFromMap(c, x, xp);
   } else {
     c.Bad(xp,
           fmt::format("expected a string (self, q4_0, layers=N, model=NAME, lookup) or a map, got {}", TypeName(x)));
   }
-  const std::string& model = d.model();
-  if (!model.empty() && !ModelExists(model, models_dir))
-    c.Bad(xp, fmt::format("unknown draft model '{}': {}", model, WhyModelNotFound(model, models_dir)));
-  return d;
+  return d;  // a draft model is looked for once the plan is known (measure/model_store.h)
 }
 
 // The axes written as text; false for another key.
@@ -236,8 +228,11 @@ bool ParseTextAxis(const Ctx& c, const std::string& key, const AxisValues& axis,
       return s == "chain" ? std::vector<int>{} : ParseDraftSpec("self+branching=" + s, c.file + ": " + xp).branching();
     });
   } else if (key == "acceptance_source") {  // a trace's records are read by the measuring stage
-    each(a.acceptance_source,
-         [&](const json& x, const std::string& xp) { return ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp); });
+    each(a.acceptance_source, [&](const json& x, const std::string& xp) {
+      AcceptanceSource s = ParseAcceptanceSource(c.Str(x, xp), c.file + ": " + xp);
+      if (s.kind == AcceptanceSource::Kind::Trace) ResolveTraceRef(s.trace, c.file, models_dir, xp);  // it exists
+      return s;
+    });
   } else {
     return false;
   }
@@ -270,19 +265,6 @@ void ParseAxes(const Ctx& c, const json& m, const std::string& path, Axes& a, co
     for (const DecoderSetting& s : DecoderSettings())
       if (s.form == DecoderSetting::Form::Table && s.name == key) ParseTableAxis(c, s, axis, a);
   }
-}
-
-std::string ResolvePath(const std::string& p, const std::string& exp_file, const std::string& models_dir) {
-  if (fs::path(p).is_absolute()) return p;
-  fs::path beside = fs::path(exp_file).parent_path() / p;
-  if (fs::exists(beside)) return beside.lexically_normal().string();
-  fs::path src = fs::path(SourceDir()) / p;
-  if (fs::exists(src)) return src.string();
-  fs::path src_exp = fs::path(SourceDir()) / "experiments" / p;
-  if (fs::exists(src_exp)) return src_exp.string();
-  fs::path shared = fs::path(ResolveModelsDir(models_dir)).parent_path() / p;
-  if (fs::exists(shared)) return shared.lexically_normal().string();
-  return beside.lexically_normal().string();
 }
 
 }  // namespace specsweep::schema

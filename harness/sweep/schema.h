@@ -124,11 +124,7 @@ inline const std::set<std::string> kHfAliases = {"num_assistant_tokens", "assist
 nlohmann::json ResolveHfAliases(const Ctx& c, const nlohmann::json& m, const std::string& path);
 
 std::optional<QType> ParseQuantOrNone(const Ctx& c, const nlohmann::json& v, const std::string& path);
-bool ModelExists(const std::string& name, const std::string& models_dir);
 // Applies the axis keys present in `m` (a map) on top of `a`.
 void ParseAxes(const Ctx& c, const nlohmann::json& m, const std::string& path, Axes& a, const std::string& models_dir);
-// Relative to the experiment file's directory, then the source tree (and its experiments/),
-// then the shared data folder (the models directory's parent: prompts/spec-bench/...).
-std::string ResolvePath(const std::string& p, const std::string& exp_file, const std::string& models_dir = "");
 
 }  // namespace specsweep::schema

@@ -9,6 +9,7 @@
 #include "harness/sweep/prompts.h"
 #include "base/error.h"
 #include "models/loader.h"
+#include "models/synthetic.h"
 
 namespace fs = std::filesystem;
 
@@ -106,7 +107,10 @@ std::function<double(const Point&)> FileCostModel(const Experiment& e) {
     auto it = bytes->find(name);
     if (it != bytes->end()) return it->second;
     fs::path p = fs::exists(name) ? fs::path(name) : fs::path(dir) / name;
-    return (*bytes)[name] = PathBytes(p);
+    // A synth-<shape>-<type>.gguf costs as its shape says, made or not: a shard is the
+    // same part of the grid whether or not the other shards' models are on this machine.
+    const double synth = SynthFileBytes(name);
+    return (*bytes)[name] = synth > 0 ? synth : PathBytes(p);
   };
   double prompt_tokens = 0;
   bool uses_file = std::any_of(e.points.begin(), e.points.end(), [](const Point& p) { return p.input_length == 0; });
