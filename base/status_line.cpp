@@ -101,14 +101,15 @@ void StatusLine::Draw(std::string_view what, long done, long total, std::string_
 }
 
 // A step of known size gets a line when it starts, its share and ETA once a period, and
-// a line when it ends; in a command that has not (yet) touched a large file, none.
+// a line when it ends; small files, and other steps before a large file, none.
 void StatusLine::Log(std::string_view what, long done, long total, std::string_view unit, Clock::time_point now,
                      bool starts) {
   const std::string name = o_.prefix.empty() ? std::string(what) : o_.prefix + ": " + std::string(what);
   if (starts) {
     last_draw_ = now;
-    if (unit == "MiB" && total >= o_.log_min_mib) large_ = true;
-    logged_ = large_ && total > 0;
+    // Bytes show when they are many; other steps (layers, timings) once a large file was seen.
+    logged_ = total > 0 && (unit == "MiB" ? total >= o_.log_min_mib : large_);
+    large_ = large_ || logged_;
     if (logged_) log_->Print(fmt::format("{} ({})", name, AmountText(total, unit)));
   }
   if (!logged_) return;

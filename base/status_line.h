@@ -37,7 +37,7 @@ void ReportPhase(std::string_view text);
 
 struct StatusLineOptions {
   std::string prefix;      // the command: log lines read "synth: writing x.gguf (12.6 GiB)"
-  long log_min_mib = 256;  // in a log, steps show once a step of this many MiB was reported (0: all)
+  long log_min_mib = 256;  // in a log, byte steps of this many MiB show, and other steps after one (0: all)
   bool terminal = true;    // false: nothing on a terminal (the caller draws its own line there)
   ProgressLogOptions log;  // the log's period and clock
 };

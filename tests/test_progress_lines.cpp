@@ -109,8 +109,8 @@ TEST(ProgressLines, ShareAndEtaOncePerPeriod) {
   EXPECT_TRUE(std::regex_match(lines[5], std::regex(kStamp + R"(synth: writing x\.gguf: done in 2m18s)"))) << lines[5];
 }
 
-// In a command that names no small limit, small files leave the log as it was; once a
-// large file was seen, its other steps show too.
+// Small files leave the log as it was; once a large file was seen, the command's other
+// steps (layers here) show too, its small files still not.
 TEST(ProgressLines, SmallWorkStaysSilentLargeWorkShows) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
@@ -124,6 +124,7 @@ TEST(ProgressLines, SmallWorkStaysSilentLargeWorkShows) {
     ReportBytes("loading big.gguf", uint64_t(300) << 20, uint64_t(300) << 20);
     ReportBytes("loading big.gguf", uint64_t(200) << 20, uint64_t(300) << 20);  // a late worker: no new step
     ReportProgress("quantizing to q4_0", 0, 22, "layers");
+    ReportBytes("hashing prompts.txt", 0, 10 << 20);  // small still
   }
   const std::string text = Contents(f);
   std::fclose(f);
