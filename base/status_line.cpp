@@ -42,8 +42,19 @@ void ReportBytes(std::string_view what, uint64_t done, uint64_t total) {
   ReportProgress(what, done >= total ? total_mib : long(done >> 20), total_mib, "MiB");
 }
 
-StatusLine::StatusLine(std::FILE* f) : f_(f) {
-  if (!f_ || !isatty(fileno(f_))) return;
+void ReportPhase(std::string_view text) {
+  StatusLine* s = g_active.load(std::memory_order_acquire);
+  if (!s || !s->log_) return;
+  std::lock_guard<std::mutex> l(s->mu_);
+  s->log_->Print(s->o_.prefix.empty() ? std::string(text) : s->o_.prefix + ": " + std::string(text));
+}
+
+StatusLine::StatusLine(std::FILE* f, StatusLineOptions o) : f_(f), o_(std::move(o)), large_(o_.log_min_mib <= 0) {
+  if (!f_) return;
+  if (!isatty(fileno(f_)))
+    log_ = std::make_unique<ProgressLog>(f_, o_.log);
+  else if (!o_.terminal)
+    return;
   StatusLine* none = nullptr;
   live_ = g_active.compare_exchange_strong(none, this, std::memory_order_acq_rel);
 }
@@ -64,13 +75,21 @@ void StatusLine::EraseLocked() {
 
 void StatusLine::Update(std::string_view what, long done, long total, std::string_view unit) {
   std::lock_guard<std::mutex> l(mu_);
-  const auto now = Clock::now();
-  if (what != what_) what_ = what, step_start_ = now, last_draw_ = {};
-  if (total > 0 && done >= total) {  // the step is over: its line goes
-    EraseLocked();
-    what_.clear();
-    return;
+  // A worker's report that arrives after another's ended the step is late, not a new step.
+  if (what_.empty() && what == ended_ && done > 0) return;
+  const auto now = log_ ? log_->Now() : Clock::now();
+  const bool starts = what != what_;
+  if (starts) what_ = what, ended_.clear(), step_start_ = now, last_draw_ = {};
+  if (log_) {
+    Log(what, done, total, unit, now, starts);
+  } else {
+    Draw(what, done, total, unit, now);
   }
+  if (total > 0 && done >= total) ended_ = what_, what_.clear();  // the step is over
+}
+
+void StatusLine::Draw(std::string_view what, long done, long total, std::string_view unit, Clock::time_point now) {
+  if (total > 0 && done >= total) return EraseLocked();  // the step is over: its line goes
   // At most ten redraws a second, and none for a step shorter than a fifth of a second.
   if (now - step_start_ < std::chrono::milliseconds(200) || now - last_draw_ < std::chrono::milliseconds(100)) return;
   std::string line = StatusText(what, done, total, unit, std::chrono::duration<double>(now - step_start_).count());
@@ -79,6 +98,26 @@ void StatusLine::Update(std::string_view what, long done, long total, std::strin
   std::fflush(f_);
   drawn_ = true;
   last_draw_ = now;
+}
+
+// A step of known size gets a line when it starts, its share and ETA once a period, and
+// a line when it ends; small files, and other steps before a large file, none.
+void StatusLine::Log(std::string_view what, long done, long total, std::string_view unit, Clock::time_point now,
+                     bool starts) {
+  const std::string name = o_.prefix.empty() ? std::string(what) : o_.prefix + ": " + std::string(what);
+  if (starts) {
+    last_draw_ = now;
+    // Bytes show when they are many; other steps (layers, timings) once a large file was seen.
+    logged_ = total > 0 && (unit == "MiB" ? total >= o_.log_min_mib : large_);
+    large_ = large_ || logged_;
+    if (logged_) log_->Print(fmt::format("{} ({})", name, AmountText(total, unit)));
+  }
+  if (!logged_) return;
+  const double elapsed = std::chrono::duration<double>(now - step_start_).count();
+  if (done >= total)
+    log_->Print(fmt::format("{}: done in {}", name, FormatDuration(elapsed)));
+  else if (log_->Due(last_draw_))
+    log_->Print(fmt::format("{}: {}", name, ShareText(done, total, unit, elapsed)));
 }
 
 }  // namespace specsweep

@@ -48,6 +48,7 @@ void RunQuantize(const QuantizeArgs& a) {
   std::printf("wrote %s: %zu tensors, %.2f MiB of tensor data (%s -> %s); load %.2fs, quantize %.2fs, write %.2fs\n",
               a.out.c_str(), written.size(), total / 1048576.0, lm.model->source.format.c_str(),
               std::string(QTypeName(type)).c_str(), s(t1 - t0), s(t2 - t1), s(t3 - t2));
+  std::fflush(stdout);
 }
 
 const CommandRegistrar kRegister(60, [](CLI::App& app) {
@@ -65,7 +66,9 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
                   "(embedding and norms stay as "
                   "loaded; --type: old name)");
   cmd->callback([args] {
-    StatusLine status;  // a live line on a terminal while loading, quantizing and writing
+    // A live line on a terminal while loading, quantizing and writing; in a log, the
+    // steps' lines when the model is large (a small one's output stays as it was).
+    StatusLine status(stderr, {.prefix = "quantize", .log_min_mib = 256, .terminal = true, .log = {}});
     RunQuantize(*args);
   });
 });

@@ -124,6 +124,9 @@ void RunSynth(const SynthArgs& a) {
            a.shape, config.vocab_size);
   }
 
+  // In a log: what is made, then the steps' lines (random weights, writing) as they go.
+  ReportPhase(fmt::format("{} ({} layers, dim {}, vocab {}) as {} to {}", a.shape, config.n_layers, config.dim,
+                          config.vocab_size, QTypeName(type), a.out));
   auto t0 = Clock::now();
   Model m = MakeSyntheticModel(config, a.seed, type);
   if (SyntheticShapeTied(a.shape)) {
@@ -171,6 +174,7 @@ void RunSynth(const SynthArgs& a) {
   std::printf("wrote %s (%s; tokenizer %s; %.2f MiB matrix data, %.2f MiB weight files); generate %.2fs, write %.2fs\n",
               a.out.c_str(), a.format.c_str(), tok_path.empty() ? "synthetic" : tok_path.c_str(), total / 1048576.0,
               file_bytes / 1048576.0, secs(t1 - t0), secs(t3 - t2));
+  std::fflush(stdout);  // before the log's lines that may follow (a `| tee` shows it at once)
 }
 
 const CommandRegistrar kRegister(61, [](CLI::App& app) {
@@ -193,7 +197,8 @@ const CommandRegistrar kRegister(61, [](CLI::App& app) {
   cmd->add_option("--shards", args->shards, "hf: number of safetensors shards (with model.safetensors.index.json)");
   cmd->add_option("--seed", args->seed, "Random seed")->check(SeedRange());
   cmd->callback([args] {
-    StatusLine status;  // a live line on a terminal while generating and writing
+    // A live line on a terminal while generating and writing; in a log, every step's lines.
+    StatusLine status(stderr, {.prefix = "synth", .log_min_mib = 0, .terminal = true, .log = {}});
     RunSynth(*args);
   });
 });

@@ -24,6 +24,8 @@
 #include "harness/sweep/prompts.h"
 #include "harness/sweep/schedule.h"
 #include "base/error.h"
+#include "base/progress_log.h"
+#include "base/status_line.h"
 #include "models/forward.h"
 
 namespace fs = std::filesystem;
@@ -346,13 +348,15 @@ MeasuredRun MeasureExperiment(const Experiment& e, const RunOptions& o) {
   s.jsonl_path = dir.jsonl_path();
   s.json_path = dir.json_path();
 
+  const ProgressLog log(o.progress);  // plan and resume lines, stamped in a log
+  auto note = [&](const std::string& line) { log.Print(line); };
+  // In a log, loading a large model gets its lines (on a terminal the sweep's status shows).
+  StatusLine loading(o.progress, {.prefix = "", .log_min_mib = 256, .terminal = false, .log = {}});
+
   // experiment -> schedule
   SweepInputs in(e);
   const std::vector<Group> groups = MakeGroups(e.points);
   const json prompts_json = PromptsJson(e, in.prompts.Questions().size());
-  auto note = [&](const std::string& line) {
-    if (o.progress) fmt::print(o.progress, "{}\n", line), std::fflush(o.progress);
-  };
   note(PlanText(e, groups.size(), prompts_json));
   if (const std::string bridged = BridgedPlanText(e, FindBridgedDrafts(e)); !bridged.empty()) note(bridged);
   ProcessRuntime(o.default_threads);  // before any model is loaded: loaders pack weights for its kernels

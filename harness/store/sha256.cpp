@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/status_line.h"
 
 namespace specsweep {
 
@@ -101,10 +103,19 @@ std::string Sha256File(const std::string& path) {
   if (!f) Fail("{}: cannot open for hashing", path);
   Sha256 s;
   std::vector<char> buf(1 << 20);
+  // A model file of gigabytes takes seconds: its progress is shown (base/status_line.h).
+  std::error_code ec;
+  uint64_t size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (ec) size = 0;  // unknown: no progress
+  const std::string hashing = "hashing " + std::filesystem::path(path).filename().string();
+  uint64_t done = 0;
   while (f) {
+    if (size > 0) ReportBytes(hashing, std::min(done, size), size);
     f.read(buf.data(), std::streamsize(buf.size()));
     s.Update(reinterpret_cast<const uint8_t*>(buf.data()), size_t(f.gcount()));
+    done += uint64_t(f.gcount());
   }
+  if (size > 0) ReportBytes(hashing, size, size);
   return s.HexDigest();
 }
 
