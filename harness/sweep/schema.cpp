@@ -108,6 +108,14 @@ const std::set<std::string>& SpecAxes() {
   return keys;
 }
 
+std::string MisplacedKeyPath(const std::string& key, const std::string& path) {
+  const std::string head = path.substr(0, path.find('.'));  // "sweep.sampling" -> "sweep"
+  const std::string axes = head == "sweep" || head.starts_with("decoders") ? head : "sweep";
+  for (const DecoderSetting& s : DecoderSettings())
+    if (s.name == key && !s.group.empty()) return fmt::format("{}.{}.{}", axes, s.group, key);
+  return AxisKeys().count(key) ? axes + "." + key : "";
+}
+
 namespace {
 
 using AxisValues = std::vector<std::pair<json, std::string>>;
