@@ -158,6 +158,8 @@ TEST(CliHabits, MisplacedExperimentKeysArePointedWhereTheyBelong) {
                                        "sweep.temperature: misplaced key (did you mean sweep.sampling.temperature?)"},
                              {"prompts: {file: p.txt, count: 1}\nsweep: {sampling: {k: 2}}\ndecoders: [ar]\n",
                               "sweep.sampling.k: misplaced key (did you mean sweep.k?)"},
+                             {"prompts: {file: p.txt, count: 1}\nsweep: {k: 2, repetitions: 3}\ndecoders: [ar]\n",
+                              "sweep.repetitions: misplaced key (did you mean top-level repetitions?)"},
                              {"prompts: {file: p.txt, count: 1, max_new_tokens: 8}\ndecoders: [ar]\n",
                               "prompts.max_new_tokens: misplaced key (did you mean sweep.max_new_tokens?)"},
                              {"prompts: {file: p.txt, count: 1}\ndecoders: [ar, {decoder: speculative, draft: q4_0, "
