@@ -14,9 +14,33 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// The command line asked for something impossible (a bad option value, options that
+// exclude each other): main exits 2, as for CLI11's own parse errors.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The user stopped the work (SIGINT, SIGTERM): main exits 130, as a shell reports a
+// process a signal ended.
+class InterruptedError : public Error {
+ public:
+  using Error::Error;
+};
+
 template <typename... Args>
 [[noreturn]] void Fail(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void FailUsage(fmt::format_string<Args...> f, Args&&... args) {
+  throw UsageError(fmt::format(f, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void FailInterrupted(fmt::format_string<Args...> f, Args&&... args) {
+  throw InterruptedError(fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace specsweep

@@ -177,8 +177,9 @@ std::unique_ptr<Decoder> MakeDecoder(const LoadedModel& target, const DecoderOpt
                                      const DecoderEnv& env = {});
 
 // "ar" (or "autoregressive"), "speculative", or its aliases "assisted" and "self-spec"
-// (whose draft ApplyDecoderAlias settles).
-DecoderKind ParseDecoderKind(std::string_view s);
+// (whose draft ApplyDecoderAlias settles). Error "<what>: unknown decoder 'x' (did you
+// mean ...)".
+DecoderKind ParseDecoderKind(std::string_view s, std::string_view what = "decoder");
 KPolicy ParseKPolicy(std::string_view s);         // "constant", "heuristic", "threshold", "adaptive"
 std::string_view DecoderKindName(DecoderKind k);  // "ar", "speculative"
 std::string_view KPolicyName(KPolicy p);

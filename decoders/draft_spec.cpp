@@ -1,6 +1,7 @@
 #include "decoders/draft_spec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <map>
 
@@ -8,9 +9,27 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "base/suggest.h"
 
 namespace specsweep {
 namespace {
+
+// " (did you mean 'q4_0'?)" for a part no draft spells: a word or a quant type, or a
+// misspelt key of a part that takes a value (layer=2 -> layers=2).
+std::string DraftPartHint(std::string_view part) {
+  if (const size_t eq = part.find('='); eq != std::string_view::npos) {
+    const std::string key =
+        ClosestName(part.substr(0, eq), {"layers", "model", "window", "ngram", "candidates", "corpus", "max_ngram",
+                                         "min_ngram", "tree_budget", "branching"});
+    return key.empty() ? "" : fmt::format(" (did you mean '{}{}'?)", key, part.substr(eq));
+  }
+  std::vector<std::string> words = {"self", "lookup", "recycling", "lookahead", "rest"};
+  for (const QTypeTraits& t : kQTypes)
+    if (CanQuantizeTo(t.type)) words.emplace_back(t.name);
+  std::string lower(part);  // quant types are read in any case
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return DidYouMean(lower, words);
+}
 
 template <class... F>
 struct Overload : F... {
@@ -301,8 +320,8 @@ DraftSpec ParseDraftSpec(std::string_view text, std::string_view what) {
       } catch (const Error&) {
         Fail(
             "{}: '{}' is not self, layers=N, model=NAME, lookup, recycling, lookahead, rest or a quant type (q8_0, "
-            "q4_0, ...)",
-            what, part);
+            "q4_0, ...){}",
+            what, part, DraftPartHint(part));
       }
       if (!CanQuantizeTo(*d.quant)) Fail("{}: {}", what, LoadOnlyReason(*d.quant));
     }

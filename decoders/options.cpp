@@ -7,6 +7,7 @@
 #include "decoders/sampler.h"
 #include "decoders/speculative.h"
 #include "base/error.h"
+#include "base/suggest.h"
 
 namespace specsweep {
 
@@ -70,10 +71,11 @@ void ValidateSpeculativeOptions(const LoadedModel& target, const DecoderOptions&
   }
 }
 
-DecoderKind ParseDecoderKind(std::string_view s) {
+DecoderKind ParseDecoderKind(std::string_view s, std::string_view what) {
   if (s == "ar" || s == "autoregressive") return DecoderKind::Autoregressive;
   if (s == "speculative" || s == "assisted" || s == "self-spec") return DecoderKind::Speculative;
-  Fail("decoder: kind: unknown decoder '{}' (expected ar, speculative, or its aliases assisted, self-spec)", s);
+  Fail("{}: unknown decoder '{}'{} (expected ar, speculative, or its aliases assisted, self-spec)", what, s,
+       DidYouMean(s, {"ar", "autoregressive", "speculative", "assisted", "self-spec"}));
 }
 
 KPolicy ParseKPolicy(std::string_view s) {

@@ -58,7 +58,10 @@ const std::vector<DecoderSetting>& DecoderSettings() {
                  [](const DecoderOptions& o) {
                    return o.draft_kv_type ? std::string(KvTypeName(*o.draft_kv_type)) : std::string();
                  }),
-      SettingDef("temperature", "--temp").Number(0, 100).Group("sampling").Help("Temperature (0: greedy)"),
+      SettingDef("temperature", "--temp,--temperature")
+          .Number(0, 100)
+          .Group("sampling")
+          .Help("Temperature (0: greedy)"),
       SettingDef("top_k", "--top-k").Int(0, 1 << 24).Group("sampling").Help("Top-k (0: off)"),
       SettingDef("top_p", "--top-p").Number(0, 1, true).Group("sampling").Help("Top-p (1: off)"),
       SettingDef("seed", "--seed").Int(0, 9223372036854775807.0).Group("sampling").Help("Sampling seed"),

@@ -316,7 +316,7 @@ TEST(DraftsCli, LookupAndCrossTokenizer) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = testing::RunCli({"generate", "--models", m, "--model", "tinystories-656k", "--prompt", prompt, "--decoder",
                        "speculative", "--draft-lookup", "--min-ngram", "0"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--min-ngram: 0 is out of range"), std::string::npos) << r.err;
 }
 

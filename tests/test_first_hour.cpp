@@ -118,14 +118,14 @@ TEST(FirstHour, CliSpellingsOfHfAndLlamaCpp) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_HAS(r.err, "-ngl: means nothing here");
   r = RunCli({"generate", "--model", F().model, "--promt", "x"});
-  EXPECT_HAS(r.err, "--promt: did you mean --prompt?");
+  EXPECT_HAS(r.err, "unknown option --promt (did you mean --prompt?)");
   r = RunCli({"gnerate"});
   EXPECT_HAS(r.err, "did you mean `specsweep generate`?");
   // The values of global options before the command are no command names.
   for (auto args : {std::vector<std::string>{"--models", F().dir, "-t", "1", "gnerate"},
                     std::vector<std::string>{"--threads", "2", "--models=" + F().dir, "gnerate"}}) {
     r = RunCli(args);
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_HAS(r.err, "error: 'gnerate' is not a command");
   }
 }

@@ -134,7 +134,7 @@ TEST(DecoderAlias, GenerateCli) {
   };
   auto fails = [&](std::vector<std::string> extra, const std::string& msg) {
     testing::CliResult r = run(extra);
-    EXPECT_EQ(r.exit_code, 1) << msg;
+    EXPECT_EQ(r.exit_code, 2) << msg;  // usage errors (docs/commands.md)
     EXPECT_TRUE(r.err.starts_with(msg) || r.err.find(": " + msg) != std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   };
@@ -147,7 +147,7 @@ TEST(DecoderAlias, GenerateCli) {
         "--draft-quant: not with --draft");
   fails({"--decoder", "speculative", "--max-ngram", "4"}, "--max-ngram: applies only to --draft-lookup");
   fails({"--decoder", "speculative", "--draft", "tiny"}, "--draft: 'tiny' is not self");
-  fails({"--decoder", "speculative"}, "decoder: draft: speculative decoding needs a draft");
+  fails({"--decoder", "speculative"}, "--decoder speculative: needs a draft");
   fails({"--decoder", "ar", "--draft", "q4_0"}, "--draft: does not apply to --decoder ar");
 
   auto json_of = [&](std::vector<std::string> extra) {

@@ -218,7 +218,7 @@ TEST(Cli, ArgumentsAreCheckedWithReadableMessages) {
   EXPECT_NE(n.err.find("[0, 2147483647]"), std::string::npos) << n.err;
   EXPECT_LT(n.err.size(), 300u) << n.err;  // no 309-digit bound
   auto sub = RunCli({"genrate", "--model", Shared().model});
-  EXPECT_EQ(sub.exit_code, 1);
+  EXPECT_EQ(sub.exit_code, 2);
   EXPECT_NE(sub.err.find("'genrate' is not a command"), std::string::npos) << sub.err;
   auto dev = RunCli({"inspect", "/dev/null"});
   EXPECT_EQ(dev.exit_code, 1);

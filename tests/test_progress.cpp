@@ -165,7 +165,7 @@ TEST(Interrupt, CtrlCKeepsFinishedGroupsAndResumeContinues) {
   ASSERT_EQ(kill(pid, SIGINT), 0);
   const int code = WaitFor(pid, 300s);
   const std::string msg = testing::ReadFile(err);
-  ASSERT_EQ(code, 1) << msg;
+  ASSERT_EQ(code, 130) << msg;  // interrupted (docs/commands.md)
   EXPECT_HAS(msg, "interrupted: 2 of 6 point(s) stored (1 group(s) measured now); lost: group 2/3");
   EXPECT_HAS(msg, "round(s) done and discarded (a group is stored whole); `--resume` continues from there");
   const std::string kept = testing::ReadFile(jsonl);

@@ -20,7 +20,7 @@ namespace {
 const CommandRegistrar kRegister(62, [](CLI::App& app) {
   auto args = std::make_shared<BenchForwardArgs>();
   auto* cmd = app.add_subcommand("bench-forward", "Time Forward on n tokens at a context position (T(n), roofline)");
-  cmd->add_option("model,--model", args->model,
+  cmd->add_option("model,-m,--model", args->model,
                   "Model (path or name in the models directory); required, as the first argument or --model");
   cmd->parse_complete_callback([a = args] {
     if (a->model.empty()) throw CLI::RequiredError("bench-forward: the model (as the first argument or --model)");

@@ -41,7 +41,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, quant, prompt = "Once upon a time", chat_template = "none";
-  int n = 64;
+  int n = 64, ctx = 0;  // ctx: -c/--ctx-size (0: the model's)
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
@@ -49,7 +49,8 @@ struct GenerateArgs {
   std::string acceptance_source = "measured";
   int draft_layers = 0, k = 4, max_ngram = 0, min_ngram = 0;
   float draft_p_min = 0.8f;
-  bool json = false, no_eos = false, draft_lookup = false;
+  bool json = false, no_eos = false, draft_lookup = false, do_sample = false;
+  CLI::Option* temp_opt = nullptr;
   // Options given on the command line that only a speculative decoder reads.
   std::vector<CLI::Option*> spec_only;
   // --draft (the whole draft spec) and its parts, which it excludes.
@@ -62,6 +63,26 @@ struct GenerateArgs {
   CLI::Option* k_opt = nullptr;
 };
 
+// Runs f, whose Errors are about the values of the command line's options: usage errors
+// (exit 2), where a file or a model that fails is an input error (exit 1).
+template <class F>
+auto AsUsage(F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// HF's do_sample: sampling on, at temperature 1 (HF's default) unless --temp gives one.
+void ApplyDoSample(GenerateArgs& a) {
+  if (!a.do_sample) return;
+  if (a.temp_opt->count() == 0)
+    a.temp = 1.0f;
+  else if (a.temp == 0.0f)
+    FailUsage("--do-sample: samples, but --temp 0 is greedy (give a temperature above 0, or drop --do-sample)");
+}
+
 // The ranges of the experiment files' keys (decoders/settings.h), so a value one refuses
 // the other refuses too.
 void CheckArgs(const GenerateArgs& a) {
@@ -70,7 +91,7 @@ void CheckArgs(const GenerateArgs& a) {
   Setting("top_k").CheckRange(a.top_k, "--top-k");
   Setting("draft_p_min").CheckRange(a.draft_p_min, "--draft-p-min");
   Setting("k").CheckRange(a.k, "--k");
-  if (ParseDecoderKind(a.decoder) == DecoderKind::Autoregressive)
+  if (ParseDecoderKind(a.decoder, "--decoder") == DecoderKind::Autoregressive)
     for (const CLI::Option* o : a.spec_only)
       if (o->count() > 0) Fail("{}: does not apply to --decoder ar (speculative decoders only)", o->get_name());
   if (a.draft_p_min_opt->count() > 0 && ParseKPolicy(a.k_policy) != KPolicy::Threshold)
@@ -229,10 +250,15 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
 // The decoder options the arguments ask for (a trace acceptance source loaded).
 DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   DecoderOptions o;
-  o.kind = ParseDecoderKind(a.decoder);
+  o.kind = ParseDecoderKind(a.decoder, "--decoder");
   o.k_policy = ParseKPolicy(a.k_policy);
   o.draft_p_min = a.draft_p_min;
   if (o.kind == DecoderKind::Speculative) o.draft = DraftFromArgs(a);
+  if (o.kind == DecoderKind::Speculative && !o.draft.ModelFree() && o.draft.model().empty() && o.draft.IsSelf())
+    Fail(
+        "--decoder {}: needs a draft (--draft q4_0, --draft-model M, --draft-layers L, --draft-quant Q or "
+        "--draft-lookup)",
+        a.decoder);
   o.k = a.k_opt->count() > 0 ? a.k : DefaultK(o.draft);  // not given: a tree's size sets it
   o.acceptance_source = ParseAcceptanceSource(a.acceptance_source, "--acceptance-source");
   o.max_new_tokens = a.n;
@@ -244,13 +270,29 @@ DecoderOptions OptionsFromArgs(const GenerateArgs& a) {
   o.kv_type = ParseKvType(a.kv_type, "--kv-type");
   for (const auto& [name, given] : a.table)
     if (given.first->count() > 0) Setting(name).parse(o, given.second, given.first->get_name());
-  if (o.acceptance_source.kind == AcceptanceSource::Kind::Trace) {  // after every setting: checked against them
-    auto t = std::make_shared<const RecordedTraces>(
-        LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
-    CheckTraceShape(*t, o, "--acceptance-source");
-    o.acceptance_source.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
-  }
   return o;
+}
+
+// A trace acceptance source's records, checked against every setting of `o`.
+void LoadTraces(DecoderOptions& o) {
+  if (o.acceptance_source.kind != AcceptanceSource::Kind::Trace) return;
+  auto t = std::make_shared<const RecordedTraces>(
+      LoadAcceptanceTraces(o.acceptance_source.trace, "", "--acceptance-source"));
+  CheckTraceShape(*t, o, "--acceptance-source");
+  o.acceptance_source.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
+}
+
+// -c/--ctx-size, llama.cpp's n_ctx: the positions this generation may use, at most the
+// model's. As in llama.cpp, a prompt that fills it is an error and the generation stops
+// when it is full (there is no context shift).
+void ApplyContext(LoadedModel& m, int ctx) {
+  if (ctx == 0) return;
+  const int model_ctx = m.model->config.max_seq_len;
+  if (ctx > model_ctx)
+    FailUsage("-c/--ctx-size: {} exceeds the context length of {} ({} positions)", ctx, m.name, model_ctx);
+  // The model loaded here is this process's alone until the decoder is built: its
+  // context is set in place rather than the weights copied.
+  std::const_pointer_cast<Model>(m.model)->config.max_seq_len = ctx;
 }
 
 // What a generation ran: the target, its decoder and prompt, and the types its weights
@@ -269,18 +311,27 @@ struct Run {
 
 Run PrepareRun(const GenerateArgs& a) {
   Run r;
-  const Runtime rt = ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
-  r.target = LoadModel(a.model, Globals().models_dir);
   // "none" (the experiment files' name) keeps the weights as loaded.
   const bool quantize = !a.quant.empty() && a.quant != "none";
+  AsUsage([&] {  // the options' values first: a misspelt one fails before seconds of loading
+    if (quantize) ParseQuantizeTarget(a.quant, "--quant");
+    r.o = OptionsFromArgs(a);
+    r.tpl = ParseChatTemplate(a.chat_template, "--template");
+    return 0;
+  });
+  LoadTraces(r.o);
+  const Runtime rt = ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
+  r.target = LoadModel(a.model, Globals().models_dir);
   if (quantize) r.target = WithQuant(r.target, ParseQuantizeTarget(a.quant, "--quant"));
-  r.o = OptionsFromArgs(a);
+  ApplyContext(r.target, a.ctx);
   const SharedDraftModels drafts(Globals().models_dir);
   r.dec = MakeDecoder(r.target, r.o, DecoderEnv{rt, &drafts});
-  r.tpl = ParseChatTemplate(a.chat_template, "--template");
   const Tokenizer& tok = *r.target.tokenizer;
   r.prompt = r.tpl.name == "none" ? tok.Encode(a.prompt, tok.add_bos_default())
                                   : ChatEncoder(tok, r.tpl, "--template").EncodeTurns({a.prompt}, {});
+  if (a.ctx > 0 && int(r.prompt.size()) >= a.ctx)
+    FailUsage("-c/--ctx-size: the prompt is {} tokens: a context of {} leaves no room to generate", r.prompt.size(),
+              a.ctx);
   r.target_types = MatrixTypeCounts(*r.target.model), r.draft_types = r.dec->draft_types();
   r.target_label =
       quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))), r.target_types)
@@ -354,7 +405,11 @@ void RunGenerate(GenerateArgs a) {
       (a.draft_opt->count() > 0 ||
        std::any_of(a.draft_parts.begin(), a.draft_parts.end(), [](auto* o) { return o->count() > 0; })))
     a.decoder = "speculative";
-  CheckArgs(a);
+  AsUsage([&] {
+    ApplyDoSample(a);
+    CheckArgs(a);
+    return 0;
+  });
   const Run run = PrepareRun(a);
   const bool spec = run.o.kind != DecoderKind::Autoregressive;
   // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
@@ -382,13 +437,20 @@ void RunGenerate(GenerateArgs a) {
 CommandRegistrar reg(30, [](CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
-  cmd->add_option("--model", a->model, "Target model (folder in the models dir, or path)")->required();
+  cmd->add_option("-m,--model", a->model, "Target model (folder in the models dir, or path)")->required();
   cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (BOS is prepended)");
   cmd->add_option("--template", a->chat_template,
                   "Chat format around the prompt: none (default), vicuna, llama-3, chatml, or a format with {prompt}");
   cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(IntAtLeast(0));
-  cmd->add_option("--temp", a->temp, "Temperature (0: greedy)");
+  cmd->add_option("-c,--ctx-size", a->ctx,
+                  "Context length (llama.cpp's -c): at most the model's; the generation stops when it is full "
+                  "(0: the model's)")
+      ->check(IntAtLeast(0));
+  a->temp_opt =
+      cmd->add_option(std::string(Setting("temperature").flag), a->temp, std::string(Setting("temperature").help));
+  cmd->add_flag("--do-sample", a->do_sample,
+                "Sample (Hugging Face's do_sample): at temperature 1 unless --temp gives one");
   cmd->add_option("--top-k", a->top_k, "Top-k (0: off)");
   cmd->add_option("--top-p", a->top_p, "Top-p (1: off)");
   cmd->add_option("--seed", a->seed, "Sampling seed")->check(SeedRange());

@@ -62,7 +62,7 @@ void RunInspect(const InspectArgs& a) {
 CommandRegistrar reg(20, [](CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's format, config, tensors and sizes");
-  cmd->add_option("model,--model", args->model,
+  cmd->add_option("model,-m,--model", args->model,
                   "Model name (folder in the models dir) or path; required, as the first argument or --model");
   cmd->parse_complete_callback([a = args] {
     if (a->model.empty()) throw CLI::RequiredError("inspect: the model (as the first argument or --model)");

@@ -55,7 +55,7 @@ const CommandRegistrar kRegister(60, [](CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand("quantize", "Quantize a model's matrices and write it as GGUF");
   // --model/-o as in the other commands; the positional forms stay for existing scripts.
-  cmd->add_option("model,--model", args->in,
+  cmd->add_option("model,-m,--model", args->in,
                   "Input model (path or name in the models directory); required, as the first argument or --model");
   cmd->parse_complete_callback([a = args] {
     if (a->in.empty()) throw CLI::RequiredError("quantize: the model (as the first argument or --model)");

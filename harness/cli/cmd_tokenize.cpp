@@ -56,7 +56,7 @@ void RunTokenize(const TokenizeArgs& a) {
 CommandRegistrar reg(25, [](CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "Print the token ids of a text (and their decoding)");
-  cmd->add_option("--model", args->model,
+  cmd->add_option("-m,--model", args->model,
                   "Model name or path, GGUF file, or tokenizer folder/file (tokenizer.json, tokenizer.model)")
       ->required();
   auto* text = cmd->add_option("--text", args->text, "Text to tokenize (one input)");

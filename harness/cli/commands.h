@@ -46,8 +46,12 @@ inline CLI::Validator IntAtLeast(int lo) {
 // llama.cpp spellings rewritten to ours (-md -> --draft-model) and flags that mean
 // nothing here refused with one line (-ngl: no GPU). Throws Error. (cli/suggest.cpp)
 std::vector<std::string> TranslateForeignFlags(std::vector<std::string> args);
-// After CLI11 refused arguments: "did you mean" lines for unknown options and commands.
-void SuggestForUnknownArguments(CLI::App& app, const std::vector<std::string>& args);
+// The one line (no "error: ") for a command line CLI11 refused: the command it was meant
+// for, and "did you mean" for an unknown command or option.
+std::string ParseErrorMessage(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args);
+// The exit codes (docs/commands.md): an input error is the tool's Error (a file, a model,
+// an experiment); a usage error, a command line it refuses.
+enum ExitCode : int { kExitOk = 0, kExitInput = 1, kExitUsage = 2, kExitInterrupted = 130 };
 // --version: version, revision, compiler, build type and the kernel families this CPU runs.
 std::string VersionText();
 

@@ -1,6 +1,8 @@
 // specsweep CLI entry point: builds the subcommands registered by harness/cmd_*.cpp and
-// turns any library Error into one line on stderr and exit code 1.
+// turns any error into one line on stderr and the exit code of docs/commands.md (usage 2,
+// input 1, interrupted 130).
 #include <malloc.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,7 +79,7 @@ void AddHelpCommand(CLI::App& app, std::string& help_on) {
     try {
       sub = app.get_subcommand(help_on);
     } catch (const CLI::OptionNotFound&) {
-      Fail("help: '{}' is not a command (specsweep help lists them)", help_on);
+      FailUsage("help: '{}' is not a command (specsweep help lists them)", help_on);
     }
     fmt::print("{}", sub->help());
   });
@@ -97,28 +99,46 @@ void AddCommands(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({}))
     sub->footer(
         "Global options (before or after the command): --models DIR (models directory), -t,--threads N "
-        "(0: all cores), --version");
+        "(0: all cores), -v,--version");
 }
 
-// The exit code of a command line CLI11 rejected. CLI11 says "A subcommand is required"
-// for a mistyped one: name it instead.
-int ParseErrorExit(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args_in) {
-  if (app.get_subcommands().empty())
-    for (size_t i = 1; i < args_in.size(); ++i) {
-      const std::string& arg = args_in[i];
-      if (arg.starts_with("-")) {
-        // A global option that takes a value (as CLI11 declares it) is followed by it.
-        const CLI::Option* o = app.get_option_no_throw(arg);
-        if (o && o->get_items_expected_min() > 0) ++i;
-        continue;
-      }
-      std::fprintf(stderr, "error: '%s' is not a command (specsweep help lists them)\n", arg.c_str());
-      SuggestForUnknownArguments(app, args_in);
-      return 1;
-    }
-  const int code = app.exit(e);
-  if (code != 0) SuggestForUnknownArguments(app, args_in);
-  return code;
+// SIGINT or SIGTERM outside the runner's measuring loop (which keeps what it stored and
+// says what was lost): what was printed stays, exit 130 as a shell would report.
+extern "C" void ExitInterrupted(int) {
+  static const char msg[] = "\ninterrupted\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(kExitInterrupted);
+}
+
+void InstallInterruptHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = ExitInterrupted;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Parses and runs the command: the exit code of docs/commands.md, with one line on
+// stderr for any error.
+int Run(CLI::App& app, std::vector<char*>& args, const std::vector<std::string>& args_in) {
+  auto fail = [](const char* what, int code) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", what);
+    return code;
+  };
+  try {
+    app.parse(int(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fail(ParseErrorMessage(app, e, args_in).c_str(), kExitUsage);
+  } catch (const UsageError& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const InterruptedError& e) {
+    return fail(e.what(), kExitInterrupted);
+  } catch (const std::exception& e) {  // Error and the libraries' exceptions
+    return fail(e.what(), kExitInput);
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -139,28 +159,16 @@ int main(int argc, char** argv) {
     args_in = TranslateForeignFlags(std::move(args_in));
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return kExitUsage;
   }
+  InstallInterruptHandlers();
   std::vector<char*> args;
   for (auto& a : args_in) args.push_back(a.data());
   CLI::App app{"specsweep: speculative decoding research harness for Llama-family models on CPU"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return VersionText(); });
+  app.set_version_flag("-v,--version", [] { return VersionText(); });
   std::string help_on;
   AddHelpCommand(app, help_on);
   AddCommands(app);
-  try {
-    app.parse(int(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return ParseErrorExit(app, e, args_in);
-  } catch (const Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return Run(app, args, args_in);
 }

@@ -1,6 +1,7 @@
 // What the CLI does with arguments it does not know: llama.cpp spellings become ours,
 // flags that mean nothing here get one line saying so, and unknown options and commands
 // get the closest known name ("did you mean").
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,9 +26,9 @@ std::vector<std::string> TranslateForeignFlags(std::vector<std::string> args) {
     if (name == "-md")
       a = "--draft-model" + a.substr(name.size());
     else if (name == "-ngl" || name == "--n-gpu-layers" || name == "--gpu-layers")
-      Fail("{}: means nothing here: specsweep runs every layer on the CPU (drop the option)", name);
+      FailUsage("{}: means nothing here: specsweep runs every layer on the CPU (drop the option)", name);
     else if (name == "--draft-min")
-      Fail(
+      FailUsage(
           "--draft-min: llama.cpp's minimum draft length has no counterpart here: every draft is verified, "
           "however short (K is --k or --draft-max)");
   }
@@ -47,35 +48,86 @@ std::vector<std::string> OptionNames(const CLI::App& app) {
   return out;
 }
 
-}  // namespace
-
-void SuggestForUnknownArguments(CLI::App& app, const std::vector<std::string>& args) {
-  // The deepest subcommand that was parsed: unknown arguments were meant for it.
+// The deepest subcommand the parser entered: unknown arguments were meant for it.
+CLI::App* SelectedCommand(CLI::App& app) {
   CLI::App* at = &app;
   for (bool deeper = true; deeper;) {
     deeper = false;
     for (CLI::App* sub : at->get_subcommands())
       if (sub->parsed()) at = sub, deeper = true;
   }
-  if (at == &app) {  // no command recognised: the first word was meant as one
-    std::vector<std::string> commands;
-    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
-    for (size_t i = 1; i < args.size(); ++i) {
-      if (args[i].starts_with("-")) continue;
-      const std::string hint = ClosestName(args[i], commands);
-      if (!hint.empty()) std::fprintf(stderr, "%s: did you mean `specsweep %s`?\n", args[i].c_str(), hint.c_str());
-      break;
-    }
-    return;
+  return at;
+}
+
+// The first word of the command line that is no option nor a global option's value:
+// the command the user meant ("" if none).
+std::string CommandWord(const CLI::App& app, const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].starts_with("-")) return args[i];
+    // A global option that takes a value (as CLI11 declares it) is followed by it.
+    const CLI::Option* o = app.get_option_no_throw(args[i]);
+    if (o && o->get_items_expected_min() > 0) ++i;
   }
-  // Unknown options fall through to the top level (global options may follow the command).
-  const std::vector<std::string> options = OptionNames(*at);
+  return "";
+}
+
+// " (did you mean `specsweep X`?)" for a word that is no command: a global flag spelt as
+// a word (version), a typo of a command, or the commands it begins (bench).
+std::string CommandHint(const CLI::App& app, const std::string& word) {
+  if (app.get_option_no_throw("--" + word)) return fmt::format(" (did you mean `specsweep --{}`?)", word);
+  std::vector<std::string> commands, prefixed;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    commands.push_back(sub->get_name());
+    if (sub->get_name().starts_with(word + "-")) prefixed.push_back("`specsweep " + sub->get_name() + "`");
+  }
+  if (const std::string c = ClosestName(word, commands); !c.empty())
+    return fmt::format(" (did you mean `specsweep {}`?)", c);
+  if (!prefixed.empty()) return fmt::format(" (did you mean {}?)", fmt::join(prefixed, " or "));
+  return "";
+}
+
+// " (did you mean --X?)" for an unknown option: a long name by edit distance, with
+// Hugging Face's underscores read as dashes; a one-letter name gets none (every other
+// letter is one edit away).
+std::string OptionHint(const CLI::App& at, const std::string& name) {
+  if (!name.starts_with("--")) return "";
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  const std::string c = ClosestName(dashed, OptionNames(at));
+  return c.empty() ? "" : fmt::format(" (did you mean {}?)", c);
+}
+
+// "unknown option --tempp (did you mean --temp?)" for each unknown option; the words
+// after one are taken as its value. Without any: "unexpected argument(s) A B".
+std::string ExtrasMessage(CLI::App& app, CLI::App& at) {
+  std::vector<std::string> unknown, stray;
   for (const std::string& arg : app.remaining(true)) {
     const std::string name = arg.substr(0, arg.find('='));
-    if (!name.starts_with("-")) continue;
-    const std::string hint = ClosestName(name, options);
-    if (!hint.empty()) std::fprintf(stderr, "%s: did you mean %s?\n", name.c_str(), hint.c_str());
+    if (name.starts_with("-") && name.size() > 1)
+      unknown.push_back(fmt::format("unknown option {}{}", name, OptionHint(at, name)));
+    else
+      stray.push_back(arg);
   }
+  if (!unknown.empty()) return fmt::format("{}", fmt::join(unknown, "; "));
+  return fmt::format("unexpected argument{} {}", stray.size() > 1 ? "s" : "", fmt::join(stray, " "));
+}
+
+}  // namespace
+
+std::string ParseErrorMessage(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
+  CLI::App* at = SelectedCommand(app);
+  if (at == &app) {  // no command recognised: the first word was meant as one
+    const std::string word = CommandWord(app, args);
+    if (!word.empty()) {
+      const std::string hint = CommandHint(app, word);
+      return fmt::format("'{}' is not a command{}", word, hint.empty() ? " (specsweep help lists them)" : hint);
+    }
+    if (dynamic_cast<const CLI::RequiredError*>(&e)) return "a command is required (specsweep help lists them)";
+  }
+  const std::string what = dynamic_cast<const CLI::ExtrasError*>(&e) ? ExtrasMessage(app, *at) : std::string(e.what());
+  if (at == &app) return what;
+  if (what.find("did you mean") != std::string::npos) return fmt::format("{}: {}", at->get_name(), what);
+  return fmt::format("{}: {} (specsweep {} --help lists its options)", at->get_name(), what, at->get_name());
 }
 
 std::string VersionText() {

@@ -116,21 +116,26 @@ ResumePlan PlanResume(const ResultsDir& dir, const Experiment& e, const std::vec
   return plan;
 }
 
-// SIGINT sets this; the measuring loop checks it between generations.
+// SIGINT or SIGTERM sets this; the measuring loop checks it between generations.
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnInterrupt(int) { g_interrupted = true; }
 
-// Installs OnInterrupt for the scope (the previous handler back afterwards).
+// Installs OnInterrupt for the scope (the previous handlers back afterwards).
 struct InterruptScope {
-  struct sigaction old {};
+  struct sigaction old_int {};
+  struct sigaction old_term {};
   InterruptScope() {
     g_interrupted = false;
     struct sigaction sa {};
     sa.sa_handler = OnInterrupt;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
   }
-  ~InterruptScope() { sigaction(SIGINT, &old, nullptr); }
+  ~InterruptScope() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
 };
 
 // Non-empty lines of a prompt file, passages of a passages file: what `count` takes from.
@@ -277,7 +282,7 @@ struct GroupLoop {
           ProgressState{.group = measuring, .groups = to_measure, .round = 0, .rounds = 0, .stage = "", .point = ""});
     } catch (const Interrupted& i) {
       progress.Finish();
-      Fail(
+      FailInterrupted(
           "{}: interrupted: {} of {} point(s) stored ({} group(s) measured now{}); lost: group {}/{} ({}, {} "
           "point(s)), {} of its {} round(s) done and discarded (a group is stored whole); `--resume` continues "
           "from there",

@@ -179,9 +179,7 @@ Experiment ParseExperiment(const json& doc, const std::string& file, const std::
   for (auto& [k, v] : doc.items())
     if (AxisKeys().count(k) || kHfAliases.count(k))
       c.Bad(k, "a sweep axis: write it under sweep: (every decoder) or in a decoder entry (docs/experiments.md)");
-  c.CheckKeys(doc, "",
-              {"name", "description", "models", "prompts", "decoders", "sweep", "repetitions", "warmup", "template",
-               "max_points"});
+  c.CheckKeys(doc, "", TopLevelKeys());
   Experiment e;
   e.file = file;
   e.models_dir = models_dir;

@@ -103,6 +103,21 @@ const std::set<std::string>& SpecAxes() {
   return keys;
 }
 
+const std::set<std::string>& TopLevelKeys() {
+  static const std::set<std::string> keys = {"name",  "description", "models", "prompts",  "decoders",
+                                             "sweep", "repetitions", "warmup", "template", "max_points"};
+  return keys;
+}
+
+std::string MisplacedKeyPath(const std::string& key, const std::string& path) {
+  const std::string head = path.substr(0, path.find('.'));  // "sweep.sampling" -> "sweep"
+  const std::string axes = head == "sweep" || head.starts_with("decoders") ? head : "sweep";
+  for (const DecoderSetting& s : DecoderSettings())
+    if (s.name == key && !s.group.empty()) return fmt::format("{}.{}.{}", axes, s.group, key);
+  if (AxisKeys().count(key)) return axes + "." + key;
+  return !path.empty() && TopLevelKeys().count(key) ? "top-level " + key : "";
+}
+
 namespace {
 
 using AxisValues = std::vector<std::pair<json, std::string>>;

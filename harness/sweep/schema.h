@@ -22,6 +22,14 @@ namespace specsweep::schema {
 // "a map", "an integer", ... for error messages.
 const char* TypeName(const nlohmann::json& v);
 
+// The keys of an experiment file's top level.
+const std::set<std::string>& TopLevelKeys();
+// Where `key`, unknown in the map at `path`, is a key of the experiment files: a
+// sampling setting in the sampling map of the sweep or decoder entry `path` is in (else
+// the sweep's), an axis in that sweep or decoder entry ("sweep.sampling.temperature",
+// "sweep.k"), a top-level key ("top-level repetitions"); "" if none.
+std::string MisplacedKeyPath(const std::string& key, const std::string& path);
+
 // Context for error messages: "FILE: key.path: what".
 struct Ctx {
   std::string file;
@@ -31,6 +39,8 @@ struct Ctx {
   void CheckKeys(const nlohmann::json& obj, const std::string& path, const std::set<std::string>& allowed) const {
     for (auto& [k, v] : obj.items())
       if (!allowed.count(k)) {
+        if (const std::string there = MisplacedKeyPath(k, path); !there.empty())
+          Bad(path.empty() ? k : path + "." + k, "misplaced key (did you mean " + there + "?)");
         std::string list;
         for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
         Bad(path.empty() ? k : path + "." + k,
