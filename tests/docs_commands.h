@@ -7,8 +7,9 @@
 // trailing `#` comment is dropped, and a shell line is cut at `;`, `&&`, `|`, `do`, so
 // `M=x; build/specsweep synth ...` and `for ...; do VAR=v /usr/bin/time -v build/specsweep
 // generate ...` count (environment assignments and `time` in front are dropped).
-// `build/specsweep-microbench` is another binary and inline `specsweep ...` in prose is
-// syntax, not a command: neither counts.
+// An inline code span `specsweep ...` of prose is a command too, unless it shows syntax
+// (a placeholder: FILE, DIR, I/N, M) or only names a command (`specsweep check`).
+// `build/specsweep-microbench` is another binary.
 // An output block is a chunk without commands directly after a chunk whose last command
 // it belongs to (blank lines only between them).
 #pragma once
@@ -23,9 +24,10 @@
 namespace specsweep::docs {
 
 struct DocCommand {
-  std::string file;     // README.md, docs/NAME.md
-  int line = 0;         // 1-based line where its shell line starts
-  std::string command;  // "specsweep ...", without prefixes, comment or line breaks
+  std::string file;          // README.md, docs/NAME.md
+  int line = 0;              // 1-based line where its shell line starts
+  std::string command;       // "specsweep ...", without prefixes, comment or line breaks
+  bool inline_span = false;  // an inline code span of prose, not a code block
 };
 
 struct DocOutput {
@@ -37,6 +39,7 @@ struct DocOutput {
 struct DocText {
   std::vector<DocCommand> commands;
   std::vector<DocOutput> outputs;
+  std::vector<DocCommand> syntax;  // inline spans naming a command or showing its syntax
 };
 
 // Splits at `sep` characters outside single or double quotes and [...], quotes kept; an empty `sep`
@@ -98,6 +101,26 @@ inline std::vector<std::string> CommandsOfShellLine(const std::string& line) {
 
 inline int Indent(const std::string& l) { return int(l.find_first_not_of(' ')); }
 
+// Whether an inline span shows syntax or names a command rather than being one: a
+// placeholder (an upper-case word: FILE, DIR, I/N, OUT.json, M; $M is a variable the test
+// substitutes) or only a command's name.
+inline bool IsSyntax(const std::string& span) {
+  static const std::regex placeholder(R"((^|[^A-Za-z0-9_$])[A-Z][A-Z_]*([^A-Za-z0-9_]|$))");
+  const std::vector<std::string> w = SplitShell(span);
+  if (w.size() == 1 || (w.size() == 2 && !w[1].starts_with("-"))) return true;
+  return std::any_of(w.begin() + 1, w.end(), [](const std::string& x) { return std::regex_search(x, placeholder); });
+}
+
+// The inline `specsweep ...` code spans of a prose line.
+inline void InlineCommands(const std::string& line, const DocCommand& where, DocText& doc) {
+  static const std::regex span("`(build/)?(specsweep( [^`]*)?)`");
+  for (std::sregex_iterator m(line.begin(), line.end(), span), end; m != end; ++m) {
+    DocCommand c = where;
+    c.command = (*m)[2].str();
+    (IsSyntax(c.command) ? doc.syntax : doc.commands).push_back(c);
+  }
+}
+
 inline bool Blank(const std::string& l) { return l.find_first_not_of(' ') == std::string::npos; }
 
 // Commands and output blocks of one Markdown file.
@@ -116,6 +139,7 @@ inline void ExtractFile(const std::string& path, const std::string& name, DocTex
     }
     if (Indent(l) < 4 || !prev_blank) {  // prose (a 4-space line right after prose continues it)
       in_block = prev_blank = prev_output = false, owner = {};
+      InlineCommands(l, {name, int(i) + 1, "", true}, doc);
       continue;
     }
     if (!in_block) block_indent = Indent(l), in_block = true;

@@ -12,7 +12,9 @@
 //   test made first: the shard merge of quick.yaml for quick.json, spec_bench_quick.yaml for
 //   spec_bench*, tour.yaml for the rest, each at 1 repetition without warm-up (greedy: the
 //   acceptance figures are those of the documented runs);
-// - a model a documented command wrote (synth, quantize) is that command's output;
+// - a model a documented command wrote (synth, quantize) is that command's output (the
+//   same file name will do: `s134m.gguf` is what `synth -o /tmp/s134m.gguf` wrote);
+// - `--file F` of a file not in the source tree is a short text the test writes;
 // - `[--a | --b]` runs once without and once with each alternative;
 // - `slurm --submit` gets a fake sbatch (no Slurm here).
 // Changed, so their printed output is not compared: `run` gets --list (it checks the
@@ -47,6 +49,7 @@ struct Workspace {
   std::string source, dir;                      // the source tree (cwd of every command), the test's folder
   std::string models, shared;                   // the stand-in models folder, the shared models folder
   std::string fake_sbatch;                      // answers like `sbatch --parsable`
+  std::string text_file;                        // for `--file F`, the user's text
   std::string tour, quick, bench;               // results files made first (.json; .jsonl beside tour and bench)
   std::string shards;                           // quick.yaml's two shard results
   std::map<std::string, std::string> produced;  // documented output path -> the test's path
@@ -106,10 +109,11 @@ inline std::string ResultsPath(const Workspace& ws, Plan& p, const std::string& 
 // wrote, else the file of an excluded synth.
 inline std::string ModelPath(const Workspace& ws, Plan& p, const std::string& v) {
   namespace fs = std::filesystem;
-  if (auto it = ws.produced.find(v); it != ws.produced.end()) {
-    p.paths.push_back({v, it->second});
-    return it->second;
-  }
+  for (auto& [doc, test] : ws.produced)  // the path as written, else the same file name
+    if (doc == v || (fs::path(doc).filename() == fs::path(v).filename() && !ws.produced.count(v))) {
+      p.paths.push_back({v, test});
+      return test;
+    }
   if (fs::exists(fs::path(ws.shared) / v) || fs::exists(fs::path(ws.source) / v)) return v;
   p.excluded = Exclusions()[1].rule;
   return v;
@@ -126,8 +130,11 @@ inline Plan PlanCommand(Workspace& ws, const std::string& cmd) {
     if (a == "--models" && value) {
       p.args.insert(p.args.end(), {a, ws.models});
       p.paths.push_back({w[++i], ws.models});
-    } else if ((a == "-o" || a == "--out" || a == "--json") && value) {
+    } else if ((a == "-o" || a == "--out" || (a == "--json" && sub == "bench-forward")) && value) {
       p.args.insert(p.args.end(), {a, OutputPath(ws, p, w[++i])});
+    } else if (a == "--file" && value && !std::filesystem::exists(std::filesystem::path(ws.source) / w[i + 1])) {
+      p.args.insert(p.args.end(), {a, ws.text_file});  // the user's own text
+      p.paths.push_back({w[++i], ws.text_file});
     } else if (a == "--model" && value) {
       p.args.insert(p.args.end(), {a, ModelPath(ws, p, w[++i])});
     } else if (sub.empty() && (a == "--threads" || a == "-t") && value) {

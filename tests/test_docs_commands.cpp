@@ -108,6 +108,8 @@ Workspace& TheWorkspace() {
     fs::create_directories(w.models);
     fs::create_directory_symlink(fs::path(w.shared).parent_path() / "prompts", w.dir + "/shared/prompts");
     MakeStandInModels(w);
+    w.text_file = w.dir + "/in.txt";
+    testing::WriteFile(w.text_file, "Once upon a time, Tom had a red ball.\n");
     w.fake_sbatch = w.dir + "/fake-sbatch.sh";
     testing::WriteFile(w.fake_sbatch, "#!/bin/sh\necho \"$((100 + $$ % 100));cluster\"\n");
     fs::permissions(w.fake_sbatch, fs::perms::owner_all);
@@ -183,11 +185,52 @@ TEST(DocsCommands, ShortCommandsRunAsWritten) {
     ran += first_variant;
     as_written += first_variant && r.plan.changed.empty();
   }
-  std::printf("%d of %d documented commands ran (%d as written, paths substituted; %d with --list or --reps 1)\n", ran,
-              documented, as_written, ran - as_written);
+  std::printf(
+      "%d of %d documented commands ran (%d as written, paths substituted; %d with --list or --reps 1); "
+      "%zu inline spans show syntax or a command's name, not run\n",
+      ran, documented, as_written, ran - as_written, docs::ExtractDocs(SPECSWEEP_SOURCE_DIR).syntax.size());
+  for (const DocCommand& c : docs::ExtractDocs(SPECSWEEP_SOURCE_DIR).syntax)
+    std::printf("syntax, not a command: %s:%d: %s\n", c.file.c_str(), c.line, c.command.c_str());
   for (const auto& x : docs::Exclusions())
     std::printf("excluded: %d command(s): %s: %s\n", excluded[x.rule], x.rule.c_str(), x.reason.c_str());
   EXPECT_EQ(ran + excluded[docs::Exclusions()[0].rule] + excluded[docs::Exclusions()[1].rule], documented);
+}
+
+// The extraction on a small doc: what counts as a command, how lines join, which block
+// is a command's output.
+TEST(DocsCommands, ExtractionReadsWhatADocShows) {
+  const std::string dir = testing::TempDir();
+  fs::create_directories(dir + "/docs");
+  testing::WriteFile(dir + "/README.md",
+                     "Prose with `specsweep run FILE` (syntax), `specsweep check` (a name) and\n"
+                     "`specsweep table a.json --format csv` (a command), `specsweep --models $M run e.yaml` too.\n"
+                     "    specsweep lazy continuation of prose, not code\n\n"
+                     "    specsweep generate --model m -n 4 \\\n"
+                     "        --draft q4_0   # a comment\n"
+                     "    M=x; X=1 build/specsweep inspect --model $M && specsweep tokenize --text 'a # b; c'\n"
+                     "    build/specsweep-microbench --benchmark_filter=x\n\n"
+                     "    printed line 1\n\n"
+                     "    printed line 2\n\n"
+                     "Prose.\n\n"
+                     "    not an output: no command before it\n");
+  testing::WriteFile(dir + "/docs/a.md", "1. Item\n\n       specsweep run e.yaml -o r [--resume | --overwrite]\n");
+  const docs::DocText d = docs::ExtractDocs(dir);
+  std::vector<std::string> cmds;
+  for (auto& c : d.commands) cmds.push_back(c.file + ":" + std::to_string(c.line) + ": " + c.command);
+  EXPECT_EQ(cmds, (std::vector<std::string>{"README.md:2: specsweep table a.json --format csv",
+                                            "README.md:2: specsweep --models $M run e.yaml",
+                                            "README.md:5: specsweep generate --model m -n 4 --draft q4_0",
+                                            "README.md:7: specsweep inspect --model $M",
+                                            "README.md:7: specsweep tokenize --text 'a # b; c'",
+                                            "docs/a.md:3: specsweep run e.yaml -o r [--resume | --overwrite]"}));
+  ASSERT_EQ(d.syntax.size(), 2u);
+  ASSERT_EQ(d.outputs.size(), 1u);
+  EXPECT_EQ(d.outputs[0].command.command, "specsweep tokenize --text 'a # b; c'");
+  EXPECT_EQ(d.outputs[0].lines, (std::vector<std::string>{"printed line 1", "", "printed line 2"}));
+  EXPECT_EQ(docs::ExpandOptional(d.commands.back().command),
+            (std::vector<std::string>{"specsweep run e.yaml -o r", "specsweep run e.yaml -o r --resume",
+                                      "specsweep run e.yaml -o r --overwrite"}));
+  EXPECT_EQ(docs::SplitShell("specsweep tokenize --text 'a # b; c'").back(), "a # b; c");
 }
 
 // A printed line that depends on timing (see the header comment).
