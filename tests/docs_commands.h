@@ -139,7 +139,14 @@ inline void ExtractFile(const std::string& path, const std::string& name, DocTex
     }
     if (Indent(l) < 4 || !prev_blank) {  // prose (a 4-space line right after prose continues it)
       in_block = prev_blank = prev_output = false, owner = {};
-      InlineCommands(l, {name, int(i) + 1, "", true}, doc);
+      // A code span may break across lines of a paragraph: join up to its closing backtick.
+      std::string prose = l.substr(Indent(l));
+      const int first = int(i) + 1;
+      while (std::count(prose.begin(), prose.end(), '`') % 2 && i + 1 < lines.size() && !Blank(lines[i + 1])) {
+        ++i;
+        prose += " " + lines[i].substr(Indent(lines[i]));
+      }
+      InlineCommands(prose, {name, first, "", true}, doc);
       continue;
     }
     if (!in_block) block_indent = Indent(l), in_block = true;

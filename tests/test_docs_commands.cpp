@@ -203,7 +203,8 @@ TEST(DocsCommands, ExtractionReadsWhatADocShows) {
   fs::create_directories(dir + "/docs");
   testing::WriteFile(dir + "/README.md",
                      "Prose with `specsweep run FILE` (syntax), `specsweep check` (a name) and\n"
-                     "`specsweep table a.json --format csv` (a command), `specsweep --models $M run e.yaml` too.\n"
+                     "`specsweep table a.json --format csv` (a command), `specsweep --models $M run e.yaml\n"
+                     "--list` too.\n"
                      "    specsweep lazy continuation of prose, not code\n\n"
                      "    specsweep generate --model m -n 4 \\\n"
                      "        --draft q4_0   # a comment\n"
@@ -218,10 +219,10 @@ TEST(DocsCommands, ExtractionReadsWhatADocShows) {
   std::vector<std::string> cmds;
   for (auto& c : d.commands) cmds.push_back(c.file + ":" + std::to_string(c.line) + ": " + c.command);
   EXPECT_EQ(cmds, (std::vector<std::string>{"README.md:2: specsweep table a.json --format csv",
-                                            "README.md:2: specsweep --models $M run e.yaml",
-                                            "README.md:5: specsweep generate --model m -n 4 --draft q4_0",
-                                            "README.md:7: specsweep inspect --model $M",
-                                            "README.md:7: specsweep tokenize --text 'a # b; c'",
+                                            "README.md:2: specsweep --models $M run e.yaml --list",
+                                            "README.md:6: specsweep generate --model m -n 4 --draft q4_0",
+                                            "README.md:8: specsweep inspect --model $M",
+                                            "README.md:8: specsweep tokenize --text 'a # b; c'",
                                             "docs/a.md:3: specsweep run e.yaml -o r [--resume | --overwrite]"}));
   ASSERT_EQ(d.syntax.size(), 2u);
   ASSERT_EQ(d.outputs.size(), 1u);
