@@ -108,7 +108,9 @@ inline bool IsSyntax(const std::string& span) {
   static const std::regex placeholder(R"((^|[^A-Za-z0-9_$])[A-Z][A-Z_]*([^A-Za-z0-9_]|$))");
   const std::vector<std::string> w = SplitShell(span);
   if (w.size() == 1 || (w.size() == 2 && !w[1].starts_with("-"))) return true;
-  return std::any_of(w.begin() + 1, w.end(), [](const std::string& x) { return std::regex_search(x, placeholder); });
+  return std::any_of(w.begin() + 1, w.end(), [](const std::string& x) {
+    return x.find('=') == std::string::npos && std::regex_search(x, placeholder);  // not VAR=value
+  });
 }
 
 // The inline `specsweep ...` code spans of a prose line.
