@@ -138,23 +138,28 @@ struct Ran {
   std::string variant;  // the documented command, one alternative of its [..] chosen
   Plan plan;
   testing::CliResult result;
+  bool done = false;
 };
 
-// Every documented command planned and run once, in document order (a command may read
-// what an earlier one wrote).
-const std::vector<Ran>& RunAll() {
-  static const std::vector<Ran> all = [] {
+// Every documented command planned in document order (a command may read what an earlier
+// one wrote); each runs once, when first asked for. ctest runs each test in a process of
+// its own: PrintedOutputMatches runs only the commands whose output a doc shows (none of
+// them reads another command's output).
+std::vector<Ran>& Planned() {
+  static std::vector<Ran> all = [] {
     Workspace& ws = TheWorkspace();
     std::vector<Ran> out;
     for (const DocCommand& c : docs::ExtractDocs(SPECSWEEP_SOURCE_DIR).commands)
-      for (const std::string& v : docs::ExpandOptional(c.command)) {
-        Ran r{c, v, docs::PlanCommand(ws, v), {}};
-        if (r.plan.excluded.empty()) r.result = RunIn(ws, r.plan.args);
-        out.push_back(std::move(r));
-      }
+      for (const std::string& v : docs::ExpandOptional(c.command)) out.push_back({c, v, docs::PlanCommand(ws, v), {}});
     return out;
   }();
   return all;
+}
+
+const Ran& RunOnce(Ran& r) {
+  if (!r.done && r.plan.excluded.empty()) r.result = RunIn(TheWorkspace(), r.plan.args);
+  r.done = true;
+  return r;
 }
 
 bool SharedModels() { return fs::exists(fs::path(ResolveModelsDir("")) / "tinystories-260k"); }
@@ -166,7 +171,8 @@ TEST(DocsCommands, ShortCommandsRunAsWritten) {
   std::map<std::string, int> excluded;  // rule -> commands
   int ran = 0, as_written = 0, documented = 0;
   const DocCommand* last = nullptr;
-  for (const Ran& r : RunAll()) {
+  for (Ran& planned : Planned()) {
+    const Ran& r = RunOnce(planned);
     const bool first_variant =
         !last || last->file != r.doc.file || last->line != r.doc.line || last->command != r.doc.command;
     last = &r.doc;
@@ -264,8 +270,9 @@ TEST(DocsCommands, PrintedOutputMatches) {
   int compared = 0, lines = 0;
   for (const docs::DocOutput& o : outputs) {
     const Ran* ran = nullptr;
-    for (const Ran& r : RunAll())
-      if (r.doc.file == o.command.file && r.doc.line == o.command.line && r.variant == o.command.command) ran = &r;
+    for (Ran& r : Planned())
+      if (r.doc.file == o.command.file && r.doc.line == o.command.line && r.variant == o.command.command)
+        ran = &RunOnce(r);
     if (!ran || !ran->plan.excluded.empty() || !ran->plan.changed.empty()) {
       std::printf("output not compared (%s): %s:%d\n",
                   !ran                         ? "a variant"
