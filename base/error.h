@@ -38,6 +38,19 @@ template <typename... Args>
   throw UsageError(fmt::format(f, std::forward<Args>(args)...));
 }
 
+// Runs f, whose Errors are about the values of the command line's options: usage errors
+// (exit 2), where a file or a model that fails is an input error (exit 1).
+template <class F>
+auto AsUsage(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 template <typename... Args>
 [[noreturn]] void FailInterrupted(fmt::format_string<Args...> f, Args&&... args) {
   throw InterruptedError(fmt::format(f, std::forward<Args>(args)...));

@@ -178,12 +178,18 @@ fs::path ResolvePath(const std::string& name_or_path, const std::string& models_
 
 }  // namespace
 
-LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir) {
+LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir, int context) {
   const fs::path p = ResolvePath(name_or_path, models_dir);
   LoadedModel lm = LoadPath(p);
   lm.name = name_or_path;
   const int tv = lm.tokenizer->vocab_size(), mv = lm.model->config.vocab_size;
   if (tv != mv) Fail("{}: tokenizer: vocabulary has {} tokens but the model has {}", p.string(), tv, mv);
+  if (context > 0) {
+    const int own = lm.model->config.max_seq_len;
+    if (context > own) Fail("{}: a context of {} positions exceeds the model's {}", p.string(), context, own);
+    // Still loading: the model was made above and nothing else holds it yet.
+    const_cast<Model&>(*lm.model).config.max_seq_len = context;
+  }
   return lm;
 }
 

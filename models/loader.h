@@ -24,8 +24,10 @@ std::string WhyModelNotFound(const std::string& name, const std::string& models_
 // `name_or_path` is a file (.bin llama2.c checkpoint, .gguf), a directory (HF:
 // config.json + model.safetensors; llama2.c: one checkpoint + tok<N>.bin, tokenizer.bin,
 // tokenizer.model or <checkpoint name>.model; one .gguf), or a folder name inside the
-// models directory. Throws Error naming the file/field.
-LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir = "");
+// models directory. Throws Error naming the file/field. `context` > 0 (llama.cpp's n_ctx,
+// generate -c) limits the model to that many positions, at most its own: a loading step,
+// so the model stays const afterwards.
+LoadedModel LoadModel(const std::string& name_or_path, const std::string& models_dir = "", int context = 0);
 
 // Individual formats (used by LoadModel).
 Model LoadLlama2cCheckpoint(const std::string& path);

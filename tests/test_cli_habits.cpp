@@ -93,8 +93,9 @@ TEST(CliHabits, CtxSizeSetsTheContextOfGenerate) {
   ExpectError(RunCli({"generate", "-m", Tiny(), "-p", "a b", "-c", std::to_string(prompt)}), 2,
               fmt::format("error: -c/--ctx-size: the prompt is {} tokens: a context of {} leaves no room to generate",
                           prompt, prompt));
-  ExpectError(RunCli({"generate", "-m", Tiny(), "-c", "129"}), 2,
-              "error: -c/--ctx-size: 129 exceeds the context length of " + Tiny() + " (128 positions)");
+  // Beyond the model's own context the file cannot serve it: an input error, as a bad file.
+  ExpectError(RunCli({"generate", "-m", Tiny(), "-c", "129"}), 1,
+              "error: " + Tiny() + ": a context of 129 positions exceeds the model's 128");
 }
 
 TEST(CliHabits, TemperatureAndDoSample) {
@@ -183,6 +184,23 @@ TEST(CliHabits, ExitCodesSayUsageOrInput) {
   EXPECT_EQ(RunCli({"run", testing::TempDir() + "/absent.yaml"}).exit_code, 1);
   EXPECT_EQ(RunCli({"generate", "--help"}).exit_code, 0);
   EXPECT_EQ(RunCli({"--version"}).exit_code, 0);
+}
+
+// Every command's refused option value is a usage error, not only generate's.
+TEST(CliHabits, EveryCommandsBadOptionValueIsUsage) {
+  const std::string out = testing::TempDir() + "/usage";
+  ExpectError(RunCli({"bench-forward", "-m", Tiny(), "--decode-k", "0"}), 2, "--decode-k: 0");
+  ExpectError(RunCli({"bench-forward", "-m", Tiny(), "--team", "wide"}), 2, "wide");
+  ExpectError(RunCli({"synth", "--shape", "nope", "-o", out + ".gguf"}), 2, "nope");
+  ExpectError(RunCli({"synth", "--shape", "tiny", "--type", "q9", "-o", out + ".gguf"}), 2, "q9");
+  ExpectError(RunCli({"quantize", "-m", Tiny(), "--quant", "q9", "-o", out + ".gguf"}), 2, "q9");
+  ExpectError(RunCli({"table", out + ".json", "--table", "nope"}), 2, "nope");
+  ExpectError(RunCli({"table", out + ".json", "--format", "docx"}), 2, "docx");
+  ExpectError(RunCli(
+                  {"run", std::string(SPECSWEEP_SOURCE_DIR) + "/experiments/quick.yaml", "--shard", "5/2", "--list"}),
+              2, "--shard");
+  // A file the tool cannot use stays an input error.
+  ExpectError(RunCli({"table", out + "-absent.json"}), 1, "absent");
 }
 
 // Ctrl-C (or SIGTERM) during a generation: the text printed so far stays, exit 130.

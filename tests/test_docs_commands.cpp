@@ -247,7 +247,8 @@ bool TimingDependent(const std::string& line) {
   return std::regex_search(line, r);
 }
 
-// Whether `expected` (a doc line; `...` matches anything) is a line of `text`.
+// Whether `expected` (a doc line; `...` matches anything) is a line of `text`. A log's UTC
+// stamp (`[07:42:10] `, stderr not a terminal) is time, not output: it is left out.
 bool HasLine(const std::string& text, const std::string& expected) {
   std::string pattern;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -260,7 +261,7 @@ bool HasLine(const std::string& text, const std::string& expected) {
   const std::regex re(pattern);
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
-    if (std::regex_match(std::regex_replace(l, std::regex(R"(\s+$)"), ""), re)) return true;
+    if (std::regex_match(std::regex_replace(l, std::regex(R"(^\[\d\d:\d\d:\d\d\] |\s+$)"), ""), re)) return true;
   return false;
 }
 

@@ -161,29 +161,29 @@ struct Plan {
 // Every option is checked before anything is timed: a mistake found after minutes of
 // measuring loses them.
 Plan CheckOptions(const BenchForwardArgs& a) {
-  if (a.reps < 1) Fail("--reps: {} must be at least 1", a.reps);
-  if (a.ctx < 0) Fail("--ctx: {} must not be negative", a.ctx);
+  if (a.reps < 1) FailUsage("--reps: {} must be at least 1", a.reps);
+  if (a.ctx < 0) FailUsage("--ctx: {} must not be negative", a.ctx);
   Plan p;
   p.ns = a.ns;
   for (int n : p.ns)
-    if (n < 1) Fail("--n: {} must be at least 1", n);
+    if (n < 1) FailUsage("--n: {} must be at least 1", n);
   // T(n)/T(1), the roofline and the cost ratios need n=1.
   if (std::find(p.ns.begin(), p.ns.end(), 1) == p.ns.end()) p.ns.insert(p.ns.begin(), 1);
   p.quants = a.quants;
   if (p.quants.empty()) p.quants = {"none"};
   for (const std::string& t : a.teams) {
-    p.teams.push_back(ParseTeamPolicy(t));
-    if (std::count(p.teams.begin(), p.teams.end(), p.teams.back()) > 1) Fail("--team: {} listed twice", t);
+    p.teams.push_back(AsUsage([&] { return ParseTeamPolicy(t); }));
+    if (std::count(p.teams.begin(), p.teams.end(), p.teams.back()) > 1) FailUsage("--team: {} listed twice", t);
   }
   for (const std::string& k : a.kv_types) {
-    p.kvs.push_back(ParseKvType(k, "--kv-type"));
-    if (std::count(p.kvs.begin(), p.kvs.end(), p.kvs.back()) > 1) Fail("--kv-type: {} listed twice", k);
+    p.kvs.push_back(AsUsage([&] { return ParseKvType(k, "--kv-type"); }));
+    if (std::count(p.kvs.begin(), p.kvs.end(), p.kvs.back()) > 1) FailUsage("--kv-type: {} listed twice", k);
   }
   for (int k : a.decode_ks)
-    if (k < 1) Fail("--decode-k: {} must be at least 1", k);
-  if (!a.decode_ks.empty() && a.decode_tokens < 1) Fail("--decode-tokens: {} must be at least 1", a.decode_tokens);
+    if (k < 1) FailUsage("--decode-k: {} must be at least 1", k);
+  if (!a.decode_ks.empty() && a.decode_tokens < 1) FailUsage("--decode-tokens: {} must be at least 1", a.decode_tokens);
   for (const std::string& q : a.quants)
-    if (q != "none") ParseQuantizeTarget(q, "--quant");
+    if (q != "none") AsUsage([&] { return ParseQuantizeTarget(q, "--quant"); });
   if (!a.json.empty()) {
     const fs::path dir = fs::path(a.json).has_parent_path() ? fs::path(a.json).parent_path() : fs::path(".");
     if (!fs::is_directory(dir)) Fail("--json: {}: the folder {} does not exist", a.json, dir.string());

@@ -63,17 +63,6 @@ struct GenerateArgs {
   CLI::Option* k_opt = nullptr;
 };
 
-// Runs f, whose Errors are about the values of the command line's options: usage errors
-// (exit 2), where a file or a model that fails is an input error (exit 1).
-template <class F>
-auto AsUsage(F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-}
-
 // HF's do_sample: sampling on, at temperature 1 (HF's default) unless --temp gives one.
 void ApplyDoSample(GenerateArgs& a) {
   if (!a.do_sample) return;
@@ -282,19 +271,6 @@ void LoadTraces(DecoderOptions& o) {
   o.acceptance_source.traces = std::shared_ptr<const std::vector<AcceptanceTrace>>(t, &t->runs);
 }
 
-// -c/--ctx-size, llama.cpp's n_ctx: the positions this generation may use, at most the
-// model's. As in llama.cpp, a prompt that fills it is an error and the generation stops
-// when it is full (there is no context shift).
-void ApplyContext(LoadedModel& m, int ctx) {
-  if (ctx == 0) return;
-  const int model_ctx = m.model->config.max_seq_len;
-  if (ctx > model_ctx)
-    FailUsage("-c/--ctx-size: {} exceeds the context length of {} ({} positions)", ctx, m.name, model_ctx);
-  // The model loaded here is this process's alone until the decoder is built: its
-  // context is set in place rather than the weights copied.
-  std::const_pointer_cast<Model>(m.model)->config.max_seq_len = ctx;
-}
-
 // What a generation ran: the target, its decoder and prompt, and the types its weights
 // are stored as (a partial fallback is part of the label).
 struct Run {
@@ -321,9 +297,10 @@ Run PrepareRun(const GenerateArgs& a) {
   });
   LoadTraces(r.o);
   const Runtime rt = ProcessRuntime(Globals().threads);  // before loading: weights are packed for its kernels
-  r.target = LoadModel(a.model, Globals().models_dir);
+  // -c/--ctx-size as llama.cpp's n_ctx: a prompt that fills it is an error, and the
+  // generation stops when it is full (no context shift).
+  r.target = LoadModel(a.model, Globals().models_dir, a.ctx);
   if (quantize) r.target = WithQuant(r.target, ParseQuantizeTarget(a.quant, "--quant"));
-  ApplyContext(r.target, a.ctx);
   const SharedDraftModels drafts(Globals().models_dir);
   r.dec = MakeDecoder(r.target, r.o, DecoderEnv{rt, &drafts});
   const Tokenizer& tok = *r.target.tokenizer;

@@ -18,14 +18,14 @@ struct PlotArgs {
 };
 
 void PlotCommand(const PlotArgs& a) {
+  if (!a.by.empty() && a.by != "category") FailUsage("plot: --by: '{}' (expected category)", a.by);
   LoadedRecords res = LoadRecords(a.results);
   if (!res.speedup_note.empty()) std::fprintf(stderr, "note: %s\n", res.speedup_note.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
-  if (!a.by.empty() && a.by != "category") Fail("plot: --by: '{}' (expected category)", a.by);
   PlotOptions o;
   o.caption = PlotCaption(res.context, res.records);  // n: the whole run's prompts, before any split
   if (a.by == "category") {
-    if (CategoryOrder(res.records).empty()) Fail("plot: --by category: the records carry no prompt categories");
+    if (CategoryOrder(res.records).empty()) FailUsage("plot: --by category: the records carry no prompt categories");
     res.records = SplitByCategory(res.records);
     o.by_category = true;
   }

@@ -18,7 +18,7 @@ struct QuantizeArgs {
 };
 
 void RunQuantize(const QuantizeArgs& a) {
-  const QType type = ParseQuantizeTarget(a.quant, "--quant");
+  const QType type = AsUsage([&] { return ParseQuantizeTarget(a.quant, "--quant"); });
   ToGgmlType(type, "--type");  // fail before loading when GGUF cannot hold the type
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();

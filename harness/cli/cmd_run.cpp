@@ -40,7 +40,7 @@ void RunCommand(const RunArgs& a) {
   const size_t total = e.points.size();
   ShardSpec shard;
   if (!a.shard.empty()) {
-    shard = ParseShard(a.shard, "--shard");
+    shard = AsUsage([&] { return ParseShard(a.shard, "--shard"); });
     e.points = ShardPoints(e, shard);
     o.out_stem = ShardStem(e.name, shard);
   }
@@ -53,7 +53,7 @@ void RunCommand(const RunArgs& a) {
   if (!a.shard.empty()) o.context.update(ShardContext(shard, e.points.size(), total));
   if (a.list) return ListPoints(e);
   o.out_dir = a.out_dir;
-  o.resume = a.resume.empty() ? ResumeMode::None : ParseResumeMode(a.resume);
+  o.resume = a.resume.empty() ? ResumeMode::None : AsUsage([&] { return ParseResumeMode(a.resume); });
   o.overwrite = a.overwrite;
   o.default_threads = Globals().threads;
   RunSummary s = RunExperiment(e, o);

@@ -99,17 +99,17 @@ std::unique_ptr<Tokenizer> LoadTokenizerFile(const std::string& path_in, int voc
 void RunSynth(const SynthArgs& a) {
   using Clock = std::chrono::steady_clock;
   auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
-  ModelConfig config = SyntheticShape(a.shape);
+  ModelConfig config = AsUsage([&] { return SyntheticShape(a.shape); });
   // The published context: the KV cache grows with the positions used, so a 128k context
   // costs nothing until a run uses it.
-  if (a.ctx < 0) Fail("--ctx-size: {} is negative", a.ctx);
+  if (a.ctx < 0) FailUsage("--ctx-size: {} is negative", a.ctx);
   if (a.ctx > 0) config.max_seq_len = a.ctx;
   config.Validate("--ctx-size");
-  const QType type = ParseQType(a.type, "--type");
+  const QType type = AsUsage([&] { return ParseQType(a.type, "--type"); });
   const bool hf = a.format == "hf";
-  if (!hf && a.format != "gguf") Fail("--format: '{}' is not a format (gguf, hf)", a.format);
+  if (!hf && a.format != "gguf") FailUsage("--format: '{}' is not a format (gguf, hf)", a.format);
   if (hf && type != QType::F32 && type != QType::F16 && type != QType::BF16)
-    Fail("--type: {} cannot be stored in an HF folder (f32, f16, bf16)", a.type);
+    FailUsage("--type: {} cannot be stored in an HF folder (f32, f16, bf16)", a.type);
   if (!hf) ToGgmlType(type, "--type");  // fail before generating when GGUF cannot hold the type
   const std::string tok_path = a.tokenizer.empty()          ? DefaultTokenizer(a.shape)
                                : a.tokenizer == "synthetic" ? ""

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "harness/report/category.h"
 #include "harness/report/load.h"
@@ -24,13 +25,13 @@ struct TableArgs {
 // The spec-bench table has Spec-Bench's fixed layout: a pivot option would be ignored.
 void CheckSpecBenchOptions(const TableArgs& a) {
   if (a.table != "spec-bench") {
-    if (a.long_names) Fail("table: --long applies to --table spec-bench only (--table {})", a.table);
+    if (a.long_names) FailUsage("table: --long applies to --table spec-bench only (--table {})", a.table);
     return;
   }
   for (auto [name, given] : {std::pair{"--metric", !a.metrics.empty()}, std::pair{"--rows", !a.rows.empty()},
                              std::pair{"--cols", !a.cols.empty()}})
     if (given)
-      Fail(
+      FailUsage(
           "table: {} does not apply to --table spec-bench (Spec-Bench's layout: methods x task groups, its "
           "speedup); leave out --table for a pivot",
           name);
@@ -43,23 +44,32 @@ std::string ExperimentName(const LoadedRecords& res, const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
+// The options' values, checked before the results are read (usage errors, exit 2).
+Filters CheckTableOptions(const TableArgs& a) {
+  static const std::set<std::string> kTables = {"main", "latency", "quant", "spec-bench", "all"};
+  if (!kTables.contains(a.table))
+    FailUsage("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
+  if (!a.by.empty() && a.by != "category") FailUsage("table: --by: '{}' (expected category)", a.by);
+  CheckSpecBenchOptions(a);
+  Filters filters;
+  for (auto& w : a.where) {
+    auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) FailUsage("table: --where: '{}' is not field=value", w);
+    filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+  }
+  return filters;
+}
+
 void TableCommand(const TableArgs& a) {
-  TableFormat f = ParseTableFormat(a.format);
+  TableFormat f = AsUsage([&] { return ParseTableFormat(a.format); });
+  const Filters filters = CheckTableOptions(a);
   LoadedRecords res = LoadRecords(a.results);
   for (auto& w : res.warnings) std::fprintf(stderr, "warning: %s, skipped\n", w.c_str());
   if (!res.speedup_note.empty()) std::fprintf(stderr, "note: %s\n", res.speedup_note.c_str());
   if (res.records.empty()) Fail("{}: no records", a.results);
-  if (!a.by.empty() && a.by != "category") Fail("table: --by: '{}' (expected category)", a.by);
-  CheckSpecBenchOptions(a);
   if (a.by == "category" && a.table != "spec-bench") {  // the spec-bench table splits by category itself
-    if (CategoryOrder(res.records).empty()) Fail("table: --by category: the records carry no prompt categories");
+    if (CategoryOrder(res.records).empty()) FailUsage("table: --by category: the records carry no prompt categories");
     res.records = SplitByCategory(res.records);
-  }
-  Filters filters;
-  for (auto& w : a.where) {
-    auto eq = w.find('=');
-    if (eq == std::string::npos || eq == 0) Fail("table: --where: '{}' is not field=value", w);
-    filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
   }
   CheckFilters(res.records, filters);
   std::vector<Table> tables;
@@ -88,8 +98,6 @@ void TableCommand(const TableArgs& a) {
     tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters),
               QuantTable(res.records, filters)};
     if (ReplayedAny(res.records, filters)) tables.insert(tables.begin() + 1, ReplayTable(res.records, filters));
-  } else {
-    Fail("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
   }
   RenderOptions options{std::nullopt, ExperimentName(res, a.results)};
   if (a.intervals || a.no_intervals) options.intervals = a.intervals;

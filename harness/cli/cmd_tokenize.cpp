@@ -67,7 +67,7 @@ CommandRegistrar reg(25, [](CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per input: {\"text\", \"ids\"[, \"decoded\"]}");
   cmd->add_flag("--no-bos", args->no_bos, "Do not prepend BOS even if the tokenizer's config asks for it");
   cmd->callback([args, text, file] {
-    if (text->count() + file->count() != 1) Fail("tokenize: give exactly one of --text or --file");
+    if (text->count() + file->count() != 1) FailUsage("tokenize: give exactly one of --text or --file");
     RunTokenize(*args);
   });
 });
