@@ -617,6 +617,13 @@ TEST(DraftStore, SharesWhileHeld) {
   EXPECT_NE(drafts.Quantized(m, QType::Q4_0), a);
   a.reset(), b.reset();
   EXPECT_EQ(drafts.Quantized(m, QType::Q8_0)->layers[0].wq.type, QType::Q8_0);  // made again
+  // The last copy outlives its decoders (the next group asks for it again); one other
+  // made after it lets it go.
+  std::weak_ptr<const Model> last = drafts.Quantized(m, QType::Q8_0);
+  EXPECT_FALSE(last.expired());
+  EXPECT_EQ(drafts.Quantized(m, QType::Q8_0), last.lock());
+  drafts.Quantized(m, QType::Q4_0);
+  EXPECT_TRUE(last.expired());
   const std::string dir = testing::SharedModelsDir();
   if (dir.empty()) return;
   const SharedDraftModels files(dir);
