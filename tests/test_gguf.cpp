@@ -488,7 +488,7 @@ TEST(GgufCli, SynthQuantizeBench) {
   EXPECT_GT(spec["mean_accepted_length"].get<double>(), 2.0);  // the draft is the target: every token accepted
   EXPECT_GT(spec["cpu_ms_per_token"].get<double>(), 0.0);
   r = RunCli({"bench-forward", dir + "/q.gguf", "--team", "wide"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a refused option value: usage
   EXPECT_CONTAINS(r.err, "--team: 'wide' is not a team policy");
 
   // Several formats interleaved: one record per (format, n) plus the pairwise n=1 cost

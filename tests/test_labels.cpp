@@ -228,13 +228,20 @@ TEST(Cli, ArgumentsAreCheckedWithReadableMessages) {
   auto f = RunCli({"generate", "--model", fifo});
   EXPECT_NE(f.err.find("not a regular file or a directory"), std::string::npos) << f.err;
   // bench-forward refuses bad options before timing anything.
-  for (auto [args, what] : {std::pair{std::vector<std::string>{"--decode-k", "0"}, "--decode-k: 0 must be at least 1"},
-                            {{"--decode-k", "2", "--decode-tokens", "100000"}, "--decode-tokens: 100000"},
-                            {{"--json", "/nonexistent/dir/x.json"}, "--json: /nonexistent/dir/x.json"}}) {
+  // A refused value is a usage error (2); one the model or the file system cannot serve, an input error (1).
+  struct Case {
+    std::vector<std::string> args;
+    const char* what;
+    int code;
+  };
+  for (const Case& c : {Case{{"--decode-k", "0"}, "--decode-k: 0 must be at least 1", 2},
+                        Case{{"--decode-k", "2", "--decode-tokens", "100000"}, "--decode-tokens: 100000", 1},
+                        Case{{"--json", "/nonexistent/dir/x.json"}, "--json: /nonexistent/dir/x.json", 1}}) {
+    const auto& [args, what, code] = c;
     std::vector<std::string> cmd = {"bench-forward", Shared().model, "--ctx", "4"};
     cmd.insert(cmd.end(), args.begin(), args.end());
     auto r = RunCli(cmd);
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, code) << what;
     EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("bench_forward"), std::string::npos) << r.out;  // nothing measured
   }
