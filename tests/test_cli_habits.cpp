@@ -211,17 +211,8 @@ TEST(CliHabits, InterruptedGenerateExits130) {
   const std::string model = WriteModel(c, 3), dir = testing::TempDir();
   for (int sig : {SIGINT, SIGTERM}) {
     const std::string out = dir + "/out" + std::to_string(sig), err = dir + "/err" + std::to_string(sig);
-    std::vector<std::string> args = {SPECSWEEP_BIN, "generate", "-m", model, "-n", "8000", "--no-eos", "-t", "1"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, SPECSWEEP_BIN, &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    const pid_t pid = testing::SpawnCli({"generate", "-m", model, "-n", "8000", "--no-eos", "-t", "1"}, out, err);
+    ASSERT_GT(pid, 0);
     int status = 0;
     const auto until = std::chrono::steady_clock::now() + 300s;
     struct stat st {};

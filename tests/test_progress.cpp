@@ -137,17 +137,8 @@ TEST(Interrupt, CtrlCKeepsFinishedGroupsAndResumeContinues) {
                          "repetitions: 20\nwarmup: 0\nsweep: {k: 2, max_new_tokens: [2, 200, 240]}\n"
                          "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
   const std::string out = dir + "/out", jsonl = out + "/ctrlc.jsonl", err = dir + "/err";
-  std::vector<std::string> args = {SPECSWEEP_BIN, "run", dir + "/ctrlc.yaml", "-o", out};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, SPECSWEEP_BIN, &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = testing::SpawnCli({"run", dir + "/ctrlc.yaml", "-o", out}, "", err);
+  ASSERT_GT(pid, 0);
 
   // The first group (2 points) stored: interrupt.
   const auto until = std::chrono::steady_clock::now() + 300s;

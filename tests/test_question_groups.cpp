@@ -216,17 +216,8 @@ TEST(QuestionGroups, CtrlCLosesAtMostOnePartAndResumeCompletes) {
                                   "repetitions: 10\nwarmup: 0\nsweep: {k: 2, max_new_tokens: 200}\n"
                                   "decoders: [ar, {decoder: speculative, draft: q4_0}]\n");
   const std::string out = dir + "/out", jsonl = out + "/qg.jsonl", err = dir + "/err";
-  std::vector<std::string> args = {SPECSWEEP_BIN, "run", dir + "/qg.yaml", "-o", out};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, SPECSWEEP_BIN, &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = testing::SpawnCli({"run", dir + "/qg.yaml", "-o", out}, "", err);
+  ASSERT_GT(pid, 0);
   const auto until = std::chrono::steady_clock::now() + 300s;
   int status = 0;
   bool ended = false;

@@ -1,5 +1,7 @@
 #include "tests/test_util.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +147,23 @@ CliResult RunCli(const std::vector<std::string>& args) {
   r.err = ReadFile(err);
   fs::remove_all(dir);
   return r;
+}
+
+int SpawnCli(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path) {
+  std::vector<std::string> all = {SPECSWEEP_BIN};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  const std::string out = out_path.empty() ? "/dev/null" : out_path;
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, SPECSWEEP_BIN, &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
 }
 
 std::string ErrorOf(const std::function<void()>& f) {

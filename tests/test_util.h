@@ -27,6 +27,11 @@ struct CliResult {
 // Runs the built `specsweep` binary with args (each shell-quoted); captures output.
 CliResult RunCli(const std::vector<std::string>& args);
 
+// Starts the built `specsweep` binary with args in the background, stdout to `out_path`
+// ("" : /dev/null) and stderr to `err_path`; its pid (-1 when it could not start). For
+// tests that signal a running command.
+int SpawnCli(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path);
+
 // A fresh temporary directory, removed with its contents when the process exits.
 std::string TempDir();
 // A tiny random-weight model (TinyTestConfig, synthetic score-BPE vocabulary) written
