@@ -238,13 +238,30 @@ void DescribeRun(const Point& p, const Decoder& decoder, const Runtime& rt, cons
   r.host = host;
 }
 
+// Each point's decoder and its run state (kept through warm-up, costs and rounds).
+struct GroupDecoders {
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  std::vector<std::unique_ptr<DecoderState>> runs;
+};
+
+GroupDecoders MakeGroupDecoders(const Group& g, SweepInputs& in, const Runtime& rt) {
+  GroupDecoders d;
+  for (auto* p : g.points) {
+    d.decoders.push_back(
+        MakeDecoder(in.models.Target(p->model, p->target_quant), in.Options(*p), DecoderEnv{rt, &in.models.Drafts()}));
+    d.runs.push_back(d.decoders.back()->NewState());
+  }
+  return d;
+}
+
 }  // namespace
 
 void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int default_threads,
                   std::vector<RawRecord>& records, Progress* progress, const std::atomic<bool>* stop,
                   ProgressState where) {
-  const Point& b = g.baseline();
-  const int rounds = e.repetitions * int(in.prompts.Prompts(b.model, b.input_length, b.part).size());
+  const Point& base = g.baseline();
+  const auto& prompts = in.prompts.Prompts(base.model, base.input_length, base.part);
+  const int rounds = e.repetitions * int(prompts.size());
   int rounds_done = 0;
   auto at = [&](const char* stage, int round, const Point& p) {
     if (stop && stop->load()) throw Interrupted(rounds_done, rounds);
@@ -255,16 +272,9 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
     where.point = p.Name();
     progress->Set(where);
   };
-  const Point& base = g.baseline();
   const Runtime rt = ProcessRuntime(base.threads > 0 ? base.threads : default_threads);
-  const auto& prompts = in.prompts.Prompts(base.model, base.input_length, base.part);
   const int n = int(g.points.size());
-  std::vector<std::unique_ptr<Decoder>> decoders;
-  for (auto* p : g.points)
-    decoders.push_back(
-        MakeDecoder(in.models.Target(p->model, p->target_quant), in.Options(*p), DecoderEnv{rt, &in.models.Drafts()}));
-  std::vector<std::unique_ptr<DecoderState>> runs;  // each point's, through warm-up, costs and rounds
-  for (auto& d : decoders) runs.push_back(d->NewState());
+  auto [decoders, runs] = MakeGroupDecoders(g, in, rt);
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
