@@ -274,7 +274,9 @@ void MeasureGroup(const Experiment& e, const Group& g, SweepInputs& in, int defa
   };
   const Runtime rt = ProcessRuntime(base.threads > 0 ? base.threads : default_threads);
   const int n = int(g.points.size());
-  auto [decoders, runs] = MakeGroupDecoders(g, in, rt);
+  GroupDecoders group = MakeGroupDecoders(g, in, rt);
+  auto& decoders = group.decoders;  // not a structured binding: the lambdas below capture them
+  auto& runs = group.runs;
 
   const HostSample before = SampleHost();
   for (int w = 0; w < e.warmup; ++w)
