@@ -440,7 +440,7 @@ TEST(GgufCli, SynthQuantizeBench) {
               "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(ReadFile(dir + "/b.json"));
-  EXPECT_EQ(j["context"]["schema_version"], 6);
+  EXPECT_EQ(j["context"]["schema_version"], 7);
   EXPECT_EQ(j["context"]["threads"], 1);
   EXPECT_EQ(j["context"]["loop"], false);
   // main() asks glibc for huge-page backed heap memory unless told otherwise.

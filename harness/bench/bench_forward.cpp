@@ -20,6 +20,7 @@
 #include "base/build_info.h"
 #include "harness/bench/bench_compare.h"
 #include "harness/bench/bench_decode.h"
+#include "harness/bench/memory_phase.h"
 #include "harness/measure/context.h"
 #include "harness/measure/process_runtime.h"
 #include "harness/store/results.h"
@@ -241,9 +242,24 @@ std::vector<Variant> MakeVariants(const Runtime& rt, const BenchForwardArgs& a, 
 // The machine's read bandwidth and multiply-add peak around and during the timings.
 struct MachineReadings {
   double bw_before = 0, bw_after = 0, fma_before = 0, fma_after = 0;
-  Spread bw;             // during: one reading per repetition
-  double bw_gbs = 0;     // the roofline's
-  double fma_gmacs = 0;  // the roofline's
+  std::vector<double> readings;        // [reps + 1] GB/s: after the warm-up, then after each repetition
+  Spread bw;                           // of `readings`
+  double bw_gbs = 0;                   // the roofline's
+  double fma_gmacs = 0;                // the roofline's
+  PhaseSplit phases;                   // of `readings`
+  std::vector<MemoryPhase> rep_phase;  // [reps] repetition r between readings[r] and readings[r + 1]
+  // The roofline's bandwidth in phase p: the fastest credible reading of that phase (the
+  // median of its readings during, or a full probe before or after that falls into it).
+  double PhaseBandwidth(MemoryPhase p) const {
+    std::vector<double> mine;
+    for (double g : readings)
+      if (PhaseOf(phases, g) == p) mine.push_back(g);
+    double bw = mine.empty() ? 0.0 : Median(mine);
+    for (double g : {bw_before, bw_after})
+      if (PhaseOf(phases, g) == p) bw = std::max(bw, g);
+    return bw;
+  }
+  int Repetitions(MemoryPhase p) const { return static_cast<int>(std::count(rep_phase.begin(), rep_phase.end(), p)); }
 };
 
 // One repetition over every variant and n (r = -1: the warm-up round, not recorded).
@@ -269,16 +285,17 @@ void TimeRepetition(const BenchForwardArgs& a, int r, std::vector<Variant>& vs, 
 }
 
 // Repetitions interleave the formats and batch sizes, so a slow spell of this shared
-// machine hits every variant alike and the per-repetition ratios stay comparable. Each
-// repetition also reads the probe buffer once per prefetch pattern (the fastest
-// counts), the bandwidth of the same minutes as the timings: readings taken only
-// before and after can miss a neighbour's busy spell in between.
+// machine hits every variant alike and the per-repetition ratios stay comparable. After
+// the warm-up and after each repetition the probe buffer is read once per prefetch
+// pattern (the fastest counts), the bandwidth of the same minutes as the timings:
+// readings taken only before and after can miss a neighbour's busy spell in between.
+// Each repetition so has a reading right before and right after it, which give its
+// memory phase (memory_phase.h).
 MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::vector<Variant>& vs,
                              const std::vector<int>& ns, const std::vector<int>& toks, int vocab) {
   MachineReadings m;
   m.bw_before = MeasureReadBandwidthGBs(), m.fma_before = MeasureFmaPeakGmacs(*rt.kernels.base);
   AlignedBuffer probe = MakeReadProbeBuffer();
-  std::vector<double> bw_during;                                        // [reps] GB/s
   const long timings = long(a.reps + 1) * long(vs.size() * ns.size());  // the warm-up round too
   long timed = 0;
   for (int r = -1; r < a.reps; ++r) {  // r = -1: warm-up (scratch growth, caches)
@@ -286,15 +303,109 @@ MachineReadings TimeVariants(const Runtime& rt, const BenchForwardArgs& a, std::
     double best = 0;
     for (int pattern = 0; pattern < kReadProbePatterns; ++pattern)
       best = std::max(best, ReadPassGBs(probe.data(), kReadProbeBytes, pattern));
-    if (r >= 0) bw_during.push_back(best);
+    m.readings.push_back(best);
   }
   m.bw_after = MeasureReadBandwidthGBs(), m.fma_after = MeasureFmaPeakGmacs(*rt.kernels.base);
-  m.bw = Summarize(bw_during);
+  m.bw = Summarize(m.readings);
+  m.phases = SplitPhases(m.readings);
+  for (int r = 0; r < a.reps; ++r) m.rep_phase.push_back(RepetitionPhase(m.phases, m.readings[r], m.readings[r + 1]));
   // The roofline divides by the fastest credible reading (the median during, or a full
   // probe before or after), so a slow reading never flatters it (docs/measurements.md,
   // "bench-forward: the roofline's bandwidth").
   m.bw_gbs = std::max({m.bw.median, m.bw_before, m.bw_after}), m.fma_gmacs = std::max(m.fma_before, m.fma_after);
   return m;
+}
+
+// The memory phases of the readings during the timings (memory_phase.h).
+void PrintPhases(const MachineReadings& m) {
+  const PhaseSplit& s = m.phases;
+  if (!s.two_phases) {
+    fmt::print(
+        "memory phase: one ({:.1f}..{:.1f} GB/s over {} readings; two phases need a gap of {:.2f}x between two "
+        "groups)\n",
+        s.slow.min_gbs, s.slow.max_gbs, s.slow.readings, kPhaseGapRatio);
+    return;
+  }
+  fmt::print(
+      "memory phases: two, slow {:.1f}..{:.1f} GB/s ({} readings) and fast {:.1f}..{:.1f} GB/s ({} readings), "
+      "split at {:.1f} GB/s; repetitions: {} slow, {} fast, {} across a switch\n",
+      s.slow.min_gbs, s.slow.max_gbs, s.slow.readings, s.fast.min_gbs, s.fast.max_gbs, s.fast.readings, s.split_gbs,
+      m.Repetitions(MemoryPhase::kSlow), m.Repetitions(MemoryPhase::kFast), m.Repetitions(MemoryPhase::kMixed));
+}
+
+// The phases a run reports on: slow and fast, or the one.
+std::vector<MemoryPhase> ReportedPhases(const MachineReadings& m) {
+  if (m.phases.two_phases) return {MemoryPhase::kSlow, MemoryPhase::kFast};
+  return {MemoryPhase::kOne};
+}
+
+// Variant v's timings at ns[j] in the repetitions of one phase, with that phase's roofline.
+struct PhaseTiming {
+  int reps = 0;
+  Spread t, rel;  // T(n) and T(n)/T(1) (per-repetition ratios)
+  double bw_gbs = 0;
+  Variant::Floor floor{0, "memory"};
+  double roof = 0;
+};
+PhaseTiming TimingInPhase(const Variant& v, size_t j, size_t j1, int n, const MachineReadings& m, MemoryPhase p) {
+  PhaseTiming pt;
+  std::vector<double> t, t1;
+  for (size_t r = 0; r < m.rep_phase.size(); ++r)
+    if (m.rep_phase[r] == p) t.push_back(v.secs[j][r]), t1.push_back(v.secs[j1][r]);
+  pt.reps = static_cast<int>(t.size());
+  if (t.empty()) return pt;
+  pt.t = Summarize(t), pt.rel = PerRepRatio(t, t1);
+  pt.bw_gbs = m.PhaseBandwidth(p);
+  pt.floor = v.FloorAt(n, pt.bw_gbs, m.fma_gmacs);
+  pt.roof = pt.floor.secs / pt.t.median;
+  return pt;
+}
+
+// Each repetition's time and readings, and the medians per phase, for a timing record.
+void AddPhaseFields(const Variant& v, size_t j, size_t j1, int n, const MachineReadings& m, nlohmann::json& rec) {
+  nlohmann::json reps = nlohmann::json::array(), phases = nlohmann::json::object();
+  for (size_t r = 0; r < m.rep_phase.size(); ++r)
+    reps.push_back({{"ms", v.secs[j][r] * 1e3},
+                    {"read_gbs_before", m.readings[r]},
+                    {"read_gbs_after", m.readings[r + 1]},
+                    {"phase", MemoryPhaseName(m.rep_phase[r])}});
+  for (MemoryPhase p : ReportedPhases(m)) {
+    const PhaseTiming pt = TimingInPhase(v, j, j1, n, m, p);
+    if (pt.reps == 0) continue;
+    phases[MemoryPhaseName(p)] = {{"repetitions", pt.reps},          {"real_time", pt.t.median * 1e3},
+                                  {"min_ms", pt.t.min * 1e3},        {"max_ms", pt.t.max * 1e3},
+                                  {"t_over_t1", pt.rel.median},      {"read_bandwidth_gbs", pt.bw_gbs},
+                                  {"floor_ms", pt.floor.secs * 1e3}, {"floor_bound", pt.floor.bound},
+                                  {"roofline_fraction", pt.roof}};
+  }
+  rec["per_repetition"] = reps;
+  rec["phases"] = phases;
+}
+
+// With two phases, T(n) and the roofline of each phase per variant and n: a roofline
+// from one phase's times and that phase's bandwidth, never a mix.
+void PrintPhaseTimings(const std::vector<Variant>& vs, const std::vector<int>& ns, size_t j1, int lw,
+                       const MachineReadings& m) {
+  if (!m.phases.two_phases) return;
+  fmt::print(
+      "per memory phase (repetitions whose readings before and after agree; roofline at the phase's bandwidth, "
+      "slow {:.2f} GB/s, fast {:.2f} GB/s):\n",
+      m.PhaseBandwidth(MemoryPhase::kSlow), m.PhaseBandwidth(MemoryPhase::kFast));
+  for (const Variant& v : vs)
+    for (size_t j = 0; j < ns.size(); ++j) {
+      fmt::print("{:>{}} {:>4}  T({})", v.label, lw, ns[j], ns[j]);
+      const char* sep = "";
+      for (MemoryPhase p : ReportedPhases(m)) {
+        const PhaseTiming pt = TimingInPhase(v, j, j1, ns[j], m, p);
+        if (pt.reps == 0)
+          fmt::print("{} {} - (0 reps)", sep, MemoryPhaseName(p));
+        else
+          fmt::print("{} {} {:.3f} ms ({} reps, roofline {:.3f})", sep, MemoryPhaseName(p), pt.t.median * 1e3, pt.reps,
+                     pt.roof);
+        sep = " |";
+      }
+      fmt::print("\n");
+    }
 }
 
 // The run's setting and the machine's readings, above the table.
@@ -310,9 +421,11 @@ void PrintPreamble(const Runtime& rt, const BenchForwardArgs& a, const LoadedMod
   for (int n : ns) fmt::print(" {}:{}", n, ForwardTeamSize(rt, *lm.model, n, a.ctx));
   fmt::print(" (a layer of {:.2g} multiply-adds or more runs as a team)\n", kTeamLayerMacs);
   fmt::print(
-      "read bandwidth {:.2f} GB/s during the timings (median of one reading per repetition, {:.2f}..{:.2f}), "
+      "read bandwidth {:.2f} GB/s during the timings (median of one reading before and after each repetition, "
+      "{:.2f}..{:.2f}), "
       "{:.2f} before, {:.2f} after (roofline uses {:.2f})\n",
       m.bw.median, m.bw.min, m.bw.max, m.bw_before, m.bw_after, m.bw_gbs);
+  PrintPhases(m);
   if (m.bw.median < 0.85 * std::max(m.bw_before, m.bw_after))
     fmt::print(
         "warning: the machine was busier during the timings than when probed before/after; the timings and "
@@ -367,12 +480,14 @@ void PrintTimings(const BenchForwardArgs& a, const std::vector<Variant>& vs, con
                  v.label, lw, ns[j], t.median * 1e3, t.min * 1e3, t.max * 1e3, ns[j] / t.median, rel.median, rel.min,
                  rel.max, fmt::format("{:.3f} ({})", floor.secs * 1e3, floor.bound), roof);
       recs.push_back(TimingRecord(a, v, ns[j], v.team_size[j], t, rel, floor, roof));
+      AddPhaseFields(v, j, j1, ns[j], m, recs.back());
     }
   }
   fmt::print(
       "floor = max(streamed weight bytes / bandwidth, n x float multiply-adds per token / FMA peak), "
       "roofline = floor / T(n); streamed = all weights except the embedding table, which is only gathered "
       "from; quantized matrices count toward memory only\n");
+  PrintPhaseTimings(vs, ns, j1, lw, m);
 }
 
 // T_row(1) / T_col(1) for every pair of variants.
@@ -398,10 +513,32 @@ void PrintCostRatios(const std::vector<Variant>& vs, size_t j1, int lw, nlohmann
   }
 }
 
+nlohmann::json PhasesContext(const MachineReadings& m) {
+  auto group = [](const PhaseGroup& g) {
+    return nlohmann::json{{"readings", g.readings},
+                          {"min_gbs", g.min_gbs},
+                          {"median_gbs", g.median_gbs},
+                          {"max_gbs", g.max_gbs}};
+  };
+  nlohmann::json c = {{"two_phases", m.phases.two_phases},
+                      {"gap_ratio", kPhaseGapRatio},
+                      {"readings_gbs", m.readings},
+                      {"repetition_phases", nlohmann::json::array()}};
+  for (MemoryPhase p : m.rep_phase) c["repetition_phases"].push_back(MemoryPhaseName(p));
+  if (m.phases.two_phases) {
+    c["split_gbs"] = m.phases.split_gbs;
+    c["slow"] = group(m.phases.slow);
+    c["fast"] = group(m.phases.fast);
+  } else {
+    c["one"] = group(m.phases.slow);
+  }
+  return c;
+}
+
 void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& lm, double load_s,
                const MachineReadings& m, const nlohmann::json& recs) {
   nlohmann::json ctx = {
-      {"schema_version", 6},  // 6: team / team_size per record, "/team:" labels, loop in the context
+      {"schema_version", 7},  // 7: per_repetition and phases per record, memory_phases in the context
       {"date", IsoDate()},
       {"executable", "specsweep bench-forward"},
       {"cpu", CpuName()},
@@ -426,6 +563,7 @@ void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& 
       {"read_bandwidth_during_max_gbs", m.bw.max},
       {"read_bandwidth_before_gbs", m.bw_before},
       {"read_bandwidth_after_gbs", m.bw_after},
+      {"memory_phases", PhasesContext(m)},
       {"fma_peak_gmacs", m.fma_gmacs},
       {"fma_peak_before_gmacs", m.fma_before},
       {"fma_peak_after_gmacs", m.fma_after},
