@@ -54,7 +54,7 @@ PhaseSplit SplitPhases(std::span<const double> readings_gbs) {
   }
   const double lo_max = x[cut - 1], hi_min = x[cut];
   const double gap = hi_min - lo_max, widest = std::max(lo_max - x.front(), x.back() - hi_min);
-  if (hi_min < kPhaseGapRatio * lo_max || gap < widest) return s;
+  if (hi_min < kPhaseGapRatio * lo_max || gap <= widest) return s;
   s.two_phases = true;
   s.split_gbs = (lo_max + hi_min) / 2;
   s.slow = GroupOf(std::span<const double>(x).first(cut));
