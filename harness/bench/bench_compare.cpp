@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/bench/memory_phase.h"
+#include "harness/bench/compare_phases.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/build_info.h"
@@ -57,15 +57,6 @@ Spread Summarize(const std::vector<double>& v) {
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return {Median(v), *lo, *hi};
 }
-
-// One child's results: record key ("f16/n:1") -> median ms and roofline fraction, and
-// each repetition's ms with the probe readings around the repetitions.
-struct ChildRun {
-  std::map<std::string, double> ms, roofline;
-  std::map<std::string, std::vector<double>> rep_ms;  // key -> [reps]; empty from a build before schema 7
-  std::vector<double> readings;  // [reps + 1] GB/s, before and after each repetition (older: during min, max)
-  nlohmann::json context;
-};
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
@@ -254,108 +245,6 @@ void PrintVariants(const std::vector<CompareVariant>& vs, const std::vector<std:
   }
 }
 
-// The memory phases over every child's readings together, so that a phase means the same
-// bandwidth in every round and variant (a child alone may have met one phase only).
-struct PooledPhases {
-  PhaseSplit split;
-  bool per_rep = true;                // every child reports its repetitions (else whole runs are paired)
-  std::vector<MemoryPhase> reported;  // slow and fast, or one
-};
-PooledPhases PoolPhases(const std::vector<std::vector<ChildRun>>& runs, const std::vector<std::string>& keys) {
-  PooledPhases p;
-  std::vector<double> all;
-  for (const auto& rv : runs)
-    for (const ChildRun& c : rv) {
-      all.insert(all.end(), c.readings.begin(), c.readings.end());
-      for (const std::string& key : keys) p.per_rep &= c.rep_ms.count(key) > 0;
-    }
-  p.split = SplitPhases(all);
-  p.reported = p.split.two_phases ? std::vector<MemoryPhase>{MemoryPhase::kSlow, MemoryPhase::kFast}
-                                  : std::vector<MemoryPhase>{MemoryPhase::kOne};
-  return p;
-}
-
-// A child's timed units at `key` with their phases: its repetitions (each between two
-// readings), or its whole run (its median, between its extreme readings).
-struct Units {
-  std::vector<double> ms;
-  std::vector<MemoryPhase> phase;
-};
-Units UnitsOf(const ChildRun& c, const std::string& key, const PooledPhases& p) {
-  Units u;
-  if (p.per_rep) {
-    u.ms = c.rep_ms.at(key);
-    for (size_t r = 0; r < u.ms.size(); ++r)
-      u.phase.push_back(RepetitionPhase(p.split, c.readings[r], c.readings[r + 1]));
-  } else {
-    const auto [lo, hi] = std::minmax_element(c.readings.begin(), c.readings.end());
-    u.ms = {c.ms.at(key)};
-    u.phase = {RepetitionPhase(p.split, *lo, *hi)};
-  }
-  return u;
-}
-
-// Variant i's units paired with the first variant's, round by round and phase by phase.
-PhasePairs PairsOf(const std::string& key, size_t i, const std::vector<std::vector<ChildRun>>& runs,
-                   const PooledPhases& p) {
-  PhasePairs pp;
-  for (size_t r = 0; r < runs[i].size(); ++r) {
-    const Units num = UnitsOf(runs[i][r], key, p), den = UnitsOf(runs[0][r], key, p);
-    PairByPhase(num.ms, num.phase, den.ms, den.phase, pp);
-  }
-  return pp;
-}
-
-// Variant i's median ms per phase over all its units at `key`, for the record.
-nlohmann::json PhaseTimes(const std::string& key, size_t i, const std::vector<std::vector<ChildRun>>& runs,
-                          const PooledPhases& p) {
-  std::map<MemoryPhase, std::vector<double>> ms;
-  for (const ChildRun& c : runs[i]) {
-    const Units u = UnitsOf(c, key, p);
-    for (size_t k = 0; k < u.ms.size(); ++k) ms[u.phase[k]].push_back(u.ms[k]);
-  }
-  nlohmann::json j = nlohmann::json::object();
-  for (MemoryPhase ph : p.reported)
-    if (ms.count(ph)) j[MemoryPhaseName(ph)] = {{"real_time", Median(ms[ph])}, {"units", ms[ph].size()}};
-  return j;
-}
-
-// The ratio record of variant i to the first: per phase the median and range over the
-// pairs; the headline ratio is the phase with the most pairs (never a mix of phases).
-nlohmann::json RatioRecord(const CompareArgs& a, const std::string& key, size_t i, const PhasePairs& pp,
-                           const PooledPhases& p) {
-  const auto& vs = a.variants;
-  nlohmann::json phases = nlohmann::json::object();
-  nlohmann::json rec = {{"name", fmt::format("bench_forward_compare/ratio/{}:{}/{}", vs[i].label, vs[0].label, key)},
-                        {"run_type", "aggregate"},
-                        {"aggregate_name", "median"},
-                        {"record", key},
-                        {"ratio", nullptr},
-                        {"ratio_min", nullptr},
-                        {"ratio_max", nullptr},
-                        {"phase", nullptr},
-                        {"pairs", 0},
-                        {"rounds", a.rounds},
-                        {"unpaired", {{vs[i].label, pp.unpaired_num}, {vs[0].label, pp.unpaired_den}}}};
-  size_t most = 0;
-  for (MemoryPhase ph : p.reported) {
-    const auto it = pp.ratios.find(ph);
-    if (it == pp.ratios.end() || it->second.empty()) continue;
-    const Spread s = Summarize(it->second);
-    phases[MemoryPhaseName(ph)] = {{"ratio", s.median},
-                                   {"ratio_min", s.min},
-                                   {"ratio_max", s.max},
-                                   {"pairs", it->second.size()}};
-    if (it->second.size() > most) {
-      most = it->second.size();
-      rec["ratio"] = s.median, rec["ratio_min"] = s.min, rec["ratio_max"] = s.max;
-      rec["phase"] = MemoryPhaseName(ph), rec["pairs"] = most;
-    }
-  }
-  rec["phases"] = phases;
-  return rec;
-}
-
 // One row of the table: each variant's ms over the rounds, then each one's ratio to the
 // first per memory phase; a record for each.
 void CompareRecord(const CompareArgs& a, const std::string& key, int kw, const std::vector<std::vector<ChildRun>>& runs,
@@ -386,58 +275,10 @@ void CompareRecord(const CompareArgs& a, const std::string& key, int kw, const s
   }
   for (size_t i = 1; i < vs.size(); ++i) {
     const PhasePairs pp = PairsOf(key, i, runs, p);
-    for (MemoryPhase ph : p.reported) {
-      const auto it = pp.ratios.find(ph);
-      if (it == pp.ratios.end() || it->second.empty()) {
-        fmt::print(" {:>28}", "- (0 pairs)");
-        continue;
-      }
-      const Spread s = Summarize(it->second);
-      fmt::print(" {:>28}", fmt::format("{:.3f} ({:.2f}..{:.2f}) {}", s.median, s.min, s.max, it->second.size()));
-    }
+    PrintRatioCells(pp, p);
     recs.push_back(RatioRecord(a, key, i, pp, p));
   }
   fmt::print("\n");
-}
-
-// The phases of the children's readings, above the table.
-void PrintPooledPhases(const PooledPhases& p) {
-  const PhaseSplit& s = p.split;
-  if (s.two_phases)
-    fmt::print(
-        "memory phases over the children's readings: two, slow {:.1f}..{:.1f} GB/s ({} readings) and fast "
-        "{:.1f}..{:.1f} GB/s ({} readings), split at {:.1f} GB/s\n",
-        s.slow.min_gbs, s.slow.max_gbs, s.slow.readings, s.fast.min_gbs, s.fast.max_gbs, s.fast.readings, s.split_gbs);
-  else
-    fmt::print(
-        "memory phase over the children's readings: one ({:.1f}..{:.1f} GB/s over {} readings; two phases need a "
-        "gap of {:.2f}x)\n",
-        s.slow.min_gbs, s.slow.max_gbs, s.slow.readings, kPhaseGapRatio);
-  if (!p.per_rep)
-    fmt::print(
-        "a variant's build writes no per-repetition readings: whole rounds are paired by phase (a round whose "
-        "readings span both phases stays unpaired)\n");
-}
-
-// Per variant, how many pairs each phase gave and how many units were left unpaired (the
-// same for every record: a unit's phase is its child's, whatever the record).
-void PrintPairing(const CompareArgs& a, const std::string& key, const std::vector<std::vector<ChildRun>>& runs,
-                  const PooledPhases& p) {
-  const auto& vs = a.variants;
-  const char* unit = p.per_rep ? "repetitions" : "rounds";
-  for (size_t i = 1; i < vs.size(); ++i) {
-    const PhasePairs pp = PairsOf(key, i, runs, p);
-    std::string per_phase;
-    size_t pairs = 0;
-    for (MemoryPhase ph : p.reported) {
-      const size_t n = pp.ratios.count(ph) ? pp.ratios.at(ph).size() : 0;
-      per_phase += fmt::format("{}{} {}", per_phase.empty() ? "" : ", ", MemoryPhaseName(ph), n);
-      pairs += n;
-    }
-    fmt::print("{}/{}: {} pairs of {} ({}); unpaired: {} {} of {} and {} of {} ({} and {} across a phase switch)\n",
-               vs[i].label, vs[0].label, pairs, unit, per_phase, pp.unpaired_num, unit, vs[i].label, pp.unpaired_den,
-               vs[0].label, pp.mixed_num, pp.mixed_den);
-  }
 }
 
 nlohmann::json CompareTable(const CompareArgs& a, const std::vector<std::string>& keys,
@@ -477,22 +318,17 @@ void WriteCompareJson(const CompareArgs& a, const std::string& self, const std::
                         {"env", env},
                         {"child_context", runs[i][0].context}});
   }
-  const PhaseSplit& s = p.split;
-  nlohmann::json phases = {{"two_phases", s.two_phases},
-                           {"gap_ratio", kPhaseGapRatio},
-                           {"paired", p.per_rep ? "repetitions" : "rounds"},
-                           {"readings", s.slow.readings + s.fast.readings}};
-  if (s.two_phases) {
-    phases["split_gbs"] = s.split_gbs;
-    phases["slow_gbs"] = {s.slow.min_gbs, s.slow.max_gbs};
-    phases["fast_gbs"] = {s.fast.min_gbs, s.fast.max_gbs};
-  }
   nlohmann::json ctx = {{"schema_version", 2},  // 2: ratios per memory phase, memory_phases
-                        {"date", Now()},           {"executable", "specsweep bench-forward --compare"},
-                        {"cpu", CpuModel()},       {"num_cpus", std::thread::hardware_concurrency()},
-                        {"git_rev", GitRev()},     {"compiler", CompilerId()},
-                        {"model", a.model},        {"rounds", a.rounds},
-                        {"memory_phases", phases}, {"child_args", a.bench_args},
+                        {"date", Now()},
+                        {"executable", "specsweep bench-forward --compare"},
+                        {"cpu", CpuModel()},
+                        {"num_cpus", std::thread::hardware_concurrency()},
+                        {"git_rev", GitRev()},
+                        {"compiler", CompilerId()},
+                        {"model", a.model},
+                        {"rounds", a.rounds},
+                        {"memory_phases", PooledPhasesJson(p)},
+                        {"child_args", a.bench_args},
                         {"variants", variants}};
   std::ofstream f(a.json);
   f << DumpJson({{"context", ctx}, {"benchmarks", recs}}, 2) << "\n";
