@@ -45,6 +45,28 @@ TEST(MemoryPhase, TwoGroupsWithAGapAreTwoPhases) {
   EXPECT_EQ(PhaseOf(lone, 55), P::kFast);
 }
 
+// A long run on this host (1501 readings, 2026-11-29): both phases, a few readings taken
+// during a switch between them and a tail below the fast phase.
+TEST(MemoryPhase, AFewReadingsInTheGapDoNotHideTwoPhases) {
+  std::vector<double> r;
+  for (int i = 0; i < 550; ++i) r.push_back(30.0 + (i % 40) * 0.1);                  // 30.0..33.9
+  for (int i = 0; i < 900; ++i) r.push_back(49.0 + (i % 60) * 0.1);                  // 49.0..54.9
+  for (double g : {38.5, 40.2, 42.1, 42.8, 43.5, 44.0, 44.9, 45.5}) r.push_back(g);  // switches
+  for (int i = 0; i < 40; ++i) r.push_back(45.0 + i * 0.1);                          // tail 45.0..48.9
+  const PhaseSplit s = SplitPhases(r);
+  ASSERT_TRUE(s.two_phases);
+  EXPECT_EQ(PhaseOf(s, 32), P::kSlow);
+  EXPECT_EQ(PhaseOf(s, 52), P::kFast);
+  EXPECT_GT(s.split_gbs, 34.0);
+  EXPECT_LT(s.split_gbs, 45.0);
+  // One phase with a continuous tail of slow readings below it (a neighbour's busy
+  // spells): no gap, one phase.
+  std::vector<double> tail;
+  for (int i = 0; i < 500; ++i) tail.push_back(31.0 + (i % 40) * 0.1);
+  for (int i = 0; i < 60; ++i) tail.push_back(20.0 + i * 0.18);  // 20.0..30.6
+  EXPECT_FALSE(SplitPhases(tail).two_phases);
+}
+
 TEST(MemoryPhase, OneGroupOrTooFewReadingsAreOnePhase) {
   const PhaseSplit one = SplitPhases(std::vector<double>{31, 32, 33, 34, 35, 33.5});
   EXPECT_FALSE(one.two_phases);

@@ -1,6 +1,7 @@
 #include "harness/bench/memory_phase.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "harness/report/statistics.h"
@@ -36,6 +37,13 @@ double Scatter(const std::vector<double>& sum, const std::vector<double>& sq, si
   return (sq[hi] - sq[lo]) - s * s / n;
 }
 
+// The d-th decile (0..10) of sorted readings by nearest rank, rounded outward from the
+// median: the lowest and highest reading in groups of up to 10.
+double Decile(std::span<const double> sorted, int d) {
+  const double pos = d * double(sorted.size() - 1) / 10;
+  return sorted[static_cast<size_t>(d < 5 ? std::floor(pos) : std::ceil(pos))];
+}
+
 }  // namespace
 
 PhaseSplit SplitPhases(std::span<const double> readings_gbs) {
@@ -52,13 +60,16 @@ PhaseSplit SplitPhases(std::span<const double> readings_gbs) {
     const double w = Scatter(sum, sq, 0, k) + Scatter(sum, sq, k, x.size());
     if (w < best) best = w, cut = k;
   }
-  const double lo_max = x[cut - 1], hi_min = x[cut];
-  const double gap = hi_min - lo_max, widest = std::max(lo_max - x.front(), x.back() - hi_min);
-  if (hi_min < kPhaseGapRatio * lo_max || gap <= widest) return s;
+  // The slow group's upper and the fast group's lower decile: up to a tenth of either may
+  // sit in the gap (readings taken during a switch or a neighbour's busy spell).
+  const std::span<const double> lo(x.data(), cut), hi(x.data() + cut, x.size() - cut);
+  const double lo_top = Decile(lo, 9), hi_bottom = Decile(hi, 1);
+  const double widest = std::max(lo_top - Decile(lo, 1), Decile(hi, 9) - hi_bottom);
+  if (hi_bottom < kPhaseGapRatio * lo_top || hi_bottom - lo_top <= widest) return s;
   s.two_phases = true;
-  s.split_gbs = (lo_max + hi_min) / 2;
-  s.slow = GroupOf(std::span<const double>(x).first(cut));
-  s.fast = GroupOf(std::span<const double>(x).subspan(cut));
+  s.split_gbs = (x[cut - 1] + x[cut]) / 2;
+  s.slow = GroupOf(lo);
+  s.fast = GroupOf(hi);
   return s;
 }
 

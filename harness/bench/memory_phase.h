@@ -36,10 +36,12 @@ struct PhaseSplit {
 };
 
 // The 1-D two-means split of the readings (GB/s): the cut of the sorted readings with the
-// least within-group sum of squares. Two phases when the fast group's lowest reading is at
-// least kPhaseGapRatio times the slow group's highest AND that gap is wider than the wider
-// group's range (evenly spread readings are one phase); otherwise, and for fewer than two
-// readings, one phase.
+// least within-group sum of squares. Two phases when the fast group's lower decile is at
+// least kPhaseGapRatio times the slow group's upper decile AND that gap is wider than the
+// wider group's spread between its deciles (evenly spread readings are one phase);
+// otherwise, and for fewer than two readings, one phase. Deciles by nearest rank, rounded
+// outward: in a group of up to 10 readings they are its lowest and highest, and up to a
+// tenth of a larger group may sit in the gap.
 PhaseSplit SplitPhases(std::span<const double> readings_gbs);
 // The phase of one reading under `s`: kOne when `s` has one phase.
 MemoryPhase PhaseOf(const PhaseSplit& s, double reading_gbs);
