@@ -506,17 +506,14 @@ struct PackedBlk {
 };
 
 // Rows [r0, r1) start at a group boundary (MatMul's row chunks are whole groups); up to
-// 8 activation rows per pass, so more re-read the group's weights from L1. n > 8 splits
-// evenly (9: 5 + 4, not 8 + 1): every pass keeps several columns to share the weights.
+// 8 activation rows per pass, so more re-read the group's weights from L1/L2. n > 8 takes
+// 8 first: the pass that streams the group from memory hides the most work under it (an
+// even split, 9 = 5 + 4, was slower: docs/kernels.md, "Packed Q8_0/Q4_0 kernels").
 template <QType T>
 void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
-  const int passes = (n + 7) / 8;
   for (int g = r0 / packed::kGroupRows; g * packed::kGroupRows < r1; ++g)
-    for (int p = 0, i = 0; p < passes; ++p) {
-      const int c = (n - i + passes - p - 1) / (passes - p);
-      kernel_driver::WithCols<8>(c, [&]<int C>() { PackedBlk<T>::template Run<C>(W, g, *A, i, Y); });
-      i += c;
-    }
+    for (int i = 0; i < n; i += 8)
+      kernel_driver::WithCols<8>(std::min(8, n - i), [&]<int C>() { PackedBlk<T>::template Run<C>(W, g, *A, i, Y); });
 }
 
 template <class Blk>
