@@ -36,6 +36,7 @@ struct QuantActs {
   AlignedBuffer d;     // [n][cols/32] float block scales
   AlignedBuffer corr;  // [n][cols/4] int32: -8 * sum of each 4 consecutive q (Q4 offset)
   AlignedBuffer bsum;  // [n][cols/32] int32: sum of each 32-wide block's q (packed kernels)
+  AlignedBuffer boff;  // [n][2][cols/32] int32: -8 x and -128 x bsum (packed Q4_0, Q8_0 offsets)
   // The packed Q4_1..IQ4_XS kernels' per-4-value terms (quant/legacy_quants.h), broadcast
   // from memory: [n][cols/4] float sum (the min's term) and [n][2][cols/4] int32 offset
   // corrections corr << 1 (Q5_0's 16) and corr << 4 (IQ4's 128).
@@ -51,6 +52,9 @@ struct QuantActs {
   const float* D(int i) const { return reinterpret_cast<const float*>(d.data()) + size_t(i) * (cols / 32); }
   const int32_t* Corr(int i) const { return reinterpret_cast<const int32_t*>(corr.data()) + size_t(i) * (cols / 4); }
   const int32_t* BSum(int i) const { return reinterpret_cast<const int32_t*>(bsum.data()) + size_t(i) * (cols / 32); }
+  const int32_t* BOff(int i, int offset) const {  // offset 8 or 128
+    return reinterpret_cast<const int32_t*>(boff.data()) + (2 * size_t(i) + (offset == 128)) * (cols / 32);
+  }
   const float* XSum(int i) const { return reinterpret_cast<const float*>(xsum.data()) + size_t(i) * (cols / 4); }
   const int32_t* Offsets(int i, int shift) const {  // shift 1 or 4
     return reinterpret_cast<const int32_t*>(offsets.data()) + (2 * size_t(i) + (shift == 4)) * (cols / 4);

@@ -393,6 +393,20 @@ struct QuantBlk {
 
 // ---- packed quantized weights (Layout::kPacked16, quant/packed.h) -------------------
 
+// acc + the signed bytes p[0..3] (broadcast to every lane) times the unsigned bytes of u:
+// an embedded-broadcast memory operand, which GCC 12 does not fold from set1 (a separate
+// vpbroadcastd per product).
+inline __m512i DpbusdBcast(__m512i acc, __m512i u, const int8_t* p) {
+#if defined(__GNUC__)
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
+#else
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(v));
+#endif
+}
+
 // One 16-row group x C activation rows. Per 32-wide block, every vpdpbusd (4 broadcast
 // activation bytes against 4 bytes of each of the 16 rows) advances all 16 rows' integer
 // sums, one lane per row, starting from the offset correction -off * sum(xq). Each lane
@@ -403,28 +417,70 @@ template <QType T>
 struct PackedBlk {
   static constexpr int kQuantBytes = packed::QuantBytes(T);
   static constexpr int kOffset = T == QType::Q4_0 ? 8 : 128;  // stored byte = value + kOffset
-  static __m512i Bcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
+  static constexpr int kChunks = kQuantBytes / 64;            // 64-byte weight vectors per block
+
+  // Integer block sums of block k (weights at q) for the C columns, is[b] from the offset
+  // term off[b][k]. For C <= 2, two vpdpbusd chains per column (one chain is latency bound,
+  // 5 cycles per step): Q4_0 keeps the high nibbles in place (16 x their value, one vpandn
+  // instead of a shift and a mask) and divides that chain's sum by 16 at the end; Q8_0
+  // alternates chunks. For C >= 3 the columns' chains are independent enough and the work
+  // per column is what counts: one chain per column, the high nibbles shifted down once
+  // per chunk for all columns (docs/kernels.md, "Packed Q8_0/Q4_0 kernels"). All of it is
+  // exact integer arithmetic: the same sums either way.
+  template <int C>
+  static void BlockSums(const uint8_t* q, const int8_t* const (&x)[C], const int32_t* const (&off)[C], int k,
+                        __m512i (&is)[C]) {
+    constexpr bool kTwoChains = C <= 2;
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    __m512i ih[C];  // [C] second chains (kTwoChains)
+#pragma GCC unroll 16
+    for (int b = 0; b < C; ++b) {
+      is[b] = _mm512_set1_epi32(off[b][k]);
+      ih[b] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int ch = 0; ch < kChunks; ++ch) {
+      const __m512i v = _mm512_load_si512(q + 64 * ch);
+      if constexpr (T == QType::Q4_0) {
+        const __m512i lo = _mm512_and_si512(v, nibble);                 // elements 8ch..8ch+3
+        const __m512i hi = kTwoChains ? _mm512_andnot_si512(nibble, v)  // 16 x elements 8ch+4..
+                                      : _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+#pragma GCC unroll 16
+        for (int b = 0; b < C; ++b) {
+          is[b] = DpbusdBcast(is[b], lo, x[b] + 32 * k + 8 * ch);
+          __m512i& h = kTwoChains ? ih[b] : is[b];
+          h = DpbusdBcast(h, hi, x[b] + 32 * k + 8 * ch + 4);
+        }
+      } else {
+#pragma GCC unroll 16
+        for (int b = 0; b < C; ++b) {
+          __m512i& chain = kTwoChains && ch % 2 ? ih[b] : is[b];
+          chain = DpbusdBcast(chain, v, x[b] + 32 * k + 4 * ch);
+        }
+      }
+    }
+    if constexpr (kTwoChains)
+#pragma GCC unroll 16
+      for (int b = 0; b < C; ++b)
+        is[b] = _mm512_add_epi32(is[b], T == QType::Q4_0 ? _mm512_srai_epi32(ih[b], 4) : ih[b]);
   }
+
   template <int C>
   static void Run(const QMatrix& W, int g, const QuantActs& A, int i0, float* Y) {
     const int nb = W.cols_padded / 32;
     const uint8_t* q = packed::Group(W, g);
     const uint16_t* sc = packed::Scales(W, q);
-    const int8_t* x[C];    // [C] quantized activation rows
-    const float* dx[C];    // [C] their block scales
-    const int32_t* bs[C];  // [C] their block sums
-    __m512 acc[C];         // [C] 16 rows each
+    const int8_t* x[C];     // [C] quantized activation rows
+    const float* dx[C];     // [C] their block scales
+    const int32_t* off[C];  // [C] their offset terms -kOffset * block sum
+    __m512 acc[C];          // [C] 16 rows each
 #pragma GCC unroll 16
     for (int b = 0; b < C; ++b) {
       x[b] = A.Q(i0 + b);
       dx[b] = A.D(i0 + b);
-      bs[b] = A.BSum(i0 + b);
+      off[b] = A.BOff(i0 + b, kOffset);
       acc[b] = _mm512_setzero_ps();
     }
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
     // The prefetch follows the group's bytes (quants, then scales) in address order, a
     // block's share per block: a stream following only the quants skipped the scales
     // (docs/kernels.md, "Packed Q8_0/Q4_0 kernels").
@@ -433,43 +489,13 @@ struct PackedBlk {
     WindowPrefetcher window(q);
     for (int k = 0; k < nb; ++k, q += kQuantBytes, pf += block_share) {
       window.Reach(pf);
-      // Integer block sums of the 16 rows per column, in two vpdpbusd chains (one chain
-      // is 5 cycles per step): Q4_0 keeps the high nibbles in place (16 x their value,
-      // one vpandn instead of a shift and a mask) and divides that chain's sum by 16 at
-      // the end; Q8_0 alternates chunks. Both are exact integer arithmetic, so the sums
-      // are the ones a single chain gives. L1-resident 16x768 Q4_0, n = 1: ~12.7 -> ~11 ns
-      // per block.
-      __m512i is[C], ih[C];  // [C] 16 rows each
-#pragma GCC unroll 16
-      for (int b = 0; b < C; ++b) {
-        is[b] = _mm512_set1_epi32(-kOffset * bs[b][k]);
-        ih[b] = _mm512_setzero_si512();
-      }
-#pragma GCC unroll 8
-      for (int ch = 0; ch < kQuantBytes / 64; ++ch) {
-        const __m512i v = _mm512_load_si512(q + 64 * ch);
-        if constexpr (T == QType::Q4_0) {
-          const __m512i lo = _mm512_and_si512(v, nibble);     // elements 8ch..8ch+3
-          const __m512i hi = _mm512_andnot_si512(nibble, v);  // 16 x elements 8ch+4..8ch+7
-#pragma GCC unroll 16
-          for (int b = 0; b < C; ++b) {
-            is[b] = _mm512_dpbusd_epi32(is[b], lo, Bcast4(x[b] + 32 * k + 8 * ch));
-            ih[b] = _mm512_dpbusd_epi32(ih[b], hi, Bcast4(x[b] + 32 * k + 8 * ch + 4));
-          }
-        } else {
-#pragma GCC unroll 16
-          for (int b = 0; b < C; ++b) {
-            __m512i& chain = ch % 2 ? ih[b] : is[b];
-            chain = _mm512_dpbusd_epi32(chain, v, Bcast4(x[b] + 32 * k + 4 * ch));
-          }
-        }
-      }
+      __m512i is[C];  // [C] 16 rows each
+      BlockSums<C>(q, x, off, k, is);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 16 * k)));
 #pragma GCC unroll 16
       for (int b = 0; b < C; ++b) {
         const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[b][k]));
-        const __m512i sum = _mm512_add_epi32(is[b], T == QType::Q4_0 ? _mm512_srai_epi32(ih[b], 4) : ih[b]);
-        acc[b] = _mm512_add_ps(acc[b], _mm512_mul_ps(s, _mm512_cvtepi32_ps(sum)));
+        acc[b] = _mm512_add_ps(acc[b], _mm512_mul_ps(s, _mm512_cvtepi32_ps(is[b])));
       }
     }
     const __mmask16 valid = FirstLanes(W.rows - packed::kGroupRows * g);
@@ -480,7 +506,9 @@ struct PackedBlk {
 };
 
 // Rows [r0, r1) start at a group boundary (MatMul's row chunks are whole groups); up to
-// 8 activation rows per pass, so more re-read the group's weights from L1.
+// 8 activation rows per pass, so more re-read the group's weights from L1/L2. n > 8 takes
+// 8 first: the pass that streams the group from memory hides the most work under it (an
+// even split, 9 = 5 + 4, was slower: docs/kernels.md, "Packed Q8_0/Q4_0 kernels").
 template <QType T>
 void PackedRows(const QMatrix& W, int r0, int r1, const float*, const QuantActs* A, int n, float* Y) {
   for (int g = r0 / packed::kGroupRows; g * packed::kGroupRows < r1; ++g)

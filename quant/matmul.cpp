@@ -71,6 +71,7 @@ void QuantActs::Reserve(int n_rows, int cols_needed) {
     d = AlignedBuffer(elems / 32 * sizeof(float));
     corr = AlignedBuffer(elems / 4 * sizeof(int32_t));
     bsum = AlignedBuffer(elems / 32 * sizeof(int32_t));
+    boff = AlignedBuffer(elems / 16 * sizeof(int32_t));
     xsum = AlignedBuffer(elems / 4 * sizeof(float));
     offsets = AlignedBuffer(elems / 2 * sizeof(int32_t));
   }
@@ -93,10 +94,12 @@ void QuantizeActsRow(const KernelFamily& k, const float* x, int cols, int i, Qua
   auto* q = const_cast<int8_t*>(a.Q(i));
   k.quantize_acts(x, cols, a.cols, q, const_cast<float*>(a.D(i)), const_cast<int32_t*>(a.Corr(i)));
   auto* bsum = const_cast<int32_t*>(a.BSum(i));  // the packed kernels' offset correction
+  auto *boff8 = const_cast<int32_t*>(a.BOff(i, 8)), *boff128 = const_cast<int32_t*>(a.BOff(i, 128));
   for (int b = 0; b < a.cols / 32; ++b) {
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) s += q[32 * b + j];
     bsum[b] = s;
+    boff8[b] = -8 * s, boff128[b] = -128 * s;  // broadcast from memory: no per-block ALU step
   }
   const int32_t* corr = a.Corr(i);  // -8 x each 4 values' sum
   auto* xsum = const_cast<float*>(a.XSum(i));
