@@ -38,6 +38,9 @@ class AutoregressiveDecoder : public Decoder {
     KVCache cache(c, 0, 0, opt_.kv_type);
     cache.Reserve(static_cast<int>(std::min<int64_t>(c.max_seq_len, int64_t(prompt.size()) + opt_.max_new_tokens)));
     std::vector<float> probs;  // [vocab]
+    // No reallocation between tokens (at most the context's room).
+    res.tokens.reserve(
+        std::max<int64_t>(0, std::min<int64_t>(opt_.max_new_tokens, c.max_seq_len - int64_t(prompt.size()))));
     const auto start = Clock::now();
     FirstEmission first{start, 1};
 
@@ -71,7 +74,10 @@ class AutoregressiveDecoder : public Decoder {
       if (st.generated_tokens == opt_.max_new_tokens || n_seq == c.max_seq_len) break;
       t0 = Clock::now();
       logits = Forward(rt_, m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
-      st.verify_s += Seconds(t0, Clock::now());
+      const double forward_s = Seconds(t0, Clock::now());
+      st.verify_s += forward_s;
+      st.decode_forward_s += forward_s;
+      ++st.decode_forward_calls;
       CheckLogits(logits, c.vocab_size, target_.name, n_seq - 1, st.target_calls);
       ++st.target_calls;
     }
