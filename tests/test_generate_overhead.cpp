@@ -41,6 +41,7 @@ TEST(GenerateOverhead, DecodeForwardCallsAreCountedAndTimed) {
   ASSERT_EQ(s.generated_tokens, 12);
   EXPECT_EQ(s.decode_forward_calls, 11);
   EXPECT_GT(s.decode_forward_s, 0.0);
+  EXPECT_GT(s.decode_forward_median_s, 0.0);
   EXPECT_LE(s.decode_forward_s, s.verify_s);  // verify_s also holds the sampling
   EXPECT_LE(s.decode_forward_s, s.total_s - s.prefill_s);
   GenerationStats sum;
@@ -71,6 +72,7 @@ TEST(GenerateOverhead, JsonSplitsEachTokenAndReadsTheProbe) {
   EXPECT_EQ(p.at("forward_calls").get<int>(), 7);
   const double fwd = p.at("forward_s"), out = p.at("outside_s"), tot = p.at("total_s");
   EXPECT_GT(fwd, 0.0);
+  EXPECT_GT(p.at("forward_median_s").get<double>(), 0.0);
   EXPECT_NEAR(fwd + out, tot, 1e-12 * tot);
   EXPECT_NEAR(tot * 7, s.at("total_s").get<double>() - s.at("prefill_s").get<double>(), 1e-9);
   EXPECT_NEAR(p.at("outside_over_forward").get<double>(), out / fwd, 1e-12);
@@ -95,12 +97,16 @@ TEST(GenerateOverhead, SummaryPrintsTheSplit) {
 
 // A round read from the two children's JSON; phases compared by the probes.
 TEST(GenerateOverhead, RoundReadsBothChildren) {
-  const nlohmann::json g =
-      {{"stats",
-        {{"prompt_tokens", 5},
-         {"per_token", {{"forward_calls", 9}, {"forward_s", 0.05}, {"outside_s", 1e-5}, {"total_s", 0.05001}}}}},
-       {"read_bandwidth", {{"before_gbs", 33.0}, {"after_gbs", 34.0}}},
-       {"startup", {{"ready_s", 0.5}}}};
+  const nlohmann::json g = {{"stats",
+                             {{"prompt_tokens", 5},
+                              {"per_token",
+                               {{"forward_calls", 9},
+                                {"forward_s", 0.05},
+                                {"forward_median_s", 0.049},
+                                {"outside_s", 1e-5},
+                                {"total_s", 0.05001}}}}},
+                            {"read_bandwidth", {{"before_gbs", 33.0}, {"after_gbs", 34.0}}},
+                            {"startup", {{"ready_s", 0.5}}}};
   nlohmann::json b = {{"context", {{"ctx", 9}, {"read_bandwidth_during_gbs", 35.0}, {"load_s", 0.4}}},
                       {"benchmarks",
                        {{{"name", "bench_forward/f16/n:1"}, {"format", "f16"}, {"n", 1}, {"real_time", 48.0}}}}};
@@ -109,6 +115,7 @@ TEST(GenerateOverhead, RoundReadsBothChildren) {
   EXPECT_EQ(r.forward_calls, 9);
   EXPECT_EQ(r.bench_ctx, 9);
   EXPECT_DOUBLE_EQ(r.forward_ms, 50.0);
+  EXPECT_DOUBLE_EQ(r.forward_median_ms, 49.0);
   EXPECT_DOUBLE_EQ(r.total_ms, 50.01);
   EXPECT_DOUBLE_EQ(r.t1_ms, 48.0);
   EXPECT_TRUE(r.SamePhase());

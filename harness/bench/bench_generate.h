@@ -16,6 +16,7 @@ struct GenerateVsForwardRound {
   bool generate_first = true;
   int prompt_tokens = 0, forward_calls = 0, bench_ctx = 0;
   double forward_ms = 0, outside_ms = 0, total_ms = 0;  // generate, per decode token
+  double forward_median_ms = 0;                         // generate's median Forward call
   double bw_before = 0, bw_after = 0;                   // generate's probe, GB/s
   double ready_s = 0;                                   // generate's start-up
   double t1_ms = 0, bw_during = 0, load_s = 0;          // bench-forward --loop T(1)

@@ -215,6 +215,7 @@ nlohmann::json StatsJson(const GenerationStats& s, bool speculative) {
   if (const PerToken p = SplitPerToken(s); p.calls > 0)
     j["per_token"] = {{"forward_calls", p.calls},
                       {"forward_s", p.forward_s},
+                      {"forward_median_s", s.decode_forward_median_s},
                       {"outside_s", p.outside_s},
                       {"total_s", p.total_s},
                       {"outside_over_forward", p.outside_s / p.forward_s}};
