@@ -38,6 +38,12 @@ class AutoregressiveDecoder : public Decoder {
     KVCache cache(c, 0, 0, opt_.kv_type);
     cache.Reserve(static_cast<int>(std::min<int64_t>(c.max_seq_len, int64_t(prompt.size()) + opt_.max_new_tokens)));
     std::vector<float> probs;  // [vocab]
+    // No reallocation between tokens (at most the context's room).
+    const int64_t room =
+        std::max<int64_t>(0, std::min<int64_t>(opt_.max_new_tokens, c.max_seq_len - int64_t(prompt.size())));
+    res.tokens.reserve(room);
+    std::vector<double> forward_times;  // [decode calls] seconds
+    forward_times.reserve(room);
     const auto start = Clock::now();
     FirstEmission first{start, 1};
 
@@ -71,11 +77,19 @@ class AutoregressiveDecoder : public Decoder {
       if (st.generated_tokens == opt_.max_new_tokens || n_seq == c.max_seq_len) break;
       t0 = Clock::now();
       logits = Forward(rt_, m, std::span<const int>(&res.tokens.back(), 1), n_seq - 1, cache, false);
-      st.verify_s += Seconds(t0, Clock::now());
+      const double forward_s = Seconds(t0, Clock::now());
+      st.verify_s += forward_s;
+      st.decode_forward_s += forward_s;
+      forward_times.push_back(forward_s);
+      ++st.decode_forward_calls;
       CheckLogits(logits, c.vocab_size, target_.name, n_seq - 1, st.target_calls);
       ++st.target_calls;
     }
     FinishStats(st, start, first, Clock::now());
+    if (!forward_times.empty()) {
+      std::nth_element(forward_times.begin(), forward_times.begin() + forward_times.size() / 2, forward_times.end());
+      st.decode_forward_median_s = forward_times[forward_times.size() / 2];
+    }
     res.text = DecodeGenerated(target_.tokenizer.get(), prompt, res.tokens);
     return res;
   }

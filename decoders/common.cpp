@@ -98,6 +98,8 @@ void AddStats(GenerationStats& into, const GenerationStats& s) {
   into.verify_s += s.verify_s;
   into.other_s += s.other_s;
   into.retokenize_s += s.retokenize_s;
+  into.decode_forward_calls += s.decode_forward_calls;
+  into.decode_forward_s += s.decode_forward_s;
   into.total_s += s.total_s;
 }
 

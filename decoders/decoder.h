@@ -81,6 +81,14 @@ struct GenerationStats {
   // Part of draft_s (cross-tokenizer drafts only): converting text between the two
   // vocabularies (decode + re-encode windows, both directions). Per step: / target_calls.
   double retokenize_s = 0;
+  // Autoregressive decoding: the Forward calls after the prefill (one per token but the
+  // last) and their time, so the time outside them (sampling, the logits check,
+  // statistics, the caller's output) is decode time (total - prefill) less this.
+  int decode_forward_calls = 0;
+  double decode_forward_s = 0;
+  // Their median (one generation's; AddStats leaves it): the mean less the slow tail a
+  // busy host adds, as bench-forward's median T(1) leaves it out.
+  double decode_forward_median_s = 0;
   double first_token_latency_s = 0;      // prompt in -> first new token out
   double mean_next_token_latency_s = 0;  // (total - first emission) / tokens after it
   double tokens_per_s = 0;               // generated / (total - prefill)

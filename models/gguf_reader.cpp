@@ -163,12 +163,14 @@ void ReadRopeFreqs(TensorTable& t, const std::string& path, ModelConfig& c) {
   c.rope_freq_factors = t.Vector("rope_freqs.weight", c.head_dim() / 2);
 }
 
-// A matrix whose stored rows are already in the kernels' layout (row layout kept by
-// PackForKernels, rows in file order) points into the map (no copy), unless the kernels
-// stream it and a copy would be on huge pages (docs/measurements.md, "GGUF weights: views
-// or huge-page copies"). Any other is made in its final layout straight from the map into
-// an uninitialized buffer (each page written once), and the source pages are then dropped
-// (the page cache keeps them), so that loading never holds two copies.
+// A matrix whose stored rows need no reordering and are aligned is read straight from
+// the map: packing that re-lays it out copies it once, onto huge pages; one kept in the
+// file's layout is a view into the map (no copy), unless the kernels stream it and a copy
+// would be on huge pages (docs/measurements.md, "GGUF weights: views or huge-page
+// copies"). Reordered rows are copied into an uninitialized buffer first. The source
+// pages of a copy are then dropped (the page cache keeps them), so loading never holds
+// two copies. Packing from the map rather than from a first copy halves the fresh memory
+// a load faults in (docs/performance.md, "generate against bench-forward").
 void LoadMatrix(const MatrixJob& j, const std::shared_ptr<const MappedFile>& file, const uint8_t* data,
                 const std::string& path) {
   const MappedFile& mf = *file;
@@ -179,9 +181,7 @@ void LoadMatrix(const MatrixJob& j, const std::shared_ptr<const MappedFile>& fil
   const size_t row_bytes = static_cast<size_t>(j.cols) / g.block * g.bytes;
   if (j.pack) mf.Populate(src, j.ti->bytes);  // read whole: map it in one call
   QMatrix rows;
-  const bool viewable =
-      !j.row_of && reinterpret_cast<uintptr_t>(src) % 32 == 0 && !(j.pack && UninitializedOnHugePages(j.ti->bytes));
-  if (viewable) {
+  if (!j.row_of && reinterpret_cast<uintptr_t>(src) % 32 == 0) {
     rows = MakeQMatrix(g.qtype, j.rows, j.cols, AlignedBuffer::View(src, j.ti->bytes, file));
   } else {
     rows = MakeQMatrix(g.qtype, j.rows, j.cols, AlignedBuffer::Uninitialized(j.ti->bytes));
@@ -191,7 +191,9 @@ void LoadMatrix(const MatrixJob& j, const std::shared_ptr<const MappedFile>& fil
   if (rows.row_bytes != row_bytes) Fail("{}: tensor '{}': internal row size mismatch", path, name);
   CheckFinite(rows, path, name);
   QMatrix q = j.pack ? PackForKernels(rows) : std::move(rows);
-  if (std::as_const(q.data).data() != src) mf.Release(src, j.ti->bytes);  // not a view: copied out
+  const bool view = std::as_const(q.data).data() == src;
+  if (view && j.pack && UninitializedOnHugePages(j.ti->bytes)) (void)q.data.data();  // copy on write: huge pages
+  if (std::as_const(q.data).data() != src) mf.Release(src, j.ti->bytes);             // not a view: copied out
   *j.out = std::move(q);
 }
 

@@ -1,5 +1,6 @@
 #include "quant/huge_pages.h"
 
+#include <atomic>
 #include <fstream>
 
 #include <sys/mman.h>
@@ -7,6 +8,11 @@
 #include "base/error.h"
 
 namespace specsweep {
+namespace {
+std::atomic<uint64_t> mapped_bytes{0};
+}  // namespace
+
+uint64_t HugePageBytesMapped() { return mapped_bytes.load(std::memory_order_relaxed); }
 
 // A 1.1B-parameter model takes ~1200 huge pages instead of ~600 000 small ones (in a VM
 // each fault is a trap that costs more than zeroing the page).
@@ -27,6 +33,7 @@ std::shared_ptr<const void> MapHugePages(size_t bytes, uint8_t** out) {
   // in a VM (docs/kernels.md, "Huge pages"). A hint too: on failure (kernels before 5.14)
   // the writes fault the pages in.
   ::madvise(p, len, MADV_POPULATE_WRITE);
+  mapped_bytes.fetch_add(len, std::memory_order_relaxed);
   *out = p;
   return std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
 }

@@ -15,6 +15,9 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // transparent huge pages and faulted in at once; the returned owner unmaps it. Throws
 // Error when out of memory.
 std::shared_ptr<const void> MapHugePages(size_t bytes, uint8_t** out);
+// Bytes MapHugePages has mapped in this process so far: fresh memory faulted in, which
+// dominates loading time (docs/performance.md, "generate against bench-forward").
+uint64_t HugePageBytesMapped();
 
 // The kernel's transparent huge page mode: "always", "madvise" or "never" (the bracketed
 // word of /sys/kernel/mm/transparent_hugepage/enabled), "unknown" where it cannot be read.

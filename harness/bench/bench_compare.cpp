@@ -43,12 +43,16 @@ std::string Now() {
   return buf;
 }
 
+}  // namespace
+
 std::string SelfExe() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) Fail("--compare: cannot find this executable (/proc/self/exe)");
   return std::string(buf, n);
 }
+
+namespace {
 
 struct Spread {
   double median, min, max;
@@ -58,6 +62,8 @@ Spread Summarize(const std::vector<double>& v) {
   return {Median(v), *lo, *hi};
 }
 
+}  // namespace
+
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
@@ -65,35 +71,43 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// Runs `binary args...` with environment `env`, stdout and stderr into `log`; throws
-// with the log's tail if it does not exit 0.
-void RunChild(const std::string& binary, const std::vector<std::string>& args, const std::vector<std::string>& env,
-              const std::string& log, const std::string& label) {
+void RunCompareChild(const std::string& binary, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env, const std::string& out, const std::string& err,
+                     const std::string& label) {
   std::vector<char*> argv, envp;  // NULL-terminated views, built before fork
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const std::string& s : args) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
   for (const std::string& s : env) envp.push_back(const_cast<char*>(s.c_str()));
   envp.push_back(nullptr);
+  const bool one_file = err == out;
   const pid_t pid = fork();
   if (pid < 0) Fail("--compare: fork failed for variant {}", label);
   if (pid == 0) {  // only async-signal-safe calls until execve
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
+    const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) dup2(fd, 1);
+    const int fe = one_file ? fd : open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe >= 0) dup2(fe, 2);
     execve(binary.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string out = Slurp(log);
-    if (out.size() > 600) out = "..." + out.substr(out.size() - 600);
+    std::string tail = Slurp(err);
+    if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
     Fail("--compare: variant {}: {} exited with status {}: {}", label, binary,
-         WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+         WIFEXITED(status) ? WEXITSTATUS(status) : -1, tail);
   }
+}
+
+namespace {
+
+// Runs `binary args...` with environment `env`, stdout and stderr into `log`; throws
+// with the log's tail if it does not exit 0.
+void RunChild(const std::string& binary, const std::vector<std::string>& args, const std::vector<std::string>& env,
+              const std::string& log, const std::string& label) {
+  RunCompareChild(binary, args, env, log, log, label);
 }
 
 ChildRun ReadChild(const std::string& path, const std::string& label) {

@@ -37,4 +37,15 @@ struct CompareArgs {
 };
 void RunCompare(const CompareArgs& a);
 
+// The running executable (/proc/self/exe), which children run unless a variant names another.
+std::string SelfExe();
+// A whole file's bytes ("" when it cannot be read).
+std::string Slurp(const std::string& path);
+// Runs `binary args...` with environment `env` (VAR=VALUE strings), stdout into `out` and
+// stderr into `err` (the same file when equal); throws naming `label`, with the tail of
+// `err`, unless it exits 0.
+void RunCompareChild(const std::string& binary, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env, const std::string& out, const std::string& err,
+                     const std::string& label);
+
 }  // namespace specsweep

@@ -25,6 +25,7 @@ struct BenchForwardArgs {
   int ctx = 64;
   std::vector<std::string> compare, compare_bin;  // --compare LABEL=SETTINGS, --compare-bin LABEL=PATH
   int rounds = 5;
+  int vs_generate = 0;     // --vs-generate N: generate's N-token decode against T(1) (bench_generate.h)
   int threads = 0;         // the --threads global (0: all cores), passed on to --compare children
   std::string models_dir;  // the --models global
 };

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "harness/bench/bench_forward.h"
+#include "harness/bench/bench_generate.h"
 #include "base/status_line.h"
 #include "harness/cli/commands.h"
 
@@ -55,10 +56,16 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "environment settings (an empty VALUE unsets VAR) as child processes in interleaved rounds, and "
                   "report median times and per-round ratios to the first variant");
   cmd->add_option("--compare-bin", args->compare_bin, "LABEL=PATH: run variant LABEL with another specsweep build");
-  cmd->add_option("--rounds", args->rounds, "--compare: rounds (each runs every variant once, order alternating)");
+  cmd->add_option("--rounds", args->rounds,
+                  "--compare, --vs-generate: rounds (each runs every variant once, order alternating)");
+  cmd->add_option("--vs-generate", args->vs_generate,
+                  "N: generate's decode of N tokens (time per token: its Forward call and the time outside it) "
+                  "against T(1) in decode-loop mode at generate's mean context position, as child processes in "
+                  "rounds (harness/bench/bench_generate.h)");
   cmd->callback([args] {
     args->threads = Globals().threads;
     args->models_dir = Globals().models_dir;
+    if (args->vs_generate != 0) return RunGenerateVsForward(*args);
     if (!args->compare.empty() || !args->compare_bin.empty()) return RunBenchForwardCompare(*args);
     StatusLine status;  // a live line on a terminal while loading and timing
     RunBenchForward(*args);

@@ -35,6 +35,7 @@
 #include "base/status_line.h"
 #include "models/chat_template.h"
 #include "models/loader.h"
+#include "quant/bandwidth.h"
 
 namespace specsweep {
 namespace {
@@ -50,6 +51,7 @@ struct GenerateArgs {
   int draft_layers = 0, k = 4, max_ngram = 0, min_ngram = 0;
   float draft_p_min = 0.8f;
   bool json = false, no_eos = false, draft_lookup = false, do_sample = false;
+  bool bandwidth = false;  // --bandwidth: the read probe before and after the generation
   CLI::Option* temp_opt = nullptr;
   // Options given on the command line that only a speculative decoder reads.
   std::vector<CLI::Option*> spec_only;
@@ -190,9 +192,33 @@ class Streamer {
   std::string printed_;
 };
 
+// Autoregressive decoding's time per token after the prefill, split into its Forward
+// call and everything else (sampling, the logits check, statistics, output): the decode
+// time over its Forward calls, so forward + outside = total.
+struct PerToken {
+  int calls = 0;
+  double forward_s = 0, outside_s = 0, total_s = 0;
+};
+PerToken SplitPerToken(const GenerationStats& s) {
+  PerToken p;
+  p.calls = s.decode_forward_calls;
+  if (p.calls == 0) return p;
+  p.total_s = (s.total_s - s.prefill_s) / p.calls;
+  p.forward_s = s.decode_forward_s / p.calls;
+  p.outside_s = p.total_s - p.forward_s;
+  return p;
+}
+
 // The harness's record of a generation plus the derived figures a reader wants at once.
 nlohmann::json StatsJson(const GenerationStats& s, bool speculative) {
   nlohmann::json j = StatsToJson(s);
+  if (const PerToken p = SplitPerToken(s); p.calls > 0)
+    j["per_token"] = {{"forward_calls", p.calls},
+                      {"forward_s", p.forward_s},
+                      {"forward_median_s", s.decode_forward_median_s},
+                      {"outside_s", p.outside_s},
+                      {"total_s", p.total_s},
+                      {"outside_over_forward", p.outside_s / p.forward_s}};
   j["stopped_at_eos"] = s.stopped_at_eos;
   j["retokenize_s"] = s.retokenize_s;  // until StatsToJson carries it
   j["acceptance_rate"] = s.acceptance_rate();
@@ -212,6 +238,9 @@ void PrintSummary(const GenerationStats& s, bool speculative, double ready_s) {
   fmt::print("tokens/s                 {:.1f}\n", s.tokens_per_s);
   fmt::print("time prefill/draft/verify/other  {:.3f}/{:.3f}/{:.3f}/{:.3f} ms (total {:.3f} ms)\n", s.prefill_s * 1e3,
              s.draft_s * 1e3, s.verify_s * 1e3, s.other_s * 1e3, s.total_s * 1e3);
+  if (const PerToken p = SplitPerToken(s); p.calls > 0)
+    fmt::print("per token (decode)       forward {:.3f} ms + outside {:.4f} ms = {:.3f} ms (outside {:.3f}%)\n",
+               p.forward_s * 1e3, p.outside_s * 1e3, p.total_s * 1e3, 100 * p.outside_s / p.forward_s);
   if (!speculative) return;
   fmt::print("target calls             {}\n", s.target_calls);
   fmt::print("draft calls              {}\n", s.draft_calls);
@@ -326,7 +355,13 @@ Run PrepareRun(const GenerateArgs& a) {
   return r;
 }
 
-void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r) {
+// --bandwidth: the read probe (quant/bandwidth.h) just before and after the generation,
+// which names the memory phase its timings met.
+struct Bandwidth {
+  double before_gbs = 0, after_gbs = 0;
+};
+
+void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r, const Bandwidth& bw) {
   const DecoderOptions& o = run.o;
   nlohmann::json j = {{"model", a.model},
                       {"quant", run.target_label},
@@ -343,6 +378,7 @@ void PrintJson(const GenerateArgs& a, const Run& run, const GenerationResult& r)
                       {"sampling", {{"temperature", a.temp}, {"top_k", a.top_k}, {"top_p", a.top_p}, {"seed", a.seed}}},
                       {"stats", StatsJson(r.stats, o.kind != DecoderKind::Autoregressive)},
                       {"startup", StartupJson(run.ready_s, run.calibration_s, r.stats)}};
+  if (a.bandwidth) j["read_bandwidth"] = {{"before_gbs", bw.before_gbs}, {"after_gbs", bw.after_gbs}};
   // The results files' names (Point::ParamsJson) for the same things.
   const LookupDraft* lookup = o.draft.get<LookupDraft>();
   if (o.kind != DecoderKind::Autoregressive)
@@ -392,9 +428,12 @@ void RunGenerate(GenerateArgs a) {
   // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
   const bool replayed = run.o.acceptance_source.replayed();
   GenerationResult r;
+  Bandwidth bw;
+  if (a.bandwidth) bw.before_gbs = MeasureReadBandwidthGBs();
   if (a.json) {
     r = run.dec->Generate(run.prompt);
-    PrintJson(a, run, r);
+    if (a.bandwidth) bw.after_gbs = MeasureReadBandwidthGBs();
+    PrintJson(a, run, r, bw);
   } else if (replayed) {
     r = run.dec->Generate(run.prompt);
     fmt::print(
@@ -406,6 +445,9 @@ void RunGenerate(GenerateArgs a) {
     r = StreamText(run);
     PrintSummary(r.stats, spec, run.ready_s);
   }
+  if (a.bandwidth && !a.json)
+    fmt::print("read bandwidth           {:.2f} GB/s before, {:.2f} GB/s after\n", bw.before_gbs,
+               bw.after_gbs = MeasureReadBandwidthGBs());
   if (StopReason(r.stats, a.n) == "context")
     fmt::print(stderr, "notice: stopped at the context length ({} positions) after {} of {} tokens\n",
                run.target.model->config.max_seq_len, r.stats.generated_tokens, a.n);
@@ -470,6 +512,9 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   }
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
+  cmd->add_flag("--bandwidth", a->bandwidth,
+                "Read the memory bandwidth probe (about 1 s) before and after the generation, which names its "
+                "memory phase");
   cmd->callback([a] {
     StatusLine status;  // a live line on a terminal while loading a large model
     RunGenerate(*a);

@@ -1,0 +1,239 @@
+#include "harness/bench/bench_generate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/bench/bench_compare.h"
+#include "harness/store/results.h"
+#include "harness/report/statistics.h"
+#include "base/build_info.h"
+#include "base/error.h"
+
+extern char** environ;
+
+namespace specsweep {
+
+bool GenerateVsForwardRound::SamePhase() const {
+  const double lo = std::min({bw_before, bw_after, bw_during}), hi = std::max({bw_before, bw_after, bw_during});
+  return lo > 0 && hi <= 1.15 * lo;
+}
+
+GenerateVsForwardRound ReadGenerateVsForward(const nlohmann::json& generate, const nlohmann::json& bench) {
+  GenerateVsForwardRound r;
+  const nlohmann::json& stats = generate.at("stats");
+  if (!stats.contains("per_token")) Fail("--vs-generate: generate reported no per-token split (no decode calls)");
+  const nlohmann::json& p = stats.at("per_token");
+  r.prompt_tokens = stats.at("prompt_tokens").get<int>();
+  r.forward_calls = p.at("forward_calls").get<int>();
+  r.forward_ms = p.at("forward_s").get<double>() * 1e3;
+  r.forward_median_ms = p.at("forward_median_s").get<double>() * 1e3;
+  r.outside_ms = p.at("outside_s").get<double>() * 1e3;
+  r.total_ms = p.at("total_s").get<double>() * 1e3;
+  r.bw_before = generate.at("read_bandwidth").at("before_gbs").get<double>();
+  r.bw_after = generate.at("read_bandwidth").at("after_gbs").get<double>();
+  r.ready_s = generate.at("startup").at("ready_s").get<double>();
+  const nlohmann::json& ctx = bench.at("context");
+  r.bench_ctx = ctx.at("ctx").get<int>();
+  r.bw_during = ctx.at("read_bandwidth_during_gbs").get<double>();
+  r.load_s = ctx.at("load_s").get<double>();
+  for (const nlohmann::json& rec : bench.at("benchmarks"))
+    if (rec.contains("format") && rec.value("n", 0) == 1) {
+      r.t1_ms = rec.at("real_time").get<double>();
+      break;
+    }
+  if (r.t1_ms <= 0) Fail("--vs-generate: bench-forward reported no T(1)");
+  return r;
+}
+
+namespace {
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread SpreadOf(const std::vector<GenerateVsForwardRound>& rounds, double (*f)(const GenerateVsForwardRound&)) {
+  std::vector<double> v;
+  for (const GenerateVsForwardRound& r : rounds) v.push_back(f(r));
+  if (v.empty()) return {};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {Median(v), *lo, *hi};
+}
+
+// The options every child shares: the globals, then the model's format and cache type.
+struct ChildPlan {
+  std::vector<std::string> globals, quant;
+  std::string binary, dir;
+  std::vector<std::string> env;
+};
+
+nlohmann::json RunGenerateChild(const BenchForwardArgs& a, const ChildPlan& c, int round) {
+  std::vector<std::string> args = c.globals;
+  args.insert(args.end(), {"generate", "-m", a.model, "-n", std::to_string(a.vs_generate), "--no-eos", "--json",
+                           "--bandwidth", "--kv-type", a.kv_types.at(0)});
+  args.insert(args.end(), c.quant.begin(), c.quant.end());
+  const std::string out = fmt::format("{}/generate-{}.json", c.dir, round), err = c.dir + "/generate.log";
+  RunCompareChild(c.binary, args, c.env, out, err, "generate");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(Slurp(out));
+  } catch (const std::exception& e) {
+    Fail("--vs-generate: generate: {}: not generate's JSON ({})", out, e.what());
+  }
+  std::remove(out.c_str());
+  return j;
+}
+
+nlohmann::json RunBenchChild(const BenchForwardArgs& a, const ChildPlan& c, int round, int ctx) {
+  const std::string out = fmt::format("{}/bench-{}.json", c.dir, round), log = c.dir + "/bench.log";
+  std::vector<std::string> args = c.globals;
+  args.insert(args.end(), {"bench-forward", a.model, "--n", "1", "--loop", "--ctx", std::to_string(ctx), "--reps",
+                           std::to_string(a.reps), "--kv-type", a.kv_types.at(0), "--json", out});
+  args.insert(args.end(), c.quant.begin(), c.quant.end());
+  RunCompareChild(c.binary, args, c.env, log, log, "bench-forward");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(Slurp(out));
+  } catch (const std::exception& e) {
+    Fail("--vs-generate: bench-forward: {}: not bench-forward's JSON ({})", out, e.what());
+  }
+  std::remove(out.c_str());
+  return j;
+}
+
+void PrintRound(int k, const GenerateVsForwardRound& r) {
+  fmt::print(
+      "round {} ({} first): generate {:.3f} ms/token = forward {:.3f} + outside {:.4f} (read {:.1f}/{:.1f} GB/s, "
+      "ready {:.2f} s); bench-forward T(1) {:.3f} ms at ctx {} (read {:.1f} GB/s, loaded in {:.2f} s); "
+      "generate/T(1) {:.3f}{}\n",
+      k + 1, r.generate_first ? "generate" : "bench-forward", r.total_ms, r.forward_ms, r.outside_ms, r.bw_before,
+      r.bw_after, r.ready_s, r.t1_ms, r.bench_ctx, r.bw_during, r.load_s, r.total_ms / r.t1_ms,
+      r.SamePhase() ? "" : " (phases differ)");
+  std::fflush(stdout);
+}
+
+using Figure = double (*)(const GenerateVsForwardRound&);
+struct Row {
+  const char* name;
+  Figure f;
+};
+const Row kRows[] = {
+    {"generate ms per token", [](const GenerateVsForwardRound& r) { return r.total_ms; }},
+    {"  its Forward ms", [](const GenerateVsForwardRound& r) { return r.forward_ms; }},
+    {"  outside Forward ms", [](const GenerateVsForwardRound& r) { return r.outside_ms; }},
+    {"bench-forward T(1) ms", [](const GenerateVsForwardRound& r) { return r.t1_ms; }},
+    {"generate / T(1)", [](const GenerateVsForwardRound& r) { return r.total_ms / r.t1_ms; }},
+    {"generate's Forward / T(1)", [](const GenerateVsForwardRound& r) { return r.forward_ms / r.t1_ms; }},
+    {"its median Forward / T(1)", [](const GenerateVsForwardRound& r) { return r.forward_median_ms / r.t1_ms; }},
+    {"outside / T(1) %", [](const GenerateVsForwardRound& r) { return 100 * r.outside_ms / r.t1_ms; }},
+    {"generate tokens/s", [](const GenerateVsForwardRound& r) { return 1e3 / r.total_ms; }},
+    {"1 / T(1) tokens/s", [](const GenerateVsForwardRound& r) { return 1e3 / r.t1_ms; }},
+    {"generate ready s", [](const GenerateVsForwardRound& r) { return r.ready_s; }},
+    {"bench-forward load s", [](const GenerateVsForwardRound& r) { return r.load_s; }},
+};
+
+nlohmann::json PrintSummary(const std::vector<GenerateVsForwardRound>& rounds) {
+  std::vector<GenerateVsForwardRound> same;
+  std::copy_if(rounds.begin(), rounds.end(), std::back_inserter(same),
+               [](const GenerateVsForwardRound& r) { return r.SamePhase(); });
+  fmt::print("{:<28} {:>28} {:>28}\n", "", fmt::format("all {} rounds", rounds.size()),
+             fmt::format("{} same-phase rounds", same.size()));
+  nlohmann::json out = nlohmann::json::object();
+  for (const Row& row : kRows) {
+    const Spread all = SpreadOf(rounds, row.f), one = SpreadOf(same, row.f);
+    auto cell = [](const Spread& s, size_t n) {
+      return n == 0 ? std::string("-") : fmt::format("{:.4g} ({:.4g}..{:.4g})", s.median, s.min, s.max);
+    };
+    fmt::print("{:<28} {:>28} {:>28}\n", row.name, cell(all, rounds.size()), cell(one, same.size()));
+    out[row.name] = {{"median", all.median}, {"min", all.min}, {"max", all.max}};
+  }
+  fmt::print(
+      "median (range) over rounds; outside = generate's decode time per token less its Forward call (sampling, "
+      "the logits check, statistics, output); its Forward: the mean of its calls, median: their median (as "
+      "T(1) is); same phase: generate's read probes before and after and "
+      "bench-forward's during within 15%\n");
+  return out;
+}
+
+void WriteJson(const BenchForwardArgs& a, const std::vector<GenerateVsForwardRound>& rounds,
+               const nlohmann::json& summary) {
+  nlohmann::json rs = nlohmann::json::array();
+  for (const GenerateVsForwardRound& r : rounds)
+    rs.push_back({{"generate_first", r.generate_first},
+                  {"prompt_tokens", r.prompt_tokens},
+                  {"forward_calls", r.forward_calls},
+                  {"generate_ms_per_token", r.total_ms},
+                  {"generate_forward_ms", r.forward_ms},
+                  {"generate_forward_median_ms", r.forward_median_ms},
+                  {"generate_outside_ms", r.outside_ms},
+                  {"generate_bandwidth_before_gbs", r.bw_before},
+                  {"generate_bandwidth_after_gbs", r.bw_after},
+                  {"generate_ready_s", r.ready_s},
+                  {"bench_ctx", r.bench_ctx},
+                  {"t1_ms", r.t1_ms},
+                  {"bench_bandwidth_during_gbs", r.bw_during},
+                  {"bench_load_s", r.load_s},
+                  {"same_phase", r.SamePhase()}});
+  const nlohmann::json ctx = {{"executable", "specsweep bench-forward --vs-generate"},
+                              {"git_rev", GitRev()},
+                              {"model", a.model},
+                              {"tokens", a.vs_generate},
+                              {"rounds", a.rounds},
+                              {"threads", a.threads}};
+  std::ofstream f(a.json);
+  f << DumpJson({{"context", ctx}, {"rounds", rs}, {"summary", summary}}, 2) << "\n";
+  if (!f) Fail("--json: {}: cannot write", a.json);
+}
+
+void CheckVsGenerate(const BenchForwardArgs& a) {
+  if (a.vs_generate < 2) FailUsage("--vs-generate: {} tokens: give at least 2 (decode calls to time)", a.vs_generate);
+  if (a.rounds < 1) FailUsage("--rounds: {} must be at least 1", a.rounds);
+  if (a.reps < 1) FailUsage("--reps: {} must be at least 1", a.reps);
+  if (a.quants.size() > 1) FailUsage("--vs-generate: one --quant at most (generate runs one format)");
+  if (a.kv_types.size() != 1) FailUsage("--vs-generate: one --kv-type (generate runs one)");
+  if (!a.compare.empty() || !a.compare_bin.empty()) FailUsage("--vs-generate: not with --compare");
+}
+
+}  // namespace
+
+void RunGenerateVsForward(const BenchForwardArgs& a) {
+  CheckVsGenerate(a);
+  ChildPlan c;
+  c.binary = SelfExe();
+  if (a.threads > 0) c.globals = {"--threads", std::to_string(a.threads)};
+  if (!a.models_dir.empty()) c.globals.insert(c.globals.end(), {"--models", a.models_dir});
+  if (!a.quants.empty()) c.quant = {"--quant", a.quants[0]};
+  for (char** e = environ; *e; ++e) c.env.emplace_back(*e);
+  char dir_tmpl[] = "/tmp/specsweep-vs-generate-XXXXXX";
+  if (!mkdtemp(dir_tmpl)) Fail("--vs-generate: cannot create a temporary directory in /tmp");
+  c.dir = dir_tmpl;
+  fmt::print(
+      "vs-generate: {} rounds of `generate -n {} --no-eos` against `bench-forward --loop --n 1 --reps {}` at "
+      "generate's mean context position, order alternating per round\n",
+      a.rounds, a.vs_generate, a.reps);
+  std::vector<GenerateVsForwardRound> rounds;
+  int ctx = 0;  // generate's mean decode position, from the first round (generate runs first)
+  for (int k = 0; k < a.rounds; ++k) {
+    nlohmann::json g, b;
+    if (k % 2 == 0) g = RunGenerateChild(a, c, k);
+    if (k == 0) ctx = g.at("stats").at("prompt_tokens").get<int>() + (a.vs_generate - 2) / 2;
+    b = RunBenchChild(a, c, k, ctx);
+    if (k % 2 == 1) g = RunGenerateChild(a, c, k);
+    rounds.push_back(ReadGenerateVsForward(g, b));
+    rounds.back().generate_first = k % 2 == 0;
+    PrintRound(k, rounds.back());
+  }
+  for (const char* log : {"/generate.log", "/bench.log"}) std::remove((c.dir + log).c_str());
+  rmdir(c.dir.c_str());
+  const nlohmann::json summary = PrintSummary(rounds);
+  if (!a.json.empty()) WriteJson(a, rounds, summary);
+}
+
+}  // namespace specsweep
