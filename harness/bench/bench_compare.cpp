@@ -52,18 +52,6 @@ std::string SelfExe() {
   return std::string(buf, n);
 }
 
-namespace {
-
-struct Spread {
-  double median, min, max;
-};
-Spread Summarize(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {Median(v), *lo, *hi};
-}
-
-}  // namespace
-
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;

@@ -97,15 +97,6 @@ void SamplerWork(std::span<const float> logits, int vocab) {
   asm volatile("" : : "r"(sink));
 }
 
-// Median, min and max of a sample.
-struct Spread {
-  double median = 0, min = 0, max = 0;
-};
-Spread Summarize(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {Median(v), *lo, *hi};
-}
-
 // One weight format of the model under test, with its own cache and timings.
 struct Variant {
   std::string label;   // "f32", "q4_0", ...; "q4_0/kv:f16" when KV cache types are compared

@@ -56,15 +56,10 @@ GenerateVsForwardRound ReadGenerateVsForward(const nlohmann::json& generate, con
 
 namespace {
 
-struct Spread {
-  double median = 0, min = 0, max = 0;
-};
 Spread SpreadOf(const std::vector<GenerateVsForwardRound>& rounds, double (*f)(const GenerateVsForwardRound&)) {
   std::vector<double> v;
   for (const GenerateVsForwardRound& r : rounds) v.push_back(f(r));
-  if (v.empty()) return {};
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {Median(v), *lo, *hi};
+  return Summarize(v);
 }
 
 // The options every child shares: the globals, then the model's format and cache type.

@@ -9,14 +9,6 @@
 namespace specsweep {
 namespace {
 
-struct Spread {
-  double median, min, max;
-};
-Spread Summarize(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {Median(v), *lo, *hi};
-}
-
 // A child's timed units at `key` with their phases: its repetitions (each between two
 // readings), or its whole run (its median, between its extreme readings).
 struct Units {

@@ -100,4 +100,10 @@ uint64_t SeedOf(std::string_view key) {
   return h;
 }
 
+Spread Summarize(std::span<const double> v) {
+  if (v.empty()) return {};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {Median(v), *lo, *hi};
+}
+
 }  // namespace specsweep

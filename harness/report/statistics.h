@@ -15,6 +15,12 @@ double Mean(std::span<const double> v);
 double Median(std::span<const double> v);
 double StdDev(std::span<const double> v);
 
+// Median, min and max of a sample (all 0 for an empty one).
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread Summarize(std::span<const double> v);
+
 struct Interval {
   double mean = 0, low = 0, high = 0;  // low/high: NaN when n < 2
   int n = 0;
