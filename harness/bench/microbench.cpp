@@ -21,12 +21,17 @@
 //                                    and verification step at real size (see Model1B)
 //   BM_MatMuls1B/<type>/<n>          every matrix of that model once, nothing else: the
 //                                    part of Forward1B no overhead can shrink
+//   BM_PrefetchLead1B/<type>         MatMuls1B(1) of Q8_0 (1) or Q4_0 (2) at lead distances 4-128
+//                                    KB, interleaved per round, one probe reading per round
+//                                    (stderr; SPECSWEEP_PREFETCH=lead)
 // Counters: bytes_per_second = weight bytes per call, items_per_second = multiply-adds.
 // Threads follow OMP_NUM_THREADS (all cores by default). Wall-clock time (UseRealTime).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +54,7 @@
 #include "quant/bandwidth.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
+#include "quant/prefetch.h"
 
 namespace specsweep {
 namespace {
@@ -374,6 +380,50 @@ void BM_MatMuls1B(benchmark::State& st) {
   st.SetLabel(std::string(QTypeName(t)) + " " + Rt().kernel_isa());
 }
 BENCHMARK(BM_MatMuls1B)->ArgsProduct({{0, 1, 2}, {1, 8}})->UseRealTime()->MinTime(1.0);
+
+// The lead pattern's distance (quant/prefetch.h) swept within one process, for the
+// kernels that read it at run time (packed Q8_0/Q4_0, K-quants): per round one probe
+// reading (the memory phase it met), then per distance the median of 5 passes over every
+// matrix of the 1.1B shape, as GB/s of weights, to stderr. Interleaving the distances in
+// every round keeps each comparison inside one phase (docs/performance.md, "Zen 4, #49").
+void BM_PrefetchLead1B(benchmark::State& st) {
+  Rt();  // sets the process's prefetch pattern
+  if (const char* why = Skip1B(); why || ActivePrefetchPattern() != PrefetchPattern::kLead) {
+    st.SkipWithError(why ? why : "the prefetch pattern is not lead (SPECSWEEP_PREFETCH=lead)");
+    return;
+  }
+  const QType t = k1BTypes[st.range(0)];
+  const std::shared_ptr<const Model> m = Model1B(t);
+  std::vector<const QMatrix*> mats;
+  for (const LayerWeights& L : m->layers)
+    for (const QMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w3, &L.w2}) mats.push_back(w);
+  mats.push_back(&m->output);
+  double bytes = 0;
+  for (const QMatrix* w : mats) bytes += double(w->bytes());
+  AlignedFloats x = RandomValues(size_t(m->config.hidden_dim), 5);  // [1][<= widest]
+  AlignedFloats y(size_t(m->config.vocab_size));                    // [1][<= tallest]
+  AlignedBuffer probe = MakeReadProbeBuffer();
+  for (auto _ : st) {
+    for (int round = 0; round < 12; ++round) {
+      double bw = 0;
+      for (int p = 0; p < kReadProbePatterns; ++p) bw = std::max(bw, ReadPassGBs(probe.data(), kReadProbeBytes, p));
+      std::string line = fmt::format("round {} {} probe {:.1f} GB/s, weights GB/s by lead:", round, QTypeName(t), bw);
+      for (uintptr_t lead : {4096, 8192, 16384, 32768, 65536, 131072}) {
+        g_prefetch_formula.ahead.store(lead, std::memory_order_relaxed);
+        std::vector<double> secs;
+        for (int k = 0; k < 5; ++k) {
+          const auto t0 = std::chrono::steady_clock::now();
+          for (const QMatrix* w : mats) MatMul(Rt(), *w, x.data(), 1, y.data());
+          secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        line += fmt::format(" {}K {:.1f}", lead / 1024, bytes / Median(secs) / 1e9);
+      }
+      fmt::print(stderr, "{}\n", line);
+    }
+  }
+  SetPrefetchPattern(PrefetchPattern::kLead);  // back to kLeadBytes
+}
+BENCHMARK(BM_PrefetchLead1B)->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
 
 }  // namespace
 }  // namespace specsweep
