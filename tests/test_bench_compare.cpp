@@ -30,10 +30,15 @@ TEST(BenchCompare, ParsesSpecs) {
   EXPECT_THROW(ParseCompareSpec("=A=1", "--compare"), Error);
   EXPECT_THROW(ParseCompareSpec("a=NOVALUE", "--compare"), Error);
   std::vector<CompareVariant> vs = {ParseCompareSpec("a=", "--compare")};
-  EXPECT_THROW(SetCompareBinary(vs, "b=/bin/sh", "--compare-bin"), Error);         // no variant b
   EXPECT_THROW(SetCompareBinary(vs, "a=/nonexistent/x", "--compare-bin"), Error);  // not executable
+  EXPECT_THROW(SetCompareBinary(vs, "b=/nonexistent/x", "--compare-bin"), Error);
   SetCompareBinary(vs, "a=/bin/sh", "--compare-bin");
   EXPECT_EQ(vs[0].binary, "/bin/sh");
+  SetCompareBinary(vs, "b=/bin/true", "--compare-bin");  // no --compare b: a variant of its own
+  ASSERT_EQ(vs.size(), 2u);
+  EXPECT_EQ(vs[1].label, "b");
+  EXPECT_EQ(vs[1].binary, "/bin/true");
+  EXPECT_TRUE(vs[1].env.empty());
 }
 
 TEST(BenchCompare, ChildEnvironmentAppliesSettings) {

@@ -152,9 +152,14 @@ void SetCompareBinary(std::vector<CompareVariant>& variants, const std::string& 
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) Fail("{}: '{}': expected LABEL=PATH", option, spec);
   const std::string label = spec.substr(0, eq), path = spec.substr(eq + 1);
-  auto it = std::find_if(variants.begin(), variants.end(), [&](const CompareVariant& v) { return v.label == label; });
-  if (it == variants.end()) Fail("{}: '{}': no --compare variant is labelled {}", option, spec, label);
   if (access(path.c_str(), X_OK) != 0) Fail("{}: '{}': {} is not an executable file", option, spec, path);
+  auto it = std::find_if(variants.begin(), variants.end(), [&](const CompareVariant& v) { return v.label == label; });
+  if (it == variants.end()) {  // a build alone, in this environment: a variant of its own
+    CompareVariant v;
+    v.label = label;
+    variants.push_back(std::move(v));
+    it = variants.end() - 1;
+  }
   it->binary = path;
 }
 

@@ -19,7 +19,8 @@ struct CompareVariant {
 // "LABEL=VAR=VALUE VAR2=VALUE2 ..." (whitespace-separated settings, possibly none:
 // "LABEL="). Throws naming `option` on a malformed spec.
 CompareVariant ParseCompareSpec(const std::string& spec, const char* option);
-// "LABEL=PATH": sets the binary of the variant named LABEL (which must exist).
+// "LABEL=PATH": sets the binary of the variant named LABEL, or adds a variant LABEL that
+// runs PATH in this process's environment (a build compared with no --compare spec).
 void SetCompareBinary(std::vector<CompareVariant>& variants, const std::string& spec, const char* option);
 
 // The environment of a variant's child: `base` (VAR=VALUE strings) with the variant's

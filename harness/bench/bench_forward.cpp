@@ -53,6 +53,8 @@ void RunBenchForwardCompare(const BenchForwardArgs& a) {
                       {"bench-forward", a.model, "--n", join(a.ns), "--reps", std::to_string(a.reps), "--ctx",
                        std::to_string(a.ctx), "--kv-type", join(a.kv_types)});
   if (!a.quants.empty()) c.bench_args.insert(c.bench_args.end(), {"--quant", join(a.quants)});
+  if (a.teams != BenchForwardArgs().teams) c.bench_args.insert(c.bench_args.end(), {"--team", join(a.teams)});
+  if (a.loop) c.bench_args.push_back("--loop");
   RunCompare(c);
 }
 

@@ -55,7 +55,9 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "Variant LABEL=VAR=VALUE ... (repeat, at least two): run this benchmark per variant with those "
                   "environment settings (an empty VALUE unsets VAR) as child processes in interleaved rounds, and "
                   "report median times and per-round ratios to the first variant");
-  cmd->add_option("--compare-bin", args->compare_bin, "LABEL=PATH: run variant LABEL with another specsweep build");
+  cmd->add_option("--compare-bin", args->compare_bin,
+                  "LABEL=PATH: run variant LABEL (a --compare label, or a new variant in this environment) with "
+                  "another specsweep build");
   cmd->add_option("--rounds", args->rounds,
                   "--compare, --vs-generate: rounds (each runs every variant once, order alternating)");
   cmd->add_option("--vs-generate", args->vs_generate,
