@@ -69,6 +69,18 @@ struct ChildPlan {
   std::vector<std::string> env;
 };
 
+// A child's JSON file, read and then removed.
+nlohmann::json TakeChildJson(const std::string& path, const char* command) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(Slurp(path));
+  } catch (const std::exception& e) {
+    Fail("--vs-generate: {}: {}: not {}'s JSON ({})", command, path, command, e.what());
+  }
+  std::remove(path.c_str());
+  return j;
+}
+
 nlohmann::json RunGenerateChild(const BenchForwardArgs& a, const ChildPlan& c, int round) {
   std::vector<std::string> args = c.globals;
   args.insert(args.end(), {"generate", "-m", a.model, "-n", std::to_string(a.vs_generate), "--no-eos", "--json",
@@ -76,14 +88,7 @@ nlohmann::json RunGenerateChild(const BenchForwardArgs& a, const ChildPlan& c, i
   args.insert(args.end(), c.quant.begin(), c.quant.end());
   const std::string out = fmt::format("{}/generate-{}.json", c.dir, round), err = c.dir + "/generate.log";
   RunCompareChild(c.binary, args, c.env, out, err, "generate");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(Slurp(out));
-  } catch (const std::exception& e) {
-    Fail("--vs-generate: generate: {}: not generate's JSON ({})", out, e.what());
-  }
-  std::remove(out.c_str());
-  return j;
+  return TakeChildJson(out, "generate");
 }
 
 nlohmann::json RunBenchChild(const BenchForwardArgs& a, const ChildPlan& c, int round, int ctx) {
@@ -93,14 +98,7 @@ nlohmann::json RunBenchChild(const BenchForwardArgs& a, const ChildPlan& c, int 
                            std::to_string(a.reps), "--kv-type", a.kv_types.at(0), "--json", out});
   args.insert(args.end(), c.quant.begin(), c.quant.end());
   RunCompareChild(c.binary, args, c.env, log, log, "bench-forward");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(Slurp(out));
-  } catch (const std::exception& e) {
-    Fail("--vs-generate: bench-forward: {}: not bench-forward's JSON ({})", out, e.what());
-  }
-  std::remove(out.c_str());
-  return j;
+  return TakeChildJson(out, "bench-forward");
 }
 
 void PrintRound(int k, const GenerateVsForwardRound& r) {
