@@ -17,12 +17,13 @@ class AutoregressiveDecoder : public Decoder {
   AutoregressiveDecoder(const LoadedModel& target, const DecoderOptions& o, const Runtime& rt)
       : target_(target), opt_(o), rt_(rt) {}
   const DecoderOptions& options() const override { return opt_; }
-  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
-                             const DecoderState&) const override {
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps, const DecoderState&,
+                             int batch) const override {
     CallCosts c;
     // Verification scores every position (all logits), as the speculative loop does.
     if (target_n_max > 0)
-      c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+      c.target_s =
+          TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true, false, {}, batch);
     return c;
   }
 

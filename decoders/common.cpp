@@ -38,7 +38,8 @@ void CheckLogits(std::span<const float> rows, int vocab, const std::string& mode
 
 std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv,
                                      std::span<const int> prompt, int n_max, int reps, bool all_logits, bool tree,
-                                     const std::function<double(std::span<const float>)>& work) {
+                                     const std::function<double(std::span<const float>)>& work, int batch) {
+  (void)batch;  // PLACEHOLDER (b50-api skeleton)
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
   KVCache cache(model.config, layers, len + n_max, kv);

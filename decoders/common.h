@@ -37,10 +37,12 @@ std::string DecodeGenerated(const Tokenizer* tok, std::span<const int> prompt, s
 // nodes below the prompt's last token (siblings, every node's logits), as a draft tree's
 // calls run them. `work`, when given, runs on each call's logits inside the timing (the
 // drafter's own work on the rows a call returns; its result only keeps it from being
-// optimised away).
+// optimised away). batch > 1: each call runs `batch` copies of the prompt's sequence
+// with n positions each in one ForwardBatch (T(B x n)); `work` then sees each one's rows.
 std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv,
                                      std::span<const int> prompt, int n_max, int reps, bool all_logits,
-                                     bool tree = false, const std::function<double(std::span<const float>)>& work = {});
+                                     bool tree = false, const std::function<double(std::span<const float>)>& work = {},
+                                     int batch = 1);
 
 // When the first new tokens came out and how many came together (a speculative step's first
 // verify emits its accepted drafts with the first token).

@@ -38,7 +38,7 @@ class CrossTokenizerDrafter : public Drafter {
   const std::string& name() const override { return name_; }
   // Timed on the prompt's text in the draft's own vocabulary.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
-  DraftCallCosts MeasureCallCosts(const DraftState&, std::span<const int> prompt, int, int reps) const override {
+  DraftCallCosts MeasureCallCosts(const DraftState&, std::span<const int> prompt, int, int reps, int) const override {
     const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
     return {TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false), {}};
   }

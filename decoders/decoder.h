@@ -50,9 +50,25 @@ struct DecoderOptions {
   KvType kv_type = KvType::F32;  // attention cache of the target (and of the draft)
   SamplingParams sampling;
   std::optional<KvType> draft_kv_type;  // the draft model's own attention cache (none: kv_type)
+  // Sequences decoded together (Decoder::GenerateBatch): each target call runs every live
+  // sequence's positions in one Forward pass. 1: one sequence, Generate.
+  int batch = 1;
 
   // The draft model's attention cache type.
   KvType DraftKvType() const { return draft_kv_type.value_or(kv_type); }
+};
+
+// One sequence of a batched generation (Decoder::GenerateBatch), as the batch's
+// aggregate GenerationStats lists them in per_sequence.
+struct SequenceStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  int target_calls = 0;  // the batch's token-yielding target calls this sequence took part in
+  int64_t drafted = 0, accepted = 0;
+  double first_token_latency_s = 0;      // batch start -> this sequence's first new token
+  double mean_next_token_latency_s = 0;  // (its last emission - its first) / tokens after the first
+  bool stopped_at_eos = false;
+  double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
 };
 
 struct GenerationStats {
@@ -93,6 +109,14 @@ struct GenerationStats {
   double mean_next_token_latency_s = 0;  // (total - first emission) / tokens after it
   double tokens_per_s = 0;               // generated / (total - prefill)
   bool stopped_at_eos = false;           // generation ended on EOS (EOS not emitted)
+  // A batched generation (GenerateBatch) aggregates its sequences here: token counts,
+  // drafted/accepted and target_calls summed over the sequences (so rates and the mean
+  // accepted length keep their per-sequence meaning), times the batch's wall clock,
+  // tokens_per_s the batch's throughput, latencies the mean over sequences.
+  int batch = 1;
+  int batch_target_calls = 0;               // target Forward calls of the batch (each over its live sequences)
+  int batch_draft_calls = 0;                // draft Forward calls of the batch
+  std::vector<SequenceStats> per_sequence;  // [batch]; empty for a single generation
 
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
   // Tokens emitted per token-yielding target call, bonus token included (Spec-Bench/vLLM
@@ -147,12 +171,22 @@ class Decoder {
     const std::unique_ptr<DecoderState> state = NewState();
     return Generate(prompt, *state, cb);
   }
+  // B = prompts.size() generations decoded together (options().batch is the usual B):
+  // one target Forward call per step over every live sequence (ForwardBatch), each
+  // sequence accepting on its own; a finished sequence leaves the batch. Each result's
+  // tokens are those its sequence would get alone (greedy: bit-identical; sampling: the
+  // same distribution, drawn from its own stream seeded from sampling.seed and its index).
+  // `aggregate` gets the batch's statistics (GenerationStats' batch fields).
+  virtual std::vector<GenerationResult> GenerateBatch(std::span<const std::vector<int>> prompts, DecoderState& state,
+                                                      GenerationStats& aggregate) const;
   virtual const DecoderOptions& options() const = 0;
   // Times target calls of n = 1..target_n_max positions (none for 0) and the draft's
   // calls, `reps` times each, at the end of `prompt`; caches of its own. `state`: the
   // run's (a dynamic tree's calls are priced at its latest calibration).
-  virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
-                                     const DecoderState& state) const = 0;
+  // batch > 1: every call runs `batch` sequences of that many positions each (the
+  // prompt's copies), the target's and the draft's: T(B x n) and T_d(B).
+  virtual CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps, const DecoderState& state,
+                                     int batch = 1) const = 0;
   // What the draft's matrices are stored as (MatrixTypeCounts of the blocks it runs);
   // {} without a draft model.
   virtual std::map<std::string, int> draft_types() const { return {}; }

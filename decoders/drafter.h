@@ -96,8 +96,9 @@ class Drafter {
   // Cost-model inputs right after `prompt` (target ids), `reps` calls each; a tree's
   // calls hold up to n_tree_max positions (0: a chain). Empty for a drafter without a
   // model, whose cost is what the loop measures. `s`: the run's (its calibration).
-  virtual DraftCallCosts MeasureCallCosts(const DraftState& s, std::span<const int> prompt, int n_tree_max,
-                                          int reps) const {
+  // batch > 1: each call runs `batch` sequences (T_d(B)).
+  virtual DraftCallCosts MeasureCallCosts(const DraftState& s, std::span<const int> prompt, int n_tree_max, int reps,
+                                          int batch = 1) const {
     return {};
   }
   // Decoder::draft_types.

@@ -80,10 +80,10 @@ class ModelDrafter : public Drafter {
   // A tree's calls are priced with the drafter's work on the rows they return (candidate
   // children, softmax; for the catch-up the root's and the calibration's), at the tau of
   // the run's latest generation.
-  DraftCallCosts MeasureCallCosts(const DraftState& state, std::span<const int> prompt, int n_tree_max,
-                                  int reps) const override {
+  DraftCallCosts MeasureCallCosts(const DraftState& state, std::span<const int> prompt, int n_tree_max, int reps,
+                                  int batch) const override {
     if (!tree_.shape.is_tree() || n_tree_max <= 0)
-      return {TimeForwardCalls(tree_.rt, *model_, layers_, kv_type_, prompt, 2, reps, false), {}};
+      return {TimeForwardCalls(tree_.rt, *model_, layers_, kv_type_, prompt, 2, reps, false, false, {}, batch), {}};
     const int vocab = model_->config.vocab_size;
     const double tau = static_cast<const ModelDraftState&>(state).calibration.Tau();
     auto time = [&](bool tree) {

@@ -1,6 +1,8 @@
 #include "decoders/settings.h"
 
+#include <charconv>
 #include <cstdint>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,19 @@ void DecoderSetting::CheckRange(double v, std::string_view what) const {
   if (!range.Contains(v))
     Fail("{}: {} is out of range {}{}, {}]", what, v, range.lo_open ? "(" : "[", range.lo, range.hi);
 }
+
+namespace {
+
+// A batch size: a whole number in [1, 256].
+int ParseBatch(std::string_view t, std::string_view what) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < 1 || v > 256)
+    Fail("{}: batch must be a whole number in [1, 256], got '{}'", what, t);
+  return v;
+}
+
+}  // namespace
 
 const std::vector<DecoderSetting>& DecoderSettings() {
   static const std::vector<DecoderSetting> table = {
@@ -58,6 +73,11 @@ const std::vector<DecoderSetting>& DecoderSettings() {
                  [](const DecoderOptions& o) {
                    return o.draft_kv_type ? std::string(KvTypeName(*o.draft_kv_type)) : std::string();
                  }),
+      SettingDef("batch", "--batch")
+          .Int(1, 256)
+          .Help("Sequences decoded together: each target call verifies every live sequence in one pass")
+          .Table([](DecoderOptions& o, std::string_view t, std::string_view what) { o.batch = ParseBatch(t, what); },
+                 [](const DecoderOptions& o) { return std::to_string(o.batch); }),
       SettingDef("temperature", "--temp,--temperature")
           .Number(0, 100)
           .Group("sampling")

@@ -133,15 +133,16 @@ class SpeculativeDecoder : public Decoder {
   }
   using Decoder::Generate;
   GenerationResult Generate(std::span<const int> prompt, DecoderState& state, const TokenCallback& cb) const override;
-  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps,
-                             const DecoderState& state) const override {
+  CallCosts MeasureCallCosts(std::span<const int> prompt, int target_n_max, int reps, const DecoderState& state,
+                             int batch) const override {
     CallCosts c;
     if (target_n_max > 0)
-      c.target_s = TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true);
+      c.target_s =
+          TimeForwardCalls(rt_, *target_.model, 0, opt_.kv_type, prompt, target_n_max, reps, true, false, {}, batch);
     // A tree's call holds at most K nodes, a catch-up K + 1 tokens.
     const int n_tree = opt_.draft.IsTree() ? std::min(opt_.k + 1, drafter_->context() - int(prompt.size())) : 0;
     DraftCallCosts d =
-        drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt, n_tree, reps);
+        drafter_->MeasureCallCosts(*static_cast<const SpeculativeState&>(state).draft, prompt, n_tree, reps, batch);
     c.draft_s = std::move(d.draft_s);
     c.draft_tree_s = std::move(d.draft_tree_s);
     return c;

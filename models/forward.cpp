@@ -589,3 +589,17 @@ std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<
 }
 
 }  // namespace specsweep
+
+namespace specsweep {
+
+// PLACEHOLDER (b50-api skeleton, replaced by the batched pass): one Forward per sequence.
+std::vector<std::span<const float>> ForwardBatch(const Runtime& rt, const Model& model,
+                                                 std::span<const SequenceCall> calls, KVCache::Scratch& scratch) {
+  (void)scratch;
+  std::vector<std::span<const float>> out;
+  for (const SequenceCall& c : calls)
+    out.push_back(Forward(rt, model, c.tokens, c.start_pos, *c.cache, c.all_logits, c.parents));
+  return out;
+}
+
+}  // namespace specsweep

@@ -1,6 +1,7 @@
 // The one forward contract every decoder uses.
 #pragma once
 #include <span>
+#include <vector>
 
 #include "models/kv_cache.h"
 #include "models/model.h"
@@ -24,6 +25,25 @@ namespace specsweep {
 // continuing the last node) until KeepPath or Truncate makes it a sequence again.
 std::span<const float> Forward(const Runtime& rt, const Model& model, std::span<const int> tokens, int start_pos,
                                KVCache& cache, bool all_logits = true, std::span<const int> parents = {});
+
+// One sequence's part of a batched call (ForwardBatch): its tokens at start_pos..,
+// its own cache (caller-owned, distinct per sequence), as Forward's arguments.
+struct SequenceCall {
+  std::span<const int> tokens;
+  int start_pos = 0;
+  KVCache* cache = nullptr;
+  bool all_logits = true;
+  std::span<const int> parents = {};
+};
+
+// B independent sequences in one pass: the matrix products see the rows of every
+// sequence at once (sum of n_i rows), attention runs per sequence over its own cache.
+// Each sequence's logits ([n_i][vocab], or [1][vocab] without all_logits) are
+// bit-identical to those of the same call alone through Forward, on every kernel
+// family and thread count. Returns them in call order, in `scratch` (caller-owned),
+// valid until its next use. Forward is ForwardBatch of one sequence on its cache's scratch.
+std::vector<std::span<const float>> ForwardBatch(const Runtime& rt, const Model& model,
+                                                 std::span<const SequenceCall> calls, KVCache::Scratch& scratch);
 
 // Multiply-adds of one layer per call (n x the layer's product sizes + attention)
 // from which a team is used under TeamPolicy::kAuto (quant/runtime.h).
