@@ -125,7 +125,8 @@ class Drafter {
   // Cost-model inputs right after `prompt` (target ids), `reps` calls each; a tree's
   // calls hold up to n_tree_max positions (0: a chain). Empty for a drafter without a
   // model, whose cost is what the loop measures. `s`: the run's (its calibration).
-  // batch > 1: each call runs `batch` sequences (T_d(B)).
+  // batch > 1: each call runs `batch` sequences (T_d(B)); a drafter that drafts a batch's
+  // sequences one after another (trees, cross-tokenizer) prices B calls of one.
   virtual DraftCallCosts MeasureCallCosts(const DraftState& s, std::span<const int> prompt, int n_tree_max, int reps,
                                           int batch = 1) const {
     return {};

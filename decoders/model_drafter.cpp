@@ -116,9 +116,13 @@ class ModelDrafter : public Drafter {
                                 return TreeRowsWork(rows, vocab, !tree, tree_.shape, tree_.sampling, tau);
                               });
     };
+    // A batch's trees are grown one sequence after another (ProposeBatch falls back to
+    // Propose), so each call costs B calls of one.
     DraftCallCosts c;
     c.draft_s = time(false);
     c.draft_tree_s = time(true);
+    for (std::vector<double>* v : {&c.draft_s, &c.draft_tree_s})
+      for (double& s : *v) s *= batch;
     return c;
   }
 
