@@ -296,6 +296,37 @@ TEST(BatchDecoding, ReplayedAlphaRealisesItsRateOverTheBatch) {
   EXPECT_NEAR(emitted / steps, tau, 0.03 * tau);
 }
 
+// Replaying a trace, sequence b of a batch replays the run's generation g + b: the batch
+// gives what B generations one after another give, step for step.
+TEST(BatchDecoding, ReplayedTraceGivesEachSequenceItsGeneration) {
+  const LoadedModel target = Synthetic(1);
+  auto traces = std::make_shared<std::vector<AcceptanceTrace>>();
+  for (int g = 0; g < 3; ++g) {
+    AcceptanceTrace t;
+    for (int i = 0; i < 12; ++i) t.push_back({2 + (g + i) % 3, (g * 5 + i) % 3, {}});
+    traces->push_back(t);
+  }
+  DecoderOptions o = Ar();
+  o.kind = DecoderKind::Speculative;
+  o.draft = DraftSpec::Make(TargetDraft{0, QType::Q4_0});
+  o.acceptance_source = ParseAcceptanceSource("trace=test.jsonl", "test");
+  o.acceptance_source.traces = traces;
+  auto dec = MakeDecoder(target, o);
+  const auto prompts = Prompts(target.model->config.vocab_size);
+  auto batch_run = dec->NewState(), one_run = dec->NewState();
+  for (int round = 0; round < 2; ++round) {  // the run's generation count carries on
+    GenerationStats agg;
+    const std::vector<GenerationResult> got = dec->GenerateBatch(prompts, *batch_run, agg);
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      const GenerationResult want = dec->Generate(prompts[b], *one_run);
+      ExpectSameGeneration(got[b], want, "round " + std::to_string(round) + " sequence " + std::to_string(b));
+    }
+    const AcceptanceTrace& t = (*traces)[(round * prompts.size() + 1) % 3];  // sequence 1's
+    EXPECT_EQ(got[1].stats.k_per_step.at(0), t[0].k);
+    EXPECT_EQ(got[1].stats.accepted_per_step.at(0), t[0].accepted);
+  }
+}
+
 // Pearson's chi-square of counts against p, bins of expected < 5 pooled (as
 // test_sampling.cpp); {statistic, degrees of freedom}.
 std::pair<double, int> ChiSquare(const std::vector<int>& counts, const std::vector<double>& p) {
