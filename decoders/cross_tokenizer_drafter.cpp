@@ -36,11 +36,15 @@ class CrossTokenizerDrafter : public Drafter {
         db_(std::move(draft_tok)),
         rt_(rt) {}
   const std::string& name() const override { return name_; }
-  // Timed on the prompt's text in the draft's own vocabulary.
+  // Timed on the prompt's text in the draft's own vocabulary. A batch's sequences draft
+  // one after another (ProposeBatch's default), so T_d(B) is B calls of one.
   std::map<std::string, int> matrix_types() const override { return MatrixTypeCounts(*model_, layers_); }
-  DraftCallCosts MeasureCallCosts(const DraftState&, std::span<const int> prompt, int, int reps, int) const override {
+  DraftCallCosts MeasureCallCosts(const DraftState&, std::span<const int> prompt, int, int reps,
+                                  int batch) const override {
     const std::vector<int> ids = db_.tok().Encode(tb_.tok().Decode(prompt), db_.tok().add_bos_default());
-    return {TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false), {}};
+    std::vector<double> t = TimeForwardCalls(rt_, *model_, layers_, kv_type_, ids, 2, reps, false);
+    for (double& s : t) s *= batch;
+    return {t, {}};
   }
   std::unique_ptr<DraftState> NewState() const override { return std::make_unique<State>(); }
 

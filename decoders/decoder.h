@@ -176,7 +176,11 @@ class Decoder {
   // sequence accepting on its own; a finished sequence leaves the batch. Each result's
   // tokens are those its sequence would get alone (greedy: bit-identical; sampling: the
   // same distribution, drawn from its own stream seeded from sampling.seed and its index).
-  // `aggregate` gets the batch's statistics (GenerationStats' batch fields).
+  // `aggregate` gets the batch's statistics (GenerationStats' batch fields). Sequence 0
+  // draws from sampling.seed itself (a batch of one is Generate); a replayed alpha or
+  // positions source is the run's one stream, drawn by the live sequences in order each
+  // step; a trace gives sequence i the run's next generation g + i (speculative_batch.cpp).
+  // The base class throws Error (no batched loop).
   virtual std::vector<GenerationResult> GenerateBatch(std::span<const std::vector<int>> prompts, DecoderState& state,
                                                       GenerationStats& aggregate) const;
   virtual const DecoderOptions& options() const = 0;

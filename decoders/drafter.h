@@ -67,6 +67,16 @@ struct DraftRequest {
   const TreeStep* recorded = nullptr;
 };
 
+// One sequence's part of a batched draft step (Drafter::ProposeBatch): Propose's
+// arguments, its own state, random source, block and statistics.
+struct DraftLane {
+  DraftState& state;
+  DraftRequest request;  // request.k >= 1
+  Rng& rng;
+  DraftBlock& out;
+  GenerationStats& stats;
+};
+
 // Cost-model inputs of a draft (CallCosts): a chain's [2] median times of a draft call
 // of 1 and of 2 positions (the catch-up batch); a model's token tree [n_max] catch-ups
 // over n = 1..n_max positions (draft_s) and tree calls over n nodes (draft_tree_s).
@@ -87,6 +97,25 @@ class Drafter {
   // Proposes up to r.k tokens continuing r.seq into `out`; draft Forward calls, and any
   // re-tokenization time, go into `st`. `rng` is the loop's, shared with verification.
   virtual void Propose(DraftState& s, const DraftRequest& r, Rng& rng, DraftBlock& out, GenerationStats& st) const = 0;
+  // Begin for the sequences of a batch (Decoder::GenerateBatch), each with its own state.
+  // Default: Begin one after another; a draft model prefills them in one batched call.
+  virtual void BeginBatch(std::span<DraftState* const> states, std::span<const std::vector<int>> prompts) const {
+    for (size_t i = 0; i < states.size(); ++i) Begin(*states[i], prompts[i]);
+  }
+  // Propose for every lane of a batched step. Returns the draft Forward calls it ran, a
+  // call over several sequences counted once (each lane's stats count the calls it took
+  // part in). Default: Propose lane after lane (lookup and the other model-free drafts,
+  // whose search is per sequence); a draft model's chain runs each draft position of
+  // every still-drafting lane in one ForwardBatch.
+  virtual int ProposeBatch(std::span<const DraftLane> lanes) const {
+    int calls = 0;
+    for (const DraftLane& l : lanes) {
+      const int before = l.stats.draft_calls;
+      Propose(l.state, l.request, l.rng, l.out, l.stats);
+      calls += l.stats.draft_calls - before;
+    }
+    return calls;
+  }
   // After verification, before Rollback: the target's logits [n][vocab] at the verified
   // inputs [n] (the last token, then the draft's nodes) -- token recycling reads them.
   virtual void Observe(DraftState& s, std::span<const int> inputs, std::span<const float> logits, int vocab) const {}
@@ -96,7 +125,8 @@ class Drafter {
   // Cost-model inputs right after `prompt` (target ids), `reps` calls each; a tree's
   // calls hold up to n_tree_max positions (0: a chain). Empty for a drafter without a
   // model, whose cost is what the loop measures. `s`: the run's (its calibration).
-  // batch > 1: each call runs `batch` sequences (T_d(B)).
+  // batch > 1: each call runs `batch` sequences (T_d(B)); a drafter that drafts a batch's
+  // sequences one after another (trees, cross-tokenizer) prices B calls of one.
   virtual DraftCallCosts MeasureCallCosts(const DraftState& s, std::span<const int> prompt, int n_tree_max, int reps,
                                           int batch = 1) const {
     return {};

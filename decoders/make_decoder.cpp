@@ -168,23 +168,10 @@ bool DraftSharesVocabulary(const LoadedModel& target, const LoadedModel& draft) 
   return SharesVocabulary(target, draft);
 }
 
-}  // namespace specsweep
-
-namespace specsweep {
-
-// PLACEHOLDER (b50-api skeleton, replaced by the batched loops): one sequence after another.
-std::vector<GenerationResult> Decoder::GenerateBatch(std::span<const std::vector<int>> prompts, DecoderState& state,
-                                                     GenerationStats& aggregate) const {
-  std::vector<GenerationResult> out;
-  aggregate = {};
-  aggregate.batch = static_cast<int>(prompts.size());
-  for (const std::vector<int>& p : prompts) {
-    out.push_back(Generate(p, state));
-    const GenerationStats& s = out.back().stats;
-    aggregate.per_sequence.push_back({s.prompt_tokens, s.generated_tokens, s.target_calls, s.drafted, s.accepted,
-                                      s.first_token_latency_s, s.mean_next_token_latency_s, s.stopped_at_eos});
-  }
-  return out;
+// A decoder without a batched loop (the speculative and autoregressive decoders have one).
+std::vector<GenerationResult> Decoder::GenerateBatch(std::span<const std::vector<int>>, DecoderState&,
+                                                     GenerationStats&) const {
+  Fail("decoder: batch: this decoder does not decode batches of sequences");
 }
 
 }  // namespace specsweep
