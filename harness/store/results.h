@@ -46,7 +46,7 @@ struct RawRun {
   std::string output_hash;
   // A batch's per-sequence output hashes ([batch], each as output_hash of one sequence;
   // written as per_sequence[i].output); empty at batch 1.
-  std::vector<std::string> sequence_hashes;
+  std::vector<std::string> sequence_hashes = {};  // (an initializer: brace-built runs need not give it)
 };
 
 // One file a record's model was read from. Its identity is the content (sha256) and
