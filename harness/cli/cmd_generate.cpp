@@ -29,6 +29,7 @@
 #include "harness/report/aggregate.h"
 #include "harness/report/statistics.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/generate_batch.h"
 #include "harness/measure/draft_store.h"
 #include "harness/measure/process_runtime.h"
 #include "base/error.h"
@@ -42,7 +43,8 @@ namespace {
 
 struct GenerateArgs {
   std::string model, quant, prompt = "Once upon a time", chat_template = "none";
-  int n = 64, ctx = 0;  // ctx: -c/--ctx-size (0: the model's)
+  std::vector<std::string> prompts;  // -p/--prompt as given (several: one per sequence of --batch)
+  int n = 64, ctx = 0;               // ctx: -c/--ctx-size (0: the model's)
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
@@ -308,6 +310,8 @@ struct Run {
   std::unique_ptr<Decoder> dec;
   ChatTemplate tpl;
   std::vector<int> prompt;
+  std::vector<std::string> batch_texts;         // --batch > 1: each sequence's prompt
+  std::vector<std::vector<int>> batch_prompts;  // and its ids
   std::map<std::string, int> target_types, draft_types;
   std::string target_label, draft_label;
   double ready_s = 0;
@@ -322,6 +326,7 @@ Run PrepareRun(const GenerateArgs& a) {
     if (quantize) ParseQuantizeTarget(a.quant, "--quant");
     r.o = OptionsFromArgs(a);
     r.tpl = ParseChatTemplate(a.chat_template, "--template");
+    r.batch_texts = BatchPromptTexts(a.prompts, a.prompt, r.o.batch);
     return 0;
   });
   LoadTraces(r.o);
@@ -333,11 +338,16 @@ Run PrepareRun(const GenerateArgs& a) {
   const SharedDraftModels drafts(Globals().models_dir);
   r.dec = MakeDecoder(r.target, r.o, DecoderEnv{rt, &drafts});
   const Tokenizer& tok = *r.target.tokenizer;
-  r.prompt = r.tpl.name == "none" ? tok.Encode(a.prompt, tok.add_bos_default())
-                                  : ChatEncoder(tok, r.tpl, "--template").EncodeTurns({a.prompt}, {});
-  if (a.ctx > 0 && int(r.prompt.size()) >= a.ctx)
-    FailUsage("-c/--ctx-size: the prompt is {} tokens: a context of {} leaves no room to generate", r.prompt.size(),
-              a.ctx);
+  for (const std::string& text : r.batch_texts) {
+    std::vector<int> ids = r.tpl.name == "none" ? tok.Encode(text, tok.add_bos_default())
+                                                : ChatEncoder(tok, r.tpl, "--template").EncodeTurns({text}, {});
+    if (a.ctx > 0 && int(ids.size()) >= a.ctx)
+      FailUsage("-c/--ctx-size: the prompt is {} tokens: a context of {} leaves no room to generate", ids.size(),
+                a.ctx);
+    r.batch_prompts.push_back(std::move(ids));
+  }
+  r.prompt = r.batch_prompts[0];
+  if (r.o.batch == 1) r.batch_prompts.clear(), r.batch_texts.clear();
   r.target_types = MatrixTypeCounts(*r.target.model), r.draft_types = r.dec->draft_types();
   r.target_label =
       quantize ? StoredTypesLabel(std::string(QTypeName(ParseQuantizeTarget(a.quant, "--quant"))), r.target_types)
@@ -424,6 +434,11 @@ void RunGenerate(GenerateArgs a) {
     return 0;
   });
   const Run run = PrepareRun(a);
+  if (run.o.batch > 1) {
+    if (a.bandwidth) FailUsage("--bandwidth: not with --batch (one sequence's generation only)");
+    return RunBatchGenerate(BatchGenerate{run.dec.get(), run.target.tokenizer.get(), a.model, run.target_label,
+                                          run.batch_texts, run.batch_prompts, a.json});
+  }
   const bool spec = run.o.kind != DecoderKind::Autoregressive;
   // Replayed acceptance keeps draft tokens whatever they are: the text is no model's.
   const bool replayed = run.o.acceptance_source.replayed();
@@ -458,7 +473,11 @@ CommandRegistrar reg(30, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text with one decoder and print its statistics");
   cmd->add_option("-m,--model", a->model, "Target model (folder in the models dir, or path)")->required();
   cmd->add_option("--quant", a->quant, "Quantize the target in memory (none, f32, q8_0, q4_0, ...)");
-  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (BOS is prepended)");
+  cmd->add_option("-p,--prompt", a->prompts,
+                  "Prompt text (BOS is prepended); with --batch B, give it once (every sequence) or B times (one "
+                  "per sequence)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--template", a->chat_template,
                   "Chat format around the prompt: none (default), vicuna, llama-3, chatml, or a format with {prompt}");
   cmd->add_option("-n,--max-new-tokens", a->n, "Tokens to generate")->check(IntAtLeast(0));
@@ -510,6 +529,8 @@ CommandRegistrar reg(30, [](CLI::App& app) {
     opt = cmd->add_option(std::string(s.flag), text, std::string(s.help))->default_str("");
     if (s.speculative_only) a->spec_only.push_back(opt);
   }
+  a->table.at("batch").first->description(std::string(Setting("batch").help) +
+                                          " (generate: printed once the batch is done, no streaming)");
   cmd->add_flag("--no-eos", a->no_eos, "Do not stop at EOS");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of streaming text");
   cmd->add_flag("--bandwidth", a->bandwidth,
@@ -517,6 +538,7 @@ CommandRegistrar reg(30, [](CLI::App& app) {
                 "memory phase");
   cmd->callback([a] {
     StatusLine status;  // a live line on a terminal while loading a large model
+    if (!a->prompts.empty()) a->prompt = a->prompts[0];
     RunGenerate(*a);
   });
 });

@@ -1,5 +1,7 @@
 #include "harness/store/results.h"
 
+#include "harness/store/batch_stats.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +118,7 @@ json StatsToJson(const GenerationStats& s) {
     for (const TreeStep& t : s.tree_per_step)
       steps.push_back({{"parents", t.parents}, {"ranks", t.ranks}, {"expanded", t.expanded}, {"path", t.path}});
   }
+  BatchStatsToJson(s, {}, out);  // batch > 1 only
   return out;
 }
 
@@ -155,6 +158,8 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
     for (const json& t : j.value("tree_per_step", json::array()))
       s.tree_per_step.push_back({t.at("parents").get<std::vector<int>>(), t.at("ranks").get<std::vector<int>>(),
                                  t.at("expanded").get<std::vector<int>>(), t.at("path").get<std::vector<int>>()});
+    std::vector<std::string> hashes;  // a RawRun's, read by RawFromJson
+    BatchStatsFromJson(j, what, s, hashes);
   } catch (const json::exception& e) {
     Fail("{}: stats: {}", what, e.what());
   }
@@ -163,13 +168,16 @@ GenerationStats StatsFromJson(const json& j, const std::string& what) {
 
 json RawToJson(const RawRecord& r) {
   json runs = json::array();
-  for (auto& run : r.runs)
+  for (auto& run : r.runs) {
+    json stats = StatsToJson(run.stats);
+    BatchStatsToJson(run.stats, run.sequence_hashes, stats);  // the batch's per-sequence hashes
     runs.push_back(json{{"prompt", run.prompt},
                         {"rep", run.rep},
                         {"round", run.round},
                         {"slot", run.slot},
                         {"output", run.output_hash},
-                        {"stats", StatsToJson(run.stats)}});
+                        {"stats", std::move(stats)}});
+  }
   json out{{"key", r.key},
            {"baseline_key", r.baseline_key},
            {"name", r.name},
@@ -251,6 +259,8 @@ RawRecord RawFromJson(const json& in, const std::string& what) {
       x.slot = run.at("slot").get<int>();
       x.output_hash = run.at("output").get<std::string>();
       x.stats = StatsFromJson(run.at("stats"), what);
+      GenerationStats batch;  // the per-sequence output hashes beside the batch's stats
+      BatchStatsFromJson(run.at("stats"), what, batch, x.sequence_hashes);
       if (x.prompt < 0 || x.prompt >= int(r.prompt_tokens.size()))
         Fail("{}: runs: prompt index {} out of range", what, x.prompt);
       r.runs.push_back(std::move(x));

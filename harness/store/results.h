@@ -32,14 +32,21 @@ struct HostLoad {
 };
 inline constexpr double kBusyOtherCpu = 0.10, kBusySteal = 0.05;
 
-// One generation of one prompt.
+// One generation of one prompt, or at batch B > 1 one batch of B sequences: prompt and
+// the next B - 1 of the point's prompts, cyclic (measure/measure_group.cpp); `stats` are
+// then the batch's aggregate with its per_sequence list.
 struct RawRun {
-  int prompt = 0;  // index into the point's prompt list
+  int prompt = 0;  // index into the point's prompt list (a batch's first sequence's)
   int rep = 0;     // repetition index
   int round = 0;   // round of the group: rep * n_prompts + prompt
   int slot = 0;    // position of this point in the round's rotated order
   GenerationStats stats;
-  std::string output_hash;  // sha256 prefix of the generated ids (lossless checks)
+  // sha256 prefix of the generated ids (lossless checks); of a batch: of its sequences'
+  // ids in order, each preceded by its count.
+  std::string output_hash;
+  // A batch's per-sequence output hashes ([batch], each as output_hash of one sequence;
+  // written as per_sequence[i].output); empty at batch 1.
+  std::vector<std::string> sequence_hashes = {};  // (an initializer: brace-built runs need not give it)
 };
 
 // One file a record's model was read from. Its identity is the content (sha256) and

@@ -149,6 +149,17 @@ void CheckFileNamesDistinct(const Ctx& c, const std::vector<Point>& spec) {
   }
 }
 
+// A conversation (turns: all) feeds each answer into the next turn, one sequence at a
+// time: a batch of them has no defined rounds, so it is refused when the file is read.
+void CheckConversationBatch(const Ctx& c, const Experiment& e) {
+  if (!e.prompts.questions || !e.prompts.all_turns) return;
+  for (const Point& pt : e.points)
+    if (pt.options.batch > 1 && pt.input_length == 0)
+      c.Bad("prompts.turns", fmt::format("all (conversations) decodes one sequence at a time, but point {} has "
+                                         "batch {}: use turns: first, or batch 1",
+                                         pt.Name(), pt.options.batch));
+}
+
 // Every decoder entry over the axes, then baselines and groups in order.
 void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, const PromptFiles& files, Experiment& e) {
   if (!doc.contains("decoders")) c.Bad("decoders", "missing");
@@ -165,6 +176,7 @@ void ExpandDecoders(const Ctx& c, const json& doc, const Axes& global, const Pro
                                      e.prompts.selection.chunk, e.prompts.all_turns);
     e.points = SplitIntoParts(e.points, e.prompts.parts);
   }
+  CheckConversationBatch(c, e);
   if (e.points.empty())  // only points of a model drafting for itself, each skipped: nothing would run
     c.Bad("decoders",
           "plans no point: every speculative point has its target as its draft model (a model never "

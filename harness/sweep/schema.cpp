@@ -254,13 +254,15 @@ bool ParseTextAxis(const Ctx& c, const std::string& key, const AxisValues& axis,
   return true;
 }
 
-// A table-form setting (decoders/settings.h): its texts, each checked by its parser.
+// A table-form setting (decoders/settings.h): its texts, each checked by its parser. An
+// integer setting (batch) is written as an integer in the files, in its range.
 void ParseTableAxis(const Ctx& c, const DecoderSetting& s, const AxisValues& axis, Axes& a) {
   std::vector<std::string>& out = a.table[std::string(s.name)];
   out.clear();
   for (auto& [x, xp] : axis) {
     DecoderOptions scratch;
-    out.push_back(c.Str(x, xp));
+    out.push_back(s.kind == DecoderSetting::Kind::Int ? std::to_string(c.Int(x, xp, s.range.IntLo(), s.range.IntHi()))
+                                                      : c.Str(x, xp));
     s.parse(scratch, out.back(), c.file + ": " + xp);
   }
 }
