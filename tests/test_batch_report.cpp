@@ -119,6 +119,16 @@ TEST(BatchAggregate, RecordsCarryTheBatchAndPerSequenceFigures) {
   }
 }
 
+TEST(BatchAggregate, RecordsWithoutTheFieldRanAtBatchOne) {
+  json old = testing::ArPointJson();
+  const AggregateRecord r = AggregateRecord::FromJson(old);
+  EXPECT_EQ(r.batch.batch, 1);
+  EXPECT_EQ(FieldText(r, "batch"), "1");   // as a newer batch-1 record says it
+  EXPECT_FALSE(r.flat.contains("batch"));  // kept as read
+  old["batch"] = 1;
+  EXPECT_TRUE(Varying({r, AggregateRecord::FromJson(old)}, {}).empty());
+}
+
 TEST(BatchAggregate, OccupancyFallsWhenSequencesLeave) {
   RawRecord r = RawAt(4, true, 600);
   // One sequence finished after its prefill: 3 + 3 + 3 + 1 calls of 4 x 3 slots.

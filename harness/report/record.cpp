@@ -319,7 +319,12 @@ const json& AggregateRecord::operator[](const char* field) const {
   return flat.contains(field) ? flat[field] : absent;
 }
 
-std::string FieldText(const AggregateRecord& r, const std::string& field) { return FieldText(r.flat, field); }
+std::string FieldText(const AggregateRecord& r, const std::string& field) {
+  // Records from before batching have no batch field: they ran at batch 1, and say so to
+  // tables and filters beside newer ones.
+  if (field == "batch" && !r.flat.contains("batch")) return std::to_string(r.batch.batch);
+  return FieldText(r.flat, field);
+}
 double FieldNumber(const AggregateRecord& r, const std::string& field) { return FieldNumber(r.flat, field); }
 std::string KLabelOf(const AggregateRecord& r) { return KLabelOf(r.flat); }
 std::string AcceptanceCaptionOf(const AggregateRecord& r) { return AcceptanceCaptionOf(r.flat); }
