@@ -1,4 +1,4 @@
-// `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|spec-bench|all]
+// `specsweep table RESULTS [--format md|latex|csv] [--table main|latency|quant|batch|spec-bench|all]
 //  [--rows a,b --cols c --metric m[,m2]] [--where field=value]... [--by category] [--intervals|--no-intervals]
 //  [--long]`: paper-style tables.
 #include <cstdio>
@@ -46,9 +46,9 @@ std::string ExperimentName(const LoadedRecords& res, const std::string& path) {
 
 // The options' values, checked before the results are read (usage errors, exit 2).
 Filters CheckTableOptions(const TableArgs& a) {
-  static const std::set<std::string> kTables = {"main", "latency", "quant", "spec-bench", "all"};
+  static const std::set<std::string> kTables = {"main", "latency", "quant", "batch", "spec-bench", "all"};
   if (!kTables.contains(a.table))
-    FailUsage("table: --table: unknown table '{}' (expected main, latency, quant, spec-bench, all)", a.table);
+    FailUsage("table: --table: unknown table '{}' (expected main, latency, quant, batch, spec-bench, all)", a.table);
   if (!a.by.empty() && a.by != "category") FailUsage("table: --by: '{}' (expected category)", a.by);
   CheckSpecBenchOptions(a);
   Filters filters;
@@ -58,6 +58,13 @@ Filters CheckTableOptions(const TableArgs& a) {
     filters.emplace_back(w.substr(0, eq), w.substr(eq + 1));
   }
   return filters;
+}
+
+// The records were measured at more than one batch size.
+bool BatchVaries(const std::vector<AggregateRecord>& records) {
+  std::set<int> batches;
+  for (const AggregateRecord& r : records) batches.insert(r.batch.batch);
+  return batches.size() > 1;
 }
 
 void TableCommand(const TableArgs& a) {
@@ -92,12 +99,15 @@ void TableCommand(const TableArgs& a) {
     tables.push_back(LatencyTable(res.records, filters));
   } else if (a.table == "quant") {
     tables.push_back(QuantTable(res.records, filters));
+  } else if (a.table == "batch") {
+    tables.push_back(BatchTable(res.records, filters, res.context));
   } else if (a.table == "spec-bench") {
     tables.push_back(SpecBenchTable(res.records, filters, {a.intervals, a.long_names}));
   } else if (a.table == "all") {
     tables = {MainTable(res.records, filters, res.context), LatencyTable(res.records, filters),
               QuantTable(res.records, filters)};
     if (ReplayedAny(res.records, filters)) tables.insert(tables.begin() + 1, ReplayTable(res.records, filters));
+    if (BatchVaries(Filter(res.records, filters))) tables.push_back(BatchTable(res.records, filters, res.context));
   }
   RenderOptions options{std::nullopt, ExperimentName(res, a.results)};
   if (a.intervals || a.no_intervals) options.intervals = a.intervals;
@@ -115,7 +125,8 @@ const CommandRegistrar kRegister(41, [](CLI::App& app) {
   cmd->add_option("--format", a->format, "md, latex or csv");
   cmd->add_option("--table", a->table,
                   "Preset: main (speedup / accepted length per decoder x K), latency "
-                  "(next-token latency vs AR), quant (acceptance vs draft quant), spec-bench "
+                  "(next-token latency vs AR), quant (acceptance vs draft quant), batch (speedup, "
+                  "measured and predicted, per batch size and the crossover, docs/batching.md), spec-bench "
                   "(speedup and accepted tokens per task group, docs/spec-bench.md), all");
   cmd->add_option("--rows", a->rows, "Row fields (comma separated; default: every varying parameter)")->delimiter(',');
   cmd->add_option("--cols", a->cols, "Column fields (comma separated)")->delimiter(',');

@@ -264,6 +264,7 @@ AggregateRecord AggregateTyped(const RawRecord& r, const RawRecord* baseline) {
   a.cost = BuildCostModel(r, draft && draft->IsTree(), pooled, baseline);
   if (a.cost.speculative && baseline && baseline->prompt_tokens == r.prompt_tokens)
     a.comparison = BuildComparison(r, *baseline, *a.cost.speculative);
+  a.batch = BuildBatchFigures(r);
   a.flat = a.ToJson();
   return a;
 }

@@ -64,12 +64,14 @@ double CatchUpsAfterFullSteps(const RawRecord& r) {
 }
 
 // Tokens an autoregressive record's decode yields per target call in it: its prefill
-// yields the first token, so a generation of G tokens makes G - 1 decode calls.
+// yields the first token, so a generation of G tokens makes G - 1 decode calls. A batched
+// run's counts are summed over its sequences, each with a prefill of its own.
 double TokensPerDecodeCall(const RawRecord& ar) {
   double tokens = 0, calls = 0;
   for (const RawRun& run : ar.runs) {
     tokens += run.stats.generated_tokens;
-    calls += std::max(0, run.stats.target_calls - 1);
+    const int prefills = std::max<int>(1, int(run.stats.per_sequence.size()));
+    calls += std::max(0, run.stats.target_calls - prefills);
   }
   return calls > 0 ? tokens / calls : 1.0;
 }
@@ -98,7 +100,13 @@ double DraftTimePerStep(const RawRecord& r, bool tree, const GenerationStats& po
   return steps > 0 ? pooled.draft_s / steps : NAN;  // a drafter without a model (measured in the loop)
 }
 
-// Bound and predictions of a speculative record.
+// Bound and predictions of a speculative record. At batch B the costs are the batch's
+// (target_s[n-1] = T(B x n), draft_s = T_d(B x 1), T_d(B x 2)) and a batched run's step
+// traces are its sequences' concatenated, so each term is per sequence-step: a batch step
+// costs K T_d(B) + T(B(K+1)) and yields B E[tokens], the AR step T(B) for B tokens, the B
+// cancels, and the formula is batch 1's. It assumes every step runs all B sequences
+// (sequences leaving early: batch_occupancy < 1) and a ragged catch-up draft call costing
+// T_d(B) plus its share of T_d(2B) - T_d(B) (docs/batching.md).
 CostModel::Speculative SpeculativeCost(const RawRecord& r, bool tree, const GenerationStats& pooled,
                                        const RawRecord* baseline, double t1, double td1, double td2) {
   CostModel::Speculative s;

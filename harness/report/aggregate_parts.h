@@ -22,6 +22,8 @@ RecordStatistics BuildStatistics(const RawRecord& r);
 PositionAcceptance BuildPositions(const GenerationStats& pooled, bool chain);
 // `tree`: the record's draft is a token tree (DraftSpec::IsTree); `baseline` may be null.
 CostModel BuildCostModel(const RawRecord& r, bool tree, const GenerationStats& pooled, const RawRecord* baseline);
+// A batched point's figures from its runs' per-sequence statistics (batch 1: just the size).
+BatchFigures BuildBatchFigures(const RawRecord& r);
 // Versus the baseline measured in the same rounds; `cost` gives the bound and prediction.
 BaselineComparison BuildComparison(const RawRecord& r, const RawRecord& baseline, const CostModel::Speculative& cost);
 

@@ -31,6 +31,11 @@ std::vector<Series> AcceptedLengthVsK(const std::vector<AggregateRecord>& record
 std::vector<Series> LatencyVsInputLength(const std::vector<AggregateRecord>& records);  // ms vs prompt tokens
 std::vector<Series> AcceptancePerPosition(const std::vector<AggregateRecord>& records);
 std::vector<Series> PredictedVsMeasured(const std::vector<AggregateRecord>& records);
+// Speedup against batch size (plot_batch.cpp): per draft configuration (BatchCurvesOf) a
+// measured series (x = batch, its intervals and marks) followed by its prediction, titled
+// the same plus kPredictedSuffix: series 2j and 2j+1 are one configuration.
+std::vector<Series> SpeedupVsBatch(const std::vector<AggregateRecord>& records);
+extern const char* const kPredictedSuffix;  // " (predicted)"
 // Per-category records (SplitByCategory) as grouped bars: one series per method (its
 // main-table row name), x = the group's index (kOverallCategory last) plus the bar's
 // offset in the group, labels = the group; speedup or mean accepted length τ.

@@ -70,6 +70,10 @@ struct PlotSpec {
   size_t wrap = 150;
   bool point_keys = false, bars = false, log_decade = false;
   const char* intervals = nullptr;  // what the error bars are when not the speedup's bootstrap interval
+  // Series come in pairs, measured and predicted (SpeedupVsBatch): a pair shares its
+  // colour and its one key entry.
+  bool paired = false;
+  const char* axis = nullptr;  // a parameter the plot needs more than one value of (skipped otherwise)
 };
 
 const std::vector<PlotSpec>& PlotSpecs() {
@@ -83,6 +87,8 @@ const std::vector<PlotSpec>& PlotSpecs() {
        AcceptancePerPosition, false, 0, Canvas{}, 150, false, false, false, "95% Wilson interval"},
       {"predicted_vs_measured", "Predicted (verify-cost model) vs measured speedup", PredictedVsMeasured, true, 1,
        Canvas{1100, 700}, 80, true},
+      {"speedup_vs_batch", "Speedup over autoregressive at the same batch size vs batch size", SpeedupVsBatch, false, 2,
+       Canvas{}, 150, false, false, false, nullptr, true, "batch"},
   };
   return specs;
 }
@@ -146,14 +152,19 @@ std::vector<std::pair<std::string, std::string>> PlotVars(const PlotSpec& s, con
   const std::string marks = MarksKey(series);
   const std::vector<std::string> keys = s.point_keys ? PointKeys(series) : std::vector<std::string>{};
   const std::string note = WrapParts(SuspectNote(series), s.wrap * 5 / 4);  // in the legend's smaller font
-  KeyText key = KeyTextOf(series, marks, keys, s.extra);
+  // A pair's predicted series has no key entry and its measured one's style.
+  std::vector<Series> keyed;
+  for (size_t i = 0; i < series.size(); i += s.paired ? 2 : 1) keyed.push_back(series[i]);
+  KeyText key = KeyTextOf(keyed, marks, keys, s.extra);
   const bool right = s.key_right && KeyFitsRight(s.canvas, key);
   Canvas canvas = right ? CanvasForKeyRight(s.canvas, key) : CanvasForKeyBelow(s.canvas, key);
   canvas.height += note.empty() ? 0 : 16 * int(std::count(note.begin(), note.end(), '\n') + 2);
   std::vector<std::string> colours, dashes, shapes;
-  for (const SeriesStyle& st : SeriesStyles(series)) {
-    colours.push_back(st.colour), dashes.push_back(std::to_string(st.dash)), shapes.push_back(std::to_string(st.shape));
-  }
+  for (const SeriesStyle& st : SeriesStyles(keyed))
+    for (int copy = 0; copy < (s.paired ? 2 : 1); ++copy) {
+      colours.push_back(st.colour), dashes.push_back(std::to_string(st.dash));
+      shapes.push_back(std::to_string(st.shape));
+    }
   std::string note_lines = note;
   std::replace(note_lines.begin(), note_lines.end(), '\n', '|');
   return {{"datafile", Literal(base + ".dat")},
@@ -237,6 +248,8 @@ std::vector<PlotFigure> PlotFigures(const std::vector<AggregateRecord>& records,
     f.series = s.data(records);
     if (f.name == "latency_vs_input_length" && !Varies(records, "input_length"))
       f.skipped = "the experiment has no input_length axis";
+    else if (s.axis && !Varies(records, s.axis))
+      f.skipped = fmt::format("the experiment has no {} axis", s.axis);
     else if (f.series.empty())
       f.skipped = "no data points for this plot in the results";
     if (!f.skipped.empty()) {

@@ -1,6 +1,9 @@
 // The flat JSON form of each part of an aggregated record: written and read here only.
 #include "harness/report/record.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "base/error.h"
 
 using nlohmann::json;
@@ -261,6 +264,32 @@ BaselineComparison BaselineComparison::FromJson(const json& j) {
   return b;
 }
 
+void BatchFigures::ToJson(json& out) const {
+  out["batch"] = batch;  // a number here; the point's params hold it as text when not 1
+  if (batch == 1) return;
+  out["batch_target_calls"] = NumOrNull(batch_target_calls);
+  out["per_sequence_next_token_latency_s"] = NumOrNull(per_sequence_next_token_latency_s);
+  out["per_sequence_next_token_latency_min_s"] = NumOrNull(per_sequence_next_token_latency_min_s);
+  out["per_sequence_next_token_latency_max_s"] = NumOrNull(per_sequence_next_token_latency_max_s);
+  out["per_sequence_acceptance_min"] = NumOrNull(per_sequence_acceptance_min);
+  out["per_sequence_acceptance_max"] = NumOrNull(per_sequence_acceptance_max);
+  out["batch_occupancy"] = NumOrNull(batch_occupancy);
+}
+
+BatchFigures BatchFigures::FromJson(const json& j) {
+  BatchFigures b;
+  const std::string text = FieldText(j, "batch");  // a number, or the params' text of an unaggregated form
+  b.batch = text.empty() ? 1 : std::max(1, std::atoi(text.c_str()));
+  b.batch_target_calls = Num(j, "batch_target_calls");
+  b.per_sequence_next_token_latency_s = Num(j, "per_sequence_next_token_latency_s");
+  b.per_sequence_next_token_latency_min_s = Num(j, "per_sequence_next_token_latency_min_s");
+  b.per_sequence_next_token_latency_max_s = Num(j, "per_sequence_next_token_latency_max_s");
+  b.per_sequence_acceptance_min = Num(j, "per_sequence_acceptance_min");
+  b.per_sequence_acceptance_max = Num(j, "per_sequence_acceptance_max");
+  b.batch_occupancy = Num(j, "batch_occupancy");
+  return b;
+}
+
 json AggregateRecord::ToJson() const {
   json out = json::object();
   identity.ToJson(out);
@@ -268,6 +297,7 @@ json AggregateRecord::ToJson() const {
   positions.ToJson(out);
   cost.ToJson(out);
   if (comparison) comparison->ToJson(out);  // its busy includes the baseline's
+  batch.ToJson(out);
   return out;
 }
 
@@ -279,6 +309,7 @@ AggregateRecord AggregateRecord::FromJson(const json& j) {
   r.cost = CostModel::FromJson(j);
   if (j.contains("speedup") || j.contains("suspect") || j.contains("wide_ci"))
     r.comparison = BaselineComparison::FromJson(j);
+  r.batch = BatchFigures::FromJson(j);
   r.flat = j;
   return r;
 }
@@ -288,7 +319,12 @@ const json& AggregateRecord::operator[](const char* field) const {
   return flat.contains(field) ? flat[field] : absent;
 }
 
-std::string FieldText(const AggregateRecord& r, const std::string& field) { return FieldText(r.flat, field); }
+std::string FieldText(const AggregateRecord& r, const std::string& field) {
+  // Records from before batching have no batch field: they ran at batch 1, and say so to
+  // tables and filters beside newer ones.
+  if (field == "batch" && !r.flat.contains("batch")) return std::to_string(r.batch.batch);
+  return FieldText(r.flat, field);
+}
 double FieldNumber(const AggregateRecord& r, const std::string& field) { return FieldNumber(r.flat, field); }
 std::string KLabelOf(const AggregateRecord& r) { return KLabelOf(r.flat); }
 std::string AcceptanceCaptionOf(const AggregateRecord& r) { return AcceptanceCaptionOf(r.flat); }

@@ -105,13 +105,31 @@ struct BaselineComparison {
   static BaselineComparison FromJson(const nlohmann::json& j);
 };
 
+// A batched point's figures (docs/batching.md): its batch size, and from the runs'
+// per-sequence statistics how the sequences of one batch fared. Per-sequence fields are
+// NaN for batch 1 (and for records from before batching).
+struct BatchFigures {
+  int batch = 1;                                       // sequences decoded together (params "batch", 1 absent)
+  double batch_target_calls = NAN;                     // target Forward calls per batched run (mean over runs)
+  double per_sequence_next_token_latency_s = NAN;      // mean over every run's sequences
+  double per_sequence_next_token_latency_min_s = NAN;  // the spread across sequences: fastest ...
+  double per_sequence_next_token_latency_max_s = NAN;  // ... and slowest sequence
+  double per_sequence_acceptance_min = NAN, per_sequence_acceptance_max = NAN;  // accepted / drafted
+  // Live sequences per target call over the batch: sum of the sequences' calls / (batch
+  // calls x batch); below 1 when sequences left the batch before its last call.
+  double batch_occupancy = NAN;
+  void ToJson(nlohmann::json& out) const;
+  static BatchFigures FromJson(const nlohmann::json& j);
+};
+
 struct AggregateRecord {
   RecordIdentity identity;
   RecordStatistics statistics;
   PositionAcceptance positions;
   CostModel cost;
   std::optional<BaselineComparison> comparison;  // absent: AR, or no comparable baseline
-  nlohmann::json flat;                           // the record as written (ToJson of the parts, or as read)
+  BatchFigures batch;
+  nlohmann::json flat;  // the record as written (ToJson of the parts, or as read)
 
   // The flat JSON of the parts (keys and values of the final .json's benchmarks).
   nlohmann::json ToJson() const;

@@ -66,6 +66,12 @@ Table LatencyTable(const std::vector<AggregateRecord>& records, const Filters& f
 Table ReplayTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 bool ReplayedAny(const std::vector<AggregateRecord>& records, const Filters& filters = {});
 Table QuantTable(const std::vector<AggregateRecord>& records, const Filters& filters = {});
+// Speedup against batch size (table_batch.cpp, docs/batching.md): a row pair per draft
+// configuration (main-table row fields but the batch, and K), the measured speedup with
+// its interval and the cost model's prediction per batch column, and each one's crossover
+// batch (batch_curve.h). Error when no point is speculative.
+Table BatchTable(const std::vector<AggregateRecord>& records, const Filters& filters = {},
+                 const nlohmann::json& context = {});
 
 // The records whose fields equal every filter's value.
 std::vector<AggregateRecord> Filter(const std::vector<AggregateRecord>& recs, const Filters& filters);

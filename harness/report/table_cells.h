@@ -121,6 +121,10 @@ class PivotAverages {
 bool LeaveOutBaseline(std::vector<AggregateRecord>& recs, const PivotSpec& spec);
 extern const char* const kBaselineLeftOutNote;
 
+// The caption note of a table of `spec` (table.cpp): machine, kernels, threads,
+// repetitions, prompts and the baseline's tokens/s.
+std::string Caption(const std::vector<AggregateRecord>& spec, const nlohmann::json& context);
+
 // The notes explaining the marks in `f`.
 void AddFlagNotes(const CellFlags& f, Table& t);
 

@@ -75,13 +75,17 @@ bool IsReplayed(const json& rec) {
 }
 
 const std::vector<std::string>& ParamFields() {
-  static const std::vector<std::string> f = {"model",           "target_quant", "decoder",
-                                             "draft_base",      "draft_quant",  "k",
-                                             "k_policy",        "draft_p_min",  "input_length",
-                                             "max_new_tokens",  "temperature",  "top_k",
-                                             "top_p",           "seed",         "threads",
-                                             "kv_type",         "max_ngram",    "min_ngram",
-                                             "prompt_category", "category",     "acceptance_source"};
+  static const std::vector<std::string> f = {"model",        "target_quant",
+                                             "decoder",      "draft_base",
+                                             "draft_quant",  "k",
+                                             "k_policy",     "draft_p_min",
+                                             "input_length", "max_new_tokens",
+                                             "temperature",  "top_k",
+                                             "top_p",        "seed",
+                                             "threads",      "batch",
+                                             "kv_type",      "max_ngram",
+                                             "min_ngram",    "prompt_category",
+                                             "category",     "acceptance_source"};
   return f;
 }
 
