@@ -213,7 +213,7 @@ class EchoDecoder : public Decoder {
     return r;
   }
   const DecoderOptions& options() const override { return opt_; }
-  CallCosts MeasureCallCosts(std::span<const int>, int, int, const DecoderState&) const override { return {}; }
+  CallCosts MeasureCallCosts(std::span<const int>, int, int, const DecoderState&, int) const override { return {}; }
   mutable std::vector<std::vector<int>> prompts;
 
  private:
