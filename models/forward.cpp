@@ -243,12 +243,13 @@ class ForwardPass {
     const E* kc = s.cache->K<E>(l, h / group, 0);  // [ctx][hd]
     const E* vc = s.cache->V<E>(l, h / group, 0);  // [ctx][hd]
     const size_t at = size_t(s.row) * q_dim + size_t(h) * hd;
-    const HeadRows rows{b_.q + at,
-                        size_t(q_dim),                             // [n][q_dim] queries
-                        b_.scores + s.scores + size_t(h) * s.ctx,  // [n][n_heads][ctx] scores
-                        size_t(c_.n_heads) * s.ctx,
-                        b_.att_out + at,
-                        size_t(q_dim)};  // [n][q_dim] outputs
+    // Its rows in the batch: queries and outputs [n][q_dim], scores [n][n_heads][ctx].
+    const HeadRows rows{.q = b_.q + at,
+                        .q_stride = size_t(q_dim),
+                        .scores = b_.scores + s.scores + size_t(h) * s.ctx,
+                        .s_stride = size_t(c_.n_heads) * s.ctx,
+                        .out = b_.att_out + at,
+                        .o_stride = size_t(q_dim)};
     const int bad = AttendRuns<E>(&batch_.runs[s.run0], s.run1 - s.run0, kc, vc, hd, rows);
     if (bad >= 0) Note(t, {l, Overflow::kScores, s.start_pos + bad, h, 0.0f, batch_.row_seq[s.row]});
   }
