@@ -73,6 +73,9 @@ void ExpectBatchEqualsAlone(const Runtime& rt, const Model& m, KvType kv, unsign
     std::vector<std::vector<float>> got;
     for (std::span<const float> l : ForwardBatch(rt, m, calls, scratch)) got.push_back(Copy(l));
     ASSERT_EQ(got.size(), size_t(B));
+    size_t rows = 0;
+    for (const SequenceCall& c : calls) rows += c.tokens.size();
+    ASSERT_GE(scratch.q.size(), rows * m.config.q_dim()) << "the products see every sequence's rows at once";
     for (int s = 0; s < B; ++s) {
       const std::span<const float> want =
           Forward(rt, m, tokens[s], alone[s].length(), alone[s], calls[s].all_logits, parents[s]);
@@ -107,6 +110,7 @@ TEST(ForwardBatch, EachSequenceEqualsItAloneOnEveryFamily) {
     ASSERT_TRUE(testing::ForceIsa(rt, isa));
     for (QType t : {QType::F32, QType::Q4_0, QType::Q8_0, QType::Q4_K}) {
       const Model m = QuantizeModel(MakeSyntheticModel(Hd64Config(), 7), t);
+      ASSERT_EQ(m.layers[0].w2.type, t);  // the blocks fit (no float fallback)
       for (KvType kv : {KvType::F32, KvType::F16})
         for (int threads : {1, 2}) {
           rt.threads = threads;
@@ -219,6 +223,8 @@ TEST(ForwardBatch, TimeForwardCallsRunsTheBatch) {
     EXPECT_EQ(calls, 3 * 4 * 2);                // 3 sequences x n_max x reps
     EXPECT_EQ(rows, 3u * (1 + 2 + 3 + 4) * 2);  // each sequence's n rows
   }
+  ExpectError([&] { TimeForwardCalls(testing::Serial(), m, 0, KvType::F32, prompt, 4, 2, true, false, {}, 0); },
+              {"cost model: batch: 0"});
 }
 
 }  // namespace
