@@ -39,25 +39,33 @@ void CheckLogits(std::span<const float> rows, int vocab, const std::string& mode
 std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int layers, KvType kv,
                                      std::span<const int> prompt, int n_max, int reps, bool all_logits, bool tree,
                                      const std::function<double(std::span<const float>)>& work, int batch) {
-  (void)batch;  // PLACEHOLDER (b50-api skeleton)
   const int len = static_cast<int>(prompt.size());
   CheckPrompt(prompt, model.config.vocab_size, model.config.max_seq_len - n_max, "cost model");
-  KVCache cache(model.config, layers, len + n_max, kv);
-  Forward(rt, model, prompt, 0, cache, false);
+  if (batch < 1) Fail("cost model: batch: {} (need at least 1)", batch);
+  std::vector<KVCache> caches;  // [batch] each holding the prompt
+  caches.reserve(batch);
+  for (int b = 0; b < batch; ++b) {
+    caches.emplace_back(model.config, layers, len + n_max, kv);
+    Forward(rt, model, prompt, 0, caches.back(), false);
+  }
   std::vector<int> tokens(n_max);  // [n_max] any valid ids: the prompt's, cycled
   for (int i = 0; i < n_max; ++i) tokens[i] = prompt[i % len];
   const std::vector<int> parents(tree ? n_max : 0, len - 1);  // [n_max] siblings
+  std::vector<SequenceCall> calls(batch);                     // [batch] the same n positions each
   std::vector<std::vector<double>> t(n_max);                  // [n_max][reps] seconds
   volatile double sink = 0;
   for (int r = 0; r < reps; ++r)
     for (int j = 0; j < n_max; ++j) {
       const int n = 1 + (j + r) % n_max;  // rotate the order every repetition
+      for (int b = 0; b < batch; ++b)
+        calls[b] = {std::span<const int>(tokens).first(n), len, &caches[b], all_logits || tree,
+                    std::span<const int>(parents).first(tree ? n : 0)};
       const auto t0 = Clock::now();
-      std::span<const float> l = Forward(rt, model, std::span<const int>(tokens).first(n), len, cache,
-                                         all_logits || tree, std::span<const int>(parents).first(tree ? n : 0));
-      if (work) sink = sink + work(l);
+      // One sequence: Forward itself (ForwardBatch on its cache's scratch).
+      for (std::span<const float> l : ForwardBatch(rt, model, calls, caches[0].scratch))
+        if (work) sink = sink + work(l);
       t[n - 1].push_back(Seconds(t0, Clock::now()));
-      cache.Truncate(len);
+      for (KVCache& c : caches) c.Truncate(len);
     }
   std::vector<double> med(n_max);
   for (int n = 0; n < n_max; ++n) {

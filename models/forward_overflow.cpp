@@ -9,7 +9,7 @@
 namespace specsweep {
 
 bool Overflow::Before(const Overflow& o) const {
-  return std::tie(layer, stage, position) < std::tie(o.layer, o.stage, o.position);
+  return std::tie(layer, stage, sequence, position) < std::tie(o.layer, o.stage, o.sequence, o.position);
 }
 
 std::string Overflow::What() const {
@@ -22,13 +22,14 @@ std::string Overflow::What() const {
   }
 }
 
-void FailOnOverflow(const Model& model, std::span<const Overflow> notes) {
+void FailOnOverflow(const Model& model, std::span<const Overflow> notes, bool batched) {
   const Overflow* first = nullptr;
   for (const Overflow& o : notes)
     if (o.found() && (!first || o.Before(*first))) first = &o;
   if (!first) return;
-  Fail("{}: forward: layer {}, position {}: {}: an activation overflowed float (weights too large) or is NaN",
-       model.source.path.empty() ? model.source.format : model.source.path, first->layer, first->position,
+  const std::string sequence = batched ? fmt::format("sequence {}, ", first->sequence) : "";
+  Fail("{}: forward: layer {}, {}position {}: {}: an activation overflowed float (weights too large) or is NaN",
+       model.source.path.empty() ? model.source.format : model.source.path, first->layer, sequence, first->position,
        first->What());
 }
 

@@ -29,15 +29,16 @@ inline bool Finite(float x) { return (std::bit_cast<uint32_t>(x) & 0x7f800000u) 
 struct Overflow {
   enum Stage { kAttnNorm, kHeadNorm, kScores, kFfnNorm, kOutputNorm };  // in forward order
   int layer = INT_MAX, stage = kAttnNorm, position = 0, head = -1;
-  float value = 0;  // a norm's sum of squares
+  float value = 0;   // a norm's sum of squares
+  int sequence = 0;  // of a batch (ForwardBatch)
 
   bool found() const { return layer != INT_MAX; }
-  bool Before(const Overflow& o) const;  // earlier in the pass: layer, stage, position
+  bool Before(const Overflow& o) const;  // earlier in the pass: layer, stage, sequence, position
   std::string What() const;              // "attn_norm: the residual stream's sum of squares is inf"
 };
 
 // Throws Error("MODEL: forward: layer L, position P: WHAT: ...") for the earliest of the
-// threads' notes, if any.
-void FailOnOverflow(const Model& model, std::span<const Overflow> notes);
+// threads' notes, if any; "layer L, sequence S, position P" when `batched`.
+void FailOnOverflow(const Model& model, std::span<const Overflow> notes, bool batched = false);
 
 }  // namespace specsweep
