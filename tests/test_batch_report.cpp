@@ -314,5 +314,24 @@ TEST(BatchPlot, SpeedupVsBatchHasThePredictionBesideEachDraft) {
   EXPECT_TRUE(Has(script, "index 2*j+1") && Has(script, "dt 2") && Has(script, "logscale x 2")) << script;
 }
 
+// A batch of 16 over 8 prompts and 2 repetitions makes 2 rounds: a bootstrap over 2-4
+// ratios cannot give 95% tails however tight they are, so the point is flagged (‡).
+TEST(BatchReport, IntervalsOfFewerThanFiveRoundsAreFlaggedWide) {
+  EXPECT_TRUE(WideInterval({1.0, 0.99, 1.01, 2}));
+  EXPECT_TRUE(WideInterval({1.0, 0.99, 1.01, 4}));
+  EXPECT_FALSE(WideInterval({1.0, 0.99, 1.01, 5}));
+  EXPECT_TRUE(WideInterval({1.0, 0.8, 1.2, 50}));  // ±20%: wide at any count
+  // The same through aggregation: identical per-round ratios, 4 rounds against 5.
+  for (int rounds : {4, 5}) {
+    RawRecord ar = RawAt(16, false, 100.0), spec = RawAt(16, true, 150.0);
+    for (RawRecord* r : {&ar, &spec})
+      for (int i = 1; i < rounds; ++i) r->runs.push_back({0, i, i, 0, r->runs[0].stats, "h"});
+    for (const AggregateRecord& r : AggregateAllTyped({ar, spec}))
+      if (r.Speculative()) {
+        EXPECT_EQ(r.WideCi(), rounds < 5) << rounds << " rounds";
+      }
+  }
+}
+
 }  // namespace
 }  // namespace specsweep

@@ -221,7 +221,7 @@ TEST(Plot, BusyAndWidePointsAreMarkedAsInTables) {
   EXPECT_EQ(s[0].marks[0], "†");
   EXPECT_EQ(s[0].marks[1], "†‡");
   EXPECT_EQ(s[0].marks[2], "");
-  EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%");
+  EXPECT_EQ(MarksKey(s), "hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15% or of < 5 rounds");
   EXPECT_NE(DatText("t", s).find("\n4 1.3 1.2 1.4000000000000001 \"\" \"†‡\"\n"), std::string::npos) << DatText("t", s);
   EXPECT_EQ(MarksKey(PredictedVsMeasured(RecordsFromJson(recs))), "");  // no predicted_speedup: no points
   recs[0]["predicted_speedup"] = 1.1;

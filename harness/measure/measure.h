@@ -62,8 +62,9 @@ void Preflight(const Experiment& e, const Group& g, SweepInputs& in);
 // repetition starts with the cost model's calls on its prompt). `records` (from
 // DescribeGroup) get their runs, costs and host load. At the group's batch B > 1 (its
 // points share it: it is in the baseline's key) each generation, warm-up included, is one
-// GenerateBatch over the round's prompt and the next B - 1 of the point's prompts, cyclic,
-// and the cost model's calls run B sequences each (measure_group.cpp).
+// GenerateBatch of B prompts: a repetition has ceil(prompts / B) rounds, round r decoding
+// prompts rB .. rB + B - 1 (cyclic), so every batch decodes every prompt once per
+// repetition; the cost model's calls run B sequences each (measure_group.cpp).
 // `progress` (may be null) hears where the loop is; `stop` (may be null) is checked
 // between generations: once set, MeasureGroup throws Interrupted, keeping nothing of
 // the group (its records are stored whole or not at all).

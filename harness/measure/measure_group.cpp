@@ -114,8 +114,12 @@ int GroupBatch(const Group& g) {
   return batch;
 }
 
-// The sequences of one batched generation of round prompt `first`: that prompt and the
-// next batch - 1 of the point's list, cyclic (with fewer prompts than the batch, prompts
+// Rounds of one repetition at `batch`: every prompt is decoded once per repetition at
+// every batch, B of them per round (the last round wraps around the list).
+int RoundsPerRepetition(int n_prompts, int batch) { return (n_prompts + batch - 1) / batch; }
+
+// The sequences of one batched generation from prompt `first`: that prompt and the next
+// batch - 1 of the point's list, cyclic (with fewer prompts than the batch, prompts
 // repeat within a batch).
 std::vector<std::vector<int>> BatchPrompts(const std::vector<std::vector<int>>& prompts, int first, int batch) {
   std::vector<std::vector<int>> out;
@@ -136,7 +140,7 @@ class GroupMeasurer {
         prompts_(in.prompts.Prompts(base_.model, base_.input_length, base_.part)),
         batch_(GroupBatch(g)),
         n_(int(g.points.size())),
-        rounds_(e.repetitions * int(prompts_.size())),
+        rounds_(e.repetitions * RoundsPerRepetition(int(prompts_.size()), batch_)),
         ctx_(in.models.Base(base_.model).model->config.max_seq_len),
         group_(MakeGroupDecoders(g, in, rt)),
         progress_(progress),
@@ -157,10 +161,10 @@ class GroupMeasurer {
   }
 
   void Rounds(std::vector<RawRecord>& records) {
-    const int n_prompts = int(prompts_.size());
+    const int per_rep = RoundsPerRepetition(int(prompts_.size()), batch_);
     for (int rep = 0; rep < e_.repetitions; ++rep)
-      for (int i = 0; i < n_prompts; ++i) {
-        const int round = rep * n_prompts + i;
+      for (int r = 0; r < per_rep; ++r) {
+        const int round = rep * per_rep + r, i = r * batch_;  // i: the round's first prompt
         if (rep == 0) MeasureCosts(prompts_[i]);
         const std::vector<int> order = RoundOrder(n_, round);
         for (int slot = 0; slot < n_; ++slot) {

@@ -254,8 +254,9 @@ long PreflightGroups(const Experiment& e, const std::vector<Group>& groups, cons
     if (!plan.reused_groups.count(gi)) {
       Preflight(e, groups[gi], in);
       const Point& b = groups[gi].baseline();
-      generations += long(groups[gi].points.size()) * e.repetitions *
-                     long(in.prompts.Prompts(b.model, b.input_length, b.part).size());
+      const long n_prompts = long(in.prompts.Prompts(b.model, b.input_length, b.part).size());
+      const long batch = b.options.batch;  // a round at batch B decodes B prompts in one generation
+      generations += long(groups[gi].points.size()) * e.repetitions * ((n_prompts + batch - 1) / batch);
     }
   return generations;
 }

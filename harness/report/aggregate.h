@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/report/record.h"
+#include "harness/report/statistics.h"
 #include "harness/store/results.h"
 
 namespace specsweep {
@@ -31,6 +32,14 @@ double MeanAcceptedLength(const GenerationStats& s, bool speculative);
 inline constexpr double kSuspectMargin = 0.10;
 // A point whose interval's half-width exceeds this fraction of the mean is `wide_ci`.
 inline constexpr double kWideInterval = 0.15;
+// So is one whose interval comes from fewer rounds than this: n values have at most
+// C(2n-1, n) distinct bootstrap resamples (3 at n = 2, 35 at n = 4, 126 at n = 5), too
+// few below 5 for 2.5% tails, so a "95%" interval of 2-4 rounds is not one.
+inline constexpr int kMinIntervalRounds = 5;
+// Whether an interval is flagged wide (‡): too few rounds, or wider than ±kWideInterval.
+inline bool WideInterval(const Interval& ci) {
+  return ci.n < kMinIntervalRounds || !(ci.half_width_rel() <= kWideInterval);
+}
 
 // Spec-Bench's speedup (evaluation/speed.py): the mean of the point's tokens/s over the
 // mean of its baseline's, over the same prompts (index i in both is one prompt; prompts

@@ -90,7 +90,7 @@ BaselineComparison BuildComparison(const RawRecord& r, const RawRecord& baseline
   const Interval& ci = c.speedup;
   const double bound = cost.speedup_bound;
   c.suspect = std::isfinite(ci.mean) && std::isfinite(bound) && ci.mean > bound * (1.0 + kSuspectMargin);
-  c.wide_ci = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+  c.wide_ci = WideInterval(ci);
   c.busy = r.host.busy || baseline.host.busy;
   c.outputs_match_baseline = OutputsMatch(r, baseline);
   return c;

@@ -78,7 +78,7 @@ json GroupRecord(const json& rec, const json* baseline, const std::string& group
     out[std::string(metric) + "_ci_low"] = NumOrNull(ci.low);
     out[std::string(metric) + "_ci_high"] = NumOrNull(ci.high);
     out[std::string(metric) + "_n"] = ci.n;
-    if (speedup) out["wide_ci"] = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+    if (speedup) out["wide_ci"] = WideInterval(ci);
   }
   for (auto [metric, field] : {std::pair{"tokens_per_s", "per_prompt_tokens_per_s"},
                                std::pair{"acceptance_rate", "per_prompt_acceptance_rate"},

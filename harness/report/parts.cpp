@@ -117,7 +117,7 @@ void PutSpeedup(const std::vector<const AggregateRecord*>& parts, json& out) {
   out["speedup_ci_low"] = NumOrNull(ci.low);
   out["speedup_ci_high"] = NumOrNull(ci.high);
   out["speedup_n"] = ci.n;
-  out["wide_ci"] = ci.n < 2 || !(ci.half_width_rel() <= kWideInterval);
+  out["wide_ci"] = WideInterval(ci);
   const double bound = out.value("speedup_bound", json()).is_number() ? out["speedup_bound"].get<double>() : NAN;
   const double predicted =
       out.value("predicted_speedup", json()).is_number() ? out["predicted_speedup"].get<double>() : NAN;

@@ -312,7 +312,9 @@ std::string MarksKey(const std::vector<Series>& series) {
   std::vector<std::string> says;
   if (suspect) says.push_back("hollow: suspect (see the note)");
   if (busy) says.push_back("hollow: † host busy while measured");
-  if (wide) says.push_back(fmt::format("hollow: ‡ 95% CI wider than ±{:.0f}%", 100 * kWideInterval));
+  if (wide)
+    says.push_back(
+        fmt::format("hollow: ‡ 95% CI wider than ±{:.0f}% or of < {} rounds", 100 * kWideInterval, kMinIntervalRounds));
   return fmt::format("{}", fmt::join(says, "|"));
 }
 

@@ -54,7 +54,7 @@ std::pair<double, double> WilsonInterval(double k, double n);
 // is a "# x: no data" comment and one blank line: the curve is broken there, not drawn at 0.
 std::string DatText(const std::string& title, const std::vector<Series>& series);
 // The key entries explaining the hollow points of a plot, one per mark present, "|"
-// between them ("hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15%"),
+// between them ("hollow: † host busy while measured|hollow: ‡ 95% CI wider than ±15% or of < 5 rounds"),
 // "" when none is marked.
 std::string MarksKey(const std::vector<Series>& series);
 // The note under a plot naming its suspect points ("suspect, drawn hollow: speedup above

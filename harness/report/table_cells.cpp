@@ -73,7 +73,7 @@ std::vector<AggregateRecord> SpeculativeRecords(const std::vector<AggregateRecor
 }
 
 // "1.52x [1.45, 1.61]" (the speedup and its 95% interval, asymmetric: log space), † when
-// the machine was busy, ‡ when the interval is wider than ±15%; "suspect" (no number) when
+// the machine was busy, ‡ when the interval is wider than ±15% or from under 5 rounds; "suspect" (no number) when
 // the speedup is above what the step counts and verify costs allow.
 std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags) {
   if (r.Suspect()) {
@@ -188,7 +188,9 @@ void AddFlagNotes(const CellFlags& f, Table& t) {
                     "more than {:.0f}%: the timing cannot support it, so no number is shown",
                     100 * kSuspectMargin));
   if (f.busy) t.notes.push_back("† other processes used the machine while this group was measured");
-  if (f.wide) t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean", 100 * kWideInterval));
+  if (f.wide)
+    t.notes.push_back(fmt::format("‡ 95% interval wider than ±{:.0f}% of the mean, or from fewer than {} rounds",
+                                  100 * kWideInterval, kMinIntervalRounds));
   if (f.tau_off)
     t.notes.push_back(fmt::format(
         "{} replayed point whose realised τ (1 + p1 + p1·p2 + ... at its realised per-position rates) is more "

@@ -33,7 +33,8 @@ struct CellFlags {
 };
 // The marks of a point, as tables and plots show them: "†" when other processes used the
 // machine while its group ran (busy), "‡" when its speedup's 95% interval is wider than
-// ±kWideInterval of the mean (wide_ci), both or "". Sets the flags seen when given.
+// ±kWideInterval of the mean or comes from fewer than kMinIntervalRounds rounds (wide_ci),
+// both or "". Sets the flags seen when given.
 std::string PointMarks(const AggregateRecord& r, CellFlags* flags = nullptr);
 // "1.52x [1.45, 1.61]" and its marks (SpeedupCell in table_cells.cpp says which).
 std::string SpeedupCell(const AggregateRecord& r, CellFlags& flags);

@@ -60,7 +60,7 @@ Interval SpecBenchOf(const AggregateRecord& r) {
 }
 
 // A speedup cell: "2.56x" ("2.56x [2.31, 2.80]" with intervals), † when the machine was
-// busy, ‡ when the group's interval is wider than ±kWideInterval; "suspect" (no number)
+// busy, ‡ when the group's interval is WideInterval (aggregate.h); "suspect" (no number)
 // for a point the main table calls suspect. `ci` null: no group record.
 std::string SpeedupOnlyCell(const AggregateRecord& point, const Interval* ci, bool intervals, CellFlags& flags) {
   if (point.Suspect()) {
@@ -72,7 +72,7 @@ std::string SpeedupOnlyCell(const AggregateRecord& point, const Interval* ci, bo
   if (intervals && std::isfinite(ci->low) && std::isfinite(ci->high))
     c += fmt::format(" [{:.2f}, {:.2f}]", ci->low, ci->high);
   if (point.Busy()) c += "†", flags.busy = true;
-  if (ci->n < 2 || !(ci->half_width_rel() <= kWideInterval)) c += "‡", flags.wide = true;
+  if (WideInterval(*ci)) c += "‡", flags.wide = true;
   return c;
 }
 
