@@ -18,10 +18,14 @@
 #include "base/error.h"
 #include "models/forward.h"
 #include "models/synthetic.h"
+#include "tests/chi_square.h"
 #include "tests/test_util.h"
 
 namespace specsweep {
 namespace {
+
+using chi::ChiSquare;
+using chi::Critical;
 
 LoadedModel Synthetic(uint64_t seed) {
   return LoadedModel{"synthetic", std::make_shared<const Model>(MakeSyntheticModel(TinyTestConfig(), seed)), nullptr};
@@ -325,36 +329,6 @@ TEST(BatchDecoding, ReplayedTraceGivesEachSequenceItsGeneration) {
     EXPECT_EQ(got[1].stats.k_per_step.at(0), t[0].k);
     EXPECT_EQ(got[1].stats.accepted_per_step.at(0), t[0].accepted);
   }
-}
-
-// Pearson's chi-square of counts against p, bins of expected < 5 pooled (as
-// test_sampling.cpp); {statistic, degrees of freedom}.
-std::pair<double, int> ChiSquare(const std::vector<int>& counts, const std::vector<double>& p) {
-  const double n = std::accumulate(counts.begin(), counts.end(), 0.0);
-  double stat = 0.0, pool_e = 0.0, pool_o = 0.0;
-  int bins = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const double e = n * p[i];
-    if (e < 5.0) {
-      pool_e += e, pool_o += counts[i];
-      continue;
-    }
-    stat += (counts[i] - e) * (counts[i] - e) / e;
-    ++bins;
-  }
-  if (pool_e > 0.0) {
-    const double e = std::max(pool_e, 1.0);
-    stat += (pool_o - e) * (pool_o - e) / e;
-    ++bins;
-  }
-  return {stat, bins - 1};
-}
-
-// Upper 0.1% point of chi-square with df degrees of freedom (Wilson-Hilferty).
-double Critical(int df) {
-  const double z = 3.090232, d = df;
-  const double t = 1.0 - 2.0 / (9.0 * d) + z * std::sqrt(2.0 / (9.0 * d));
-  return d * t * t * t;
 }
 
 // Sampling: over many seeds, the first token of sequences 0, 1 and 2 of a batch (two
