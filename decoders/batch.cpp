@@ -9,12 +9,6 @@ SequenceStats SequenceOf(const GenerationStats& s) {
           s.first_token_latency_s, s.mean_next_token_latency_s, s.stopped_at_eos};
 }
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 GenerationStats AggregateBatch(std::span<const GenerationResult> results, const BatchClock& clock,
                                Clock::time_point end) {
   GenerationStats a;

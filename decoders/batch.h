@@ -29,7 +29,4 @@ SequenceStats SequenceOf(const GenerationStats& s);
 GenerationStats AggregateBatch(std::span<const GenerationResult> results, const BatchClock& clock,
                                Clock::time_point end);
 
-// Median of a sample (0 for none).
-double MedianOf(std::vector<double> v);
-
 }  // namespace specsweep

@@ -1,6 +1,7 @@
 #include "decoders/common.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -68,11 +69,14 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
       for (KVCache& c : caches) c.Truncate(len);
     }
   std::vector<double> med(n_max);
-  for (int n = 0; n < n_max; ++n) {
-    std::sort(t[n].begin(), t[n].end());
-    med[n] = t[n][t[n].size() / 2];
-  }
+  for (int n = 0; n < n_max; ++n) med[n] = MedianOf(std::move(t[n]));
   return med;
+}
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
 }
 
 void FinishStats(GenerationStats& s, Clock::time_point start, FirstEmission first, Clock::time_point end) {

@@ -44,6 +44,9 @@ std::vector<double> TimeForwardCalls(const Runtime& rt, const Model& model, int 
                                      bool tree = false, const std::function<double(std::span<const float>)>& work = {},
                                      int batch = 1);
 
+// Median of a sample (the upper of the two middle values for an even count; 0 for none).
+double MedianOf(std::vector<double> v);
+
 // When the first new tokens came out and how many came together (a speculative step's first
 // verify emits its accepted drafts with the first token).
 struct FirstEmission {
