@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/bench/bench_llama.h"
 #include "harness/bench/compare_phases.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
@@ -199,6 +200,7 @@ std::vector<std::vector<ChildRun>> RunRounds(const CompareArgs& a, const std::st
   const auto& vs = a.variants;
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) base.emplace_back(*e);
+  const std::vector<std::string> foreign = ForeignEnvironment(base);  // for llama-bench
 
   char dir_tmpl[] = "/tmp/specsweep-compare-XXXXXX";
   if (!mkdtemp(dir_tmpl)) Fail("--compare: cannot create a temporary directory in /tmp");
@@ -211,19 +213,26 @@ std::vector<std::vector<ChildRun>> RunRounds(const CompareArgs& a, const std::st
     for (size_t k = 0; k < vs.size(); ++k) {
       const size_t i = r % 2 == 0 ? k : vs.size() - 1 - k;
       const CompareVariant& v = vs[i];
-      const std::string json = fmt::format("{}/{}-{}.json", dir, i, r), log = fmt::format("{}/{}-{}.log", dir, i, r);
-      std::vector<std::string> args = a.bench_args;
-      args.push_back("--json");
-      args.push_back(json);
-      RunChild(v.binary.empty() ? self : v.binary, args, ChildEnvironment(base, v), log, v.label);
-      runs[i].push_back(ReadChild(json, v.label));
-      std::remove(json.c_str());
-      std::remove(log.c_str());
+      if (v.llama_bench) {
+        runs[i].push_back(RunLlamaBenchRound(v.binary, *a.llama, ChildEnvironment(foreign, v), dir, v.label));
+      } else {
+        const std::string json = fmt::format("{}/{}-{}.json", dir, i, r), log = fmt::format("{}/{}-{}.log", dir, i, r);
+        std::vector<std::string> args = a.bench_args;
+        args.push_back("--json");
+        args.push_back(json);
+        RunChild(v.binary.empty() ? self : v.binary, args, ChildEnvironment(base, v), log, v.label);
+        runs[i].push_back(ReadChild(json, v.label));
+        std::remove(json.c_str());
+        std::remove(log.c_str());
+      }
       fmt::print("  round {} {}: done\n", r + 1, v.label);
       std::fflush(stdout);
     }
   }
   rmdir(dir.c_str());
+  for (size_t i = 0; i < vs.size(); ++i)  // the first variant is bench-forward (RunBenchForwardCompare)
+    if (vs[i].llama_bench)
+      for (size_t r = 0; r < runs[i].size(); ++r) MatchLlamaKeys(runs[0][r], runs[i][r]);
   return runs;
 }
 
@@ -260,13 +269,15 @@ void CompareRecord(const CompareArgs& a, const std::string& key, int kw, const s
   fmt::print("{:>{}}", key, kw);
   std::vector<std::vector<double>> ms(vs.size());  // [variant][round]
   for (size_t i = 0; i < vs.size(); ++i) {
-    std::vector<double> roof;
+    std::vector<double> roof;  // none from llama-bench
     for (const ChildRun& c : runs[i]) {
       ms[i].push_back(c.ms.at(key));
-      roof.push_back(c.roofline.at(key));
+      if (c.roofline.count(key)) roof.push_back(c.roofline.at(key));
     }
     const Spread t = Summarize(ms[i]);
-    fmt::print(" {:>26}", fmt::format("{:.3f} ({:.2f}..{:.2f}) {:.2f}", t.median, t.min, t.max, Median(roof)));
+    const nlohmann::json roof_median = roof.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(roof));
+    fmt::print(" {:>26}", fmt::format("{:.3f} ({:.2f}..{:.2f}) {}", t.median, t.min, t.max,
+                                      roof.empty() ? std::string("-") : fmt::format("{:.2f}", Median(roof))));
     recs.push_back({{"name", fmt::format("bench_forward_compare/{}/{}", vs[i].label, key)},
                     {"run_type", "aggregate"},
                     {"aggregate_name", "median"},
@@ -277,7 +288,7 @@ void CompareRecord(const CompareArgs& a, const std::string& key, int kw, const s
                     {"time_unit", "ms"},
                     {"min_ms", t.min},
                     {"max_ms", t.max},
-                    {"roofline_fraction", Median(roof)},
+                    {"roofline_fraction", roof_median},
                     {"phases", PhaseTimes(key, i, runs, p)}});
   }
   for (size_t i = 1; i < vs.size(); ++i) {
@@ -309,6 +320,12 @@ nlohmann::json CompareTable(const CompareArgs& a, const std::vector<std::string>
       p.per_rep ? "the k-th repetition of a phase in a round with the k-th of that phase in the same round of "
                   "the first variant"
                 : "a round's median with the first variant's in the same round when both met one phase");
+  if (std::any_of(vs.begin(), vs.end(), [](const CompareVariant& v) { return v.llama_bench; }))
+    fmt::print(
+        "llama-bench: T(1) = its generation test per token ({} single-token calls from the position), T(n) = its "
+        "prompt test of n tokens; its ratio to {} is llama.cpp's time over specsweep's, i.e. specsweep tokens/s "
+        "over llama.cpp tokens/s\n",
+        kLlamaGenTokens, vs[0].label);
   return recs;
 }
 
@@ -321,6 +338,7 @@ void WriteCompareJson(const CompareArgs& a, const std::string& self, const std::
     for (const auto& [var, value] : vs[i].env)
       env[var] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
     variants.push_back({{"label", vs[i].label},
+                        {"program", vs[i].llama_bench ? "llama-bench" : "specsweep"},
                         {"binary", vs[i].binary.empty() ? self : vs[i].binary},
                         {"env", env},
                         {"child_context", runs[i][0].context}});

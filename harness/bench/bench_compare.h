@@ -9,9 +9,12 @@
 
 namespace specsweep {
 
+struct LlamaBenchPlan;  // bench_llama.h
+
 struct CompareVariant {
   std::string label;
-  std::string binary;  // executable to run (empty: this one)
+  std::string binary;        // executable to run (empty: this one)
+  bool llama_bench = false;  // `binary` is llama.cpp's llama-bench (bench_llama.h)
   // Environment settings in order; an empty value removes the variable.
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -32,9 +35,10 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& base, 
 struct CompareArgs {
   std::vector<CompareVariant> variants;  // >= 2, labels distinct
   int rounds = 5;
-  std::vector<std::string> bench_args;  // after the binary: global options, "bench-forward", model, options
-  std::string model;                    // for the report
-  std::string json;                     // output file ("" = none)
+  std::vector<std::string> bench_args;    // after the binary: global options, "bench-forward", model, options
+  std::string model;                      // for the report
+  std::string json;                       // output file ("" = none)
+  const LlamaBenchPlan* llama = nullptr;  // what llama-bench variants time (set when there are some)
 };
 void RunCompare(const CompareArgs& a);
 

@@ -19,6 +19,7 @@
 #include "decoders/sampler.h"
 #include "base/build_info.h"
 #include "harness/bench/bench_compare.h"
+#include "harness/bench/bench_llama.h"
 #include "harness/bench/bench_decode.h"
 #include "harness/bench/memory_phase.h"
 #include "harness/measure/context.h"
@@ -55,6 +56,8 @@ void RunBenchForwardCompare(const BenchForwardArgs& a) {
   if (!a.quants.empty()) c.bench_args.insert(c.bench_args.end(), {"--quant", join(a.quants)});
   if (a.teams != BenchForwardArgs().teams) c.bench_args.insert(c.bench_args.end(), {"--team", join(a.teams)});
   if (a.loop) c.bench_args.push_back("--loop");
+  LlamaBenchPlan llama;
+  if (!a.compare_llama_bench.empty()) AddLlamaBenchVariants(a, c, llama);
   RunCompare(c);
 }
 

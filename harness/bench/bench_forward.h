@@ -24,6 +24,7 @@ struct BenchForwardArgs {
   int reps = 10;
   int ctx = 64;
   std::vector<std::string> compare, compare_bin;  // --compare LABEL=SETTINGS, --compare-bin LABEL=PATH
+  std::vector<std::string> compare_llama_bench;   // --compare-llama-bench LABEL=PATH (bench_llama.h)
   int rounds = 5;
   int vs_generate = 0;     // --vs-generate N: generate's N-token decode against T(1) (bench_generate.h)
   int threads = 0;         // the --threads global (0: all cores), passed on to --compare children

@@ -58,6 +58,10 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
   cmd->add_option("--compare-bin", args->compare_bin,
                   "LABEL=PATH: run variant LABEL (a --compare label, or a new variant in this environment) with "
                   "another specsweep build");
+  cmd->add_option("--compare-llama-bench", args->compare_llama_bench,
+                  "LABEL=PATH: run variant LABEL with llama.cpp's llama-bench at PATH on the same GGUF file (the "
+                  "environment as you gave it, plus a --compare LABEL's settings), each repetition between two "
+                  "read probes; ratios are to the first bench-forward variant (harness/bench/bench_llama.h)");
   cmd->add_option("--rounds", args->rounds,
                   "--compare, --vs-generate: rounds (each runs every variant once, order alternating)");
   cmd->add_option("--vs-generate", args->vs_generate,
@@ -68,7 +72,8 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
     args->threads = Globals().threads;
     args->models_dir = Globals().models_dir;
     if (args->vs_generate != 0) return RunGenerateVsForward(*args);
-    if (!args->compare.empty() || !args->compare_bin.empty()) return RunBenchForwardCompare(*args);
+    if (!args->compare.empty() || !args->compare_bin.empty() || !args->compare_llama_bench.empty())
+      return RunBenchForwardCompare(*args);
     StatusLine status;  // a live line on a terminal while loading and timing
     RunBenchForward(*args);
   });

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/bench/bench_llama.h"
 #include "harness/cli/commands.h"
 #include "base/build_info.h"
 #include "base/error.h"
@@ -51,12 +52,14 @@ void ReexecWithRuntimeSettings(char** argv) {
   // MatMul. An explicit OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
   if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
     setenv("GOMP_SPINCOUNT", "1000", 1);
+    setenv(kSetSpinCountVar, "1", 1);  // so that a child that is not specsweep gets the user's (bench_llama.h)
     reexec = true;
   }
   // The heap on transparent huge pages where the kernel allows them (madvise mode): the
   // weights stream through the TLB. A tunables string that sets hugetlb wins.
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (!tunables || !std::strstr(tunables, "glibc.malloc.hugetlb")) {
+    setenv(kUserTunablesVar, tunables ? tunables : "", 1);
     const std::string t = tunables && *tunables ? std::string(tunables) + ":glibc.malloc.hugetlb=1"
                                                 : std::string("glibc.malloc.hugetlb=1");
     setenv("GLIBC_TUNABLES", t.c_str(), 1);
