@@ -95,7 +95,7 @@ TEST(GenerateOverhead, SummaryPrintsTheSplit) {
   EXPECT_EQ(r.out.find("read bandwidth"), std::string::npos) << r.out;  // only with --bandwidth
 }
 
-// A round read from the two children's JSON; phases compared by the probes.
+// A round read from the two children's JSON, and its memory phase.
 TEST(GenerateOverhead, RoundReadsBothChildren) {
   const nlohmann::json g = {{"stats",
                              {{"prompt_tokens", 5},
@@ -118,9 +118,19 @@ TEST(GenerateOverhead, RoundReadsBothChildren) {
   EXPECT_DOUBLE_EQ(r.forward_median_ms, 49.0);
   EXPECT_DOUBLE_EQ(r.total_ms, 50.01);
   EXPECT_DOUBLE_EQ(r.t1_ms, 48.0);
-  EXPECT_TRUE(r.SamePhase());
-  b["context"]["read_bandwidth_during_gbs"] = 55.0;  // the fast phase: not comparable
-  EXPECT_FALSE(ReadGenerateVsForward(g, b).SamePhase());
+  // The phase of a round is the classifier's over all rounds' readings (memory_phase.h).
+  const std::vector<double> all = {33, 34, 35, 55, 56, 57};
+  const PhaseSplit two = SplitPhases(all);
+  EXPECT_EQ(RoundPhase(r, two), MemoryPhase::kSlow);
+  b["context"]["read_bandwidth_during_gbs"] = 55.0;  // bench-forward in the fast phase: the round is mixed
+  EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), two), MemoryPhase::kMixed);
+  // bench-forward's readings around its repetitions count, when it reports them.
+  b["context"]["memory_phases"] = {{"readings_gbs", {33.5, 56.0}}};
+  EXPECT_EQ(ReadGenerateVsForward(g, b).bench_readings, (std::vector<double>{33.5, 56.0}));
+  EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), two), MemoryPhase::kMixed);
+  b["context"]["memory_phases"] = {{"readings_gbs", {33.5, 34.5}}};
+  EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), two), MemoryPhase::kSlow);
+  EXPECT_EQ(RoundPhase(r, SplitPhases(std::vector<double>{33, 34, 35})), MemoryPhase::kOne);
   nlohmann::json no_split = g;
   no_split["stats"].erase("per_token");
   EXPECT_THROW(ReadGenerateVsForward(no_split, b), Error);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,19 @@ extern char** environ;
 
 namespace specsweep {
 
-bool GenerateVsForwardRound::SamePhase() const {
-  const double lo = std::min({bw_before, bw_after, bw_during}), hi = std::max({bw_before, bw_after, bw_during});
-  return lo > 0 && hi <= 1.15 * lo;
+std::vector<double> GenerateVsForwardRound::Readings() const {
+  std::vector<double> v = {bw_before, bw_after};
+  if (bench_readings.empty()) v.push_back(bw_during);
+  v.insert(v.end(), bench_readings.begin(), bench_readings.end());
+  return v;
+}
+
+MemoryPhase RoundPhase(const GenerateVsForwardRound& r, const PhaseSplit& s) {
+  const std::vector<double> v = r.Readings();
+  const MemoryPhase first = PhaseOf(s, v.front());
+  for (double x : v)
+    if (PhaseOf(s, x) != first) return MemoryPhase::kMixed;
+  return first;
 }
 
 GenerateVsForwardRound ReadGenerateVsForward(const nlohmann::json& generate, const nlohmann::json& bench) {
@@ -44,6 +55,8 @@ GenerateVsForwardRound ReadGenerateVsForward(const nlohmann::json& generate, con
   const nlohmann::json& ctx = bench.at("context");
   r.bench_ctx = ctx.at("ctx").get<int>();
   r.bw_during = ctx.at("read_bandwidth_during_gbs").get<double>();
+  if (ctx.contains("memory_phases") && ctx.at("memory_phases").contains("readings_gbs"))
+    r.bench_readings = ctx.at("memory_phases").at("readings_gbs").get<std::vector<double>>();
   r.load_s = ctx.at("load_s").get<double>();
   for (const nlohmann::json& rec : bench.at("benchmarks"))
     if (rec.contains("format") && rec.value("n", 0) == 1) {
@@ -105,10 +118,9 @@ void PrintRound(int k, const GenerateVsForwardRound& r) {
   fmt::print(
       "round {} ({} first): generate {:.3f} ms/token = forward {:.3f} + outside {:.4f} (read {:.1f}/{:.1f} GB/s, "
       "ready {:.2f} s); bench-forward T(1) {:.3f} ms at ctx {} (read {:.1f} GB/s, loaded in {:.2f} s); "
-      "generate/T(1) {:.3f}{}\n",
+      "generate/T(1) {:.3f}\n",
       k + 1, r.generate_first ? "generate" : "bench-forward", r.total_ms, r.forward_ms, r.outside_ms, r.bw_before,
-      r.bw_after, r.ready_s, r.t1_ms, r.bench_ctx, r.bw_during, r.load_s, r.total_ms / r.t1_ms,
-      r.SamePhase() ? "" : " (phases differ)");
+      r.bw_after, r.ready_s, r.t1_ms, r.bench_ctx, r.bw_during, r.load_s, r.total_ms / r.t1_ms);
   std::fflush(stdout);
 }
 
@@ -132,30 +144,55 @@ const Row kRows[] = {
     {"bench-forward load s", [](const GenerateVsForwardRound& r) { return r.load_s; }},
 };
 
-nlohmann::json PrintSummary(const std::vector<GenerateVsForwardRound>& rounds) {
-  std::vector<GenerateVsForwardRound> same;
-  std::copy_if(rounds.begin(), rounds.end(), std::back_inserter(same),
-               [](const GenerateVsForwardRound& r) { return r.SamePhase(); });
-  fmt::print("{:<28} {:>28} {:>28}\n", "", fmt::format("all {} rounds", rounds.size()),
-             fmt::format("{} same-phase rounds", same.size()));
+// The rounds of each phase, and the line that names the split and every round's phase.
+std::map<MemoryPhase, std::vector<GenerateVsForwardRound>> ByPhase(const std::vector<GenerateVsForwardRound>& rounds,
+                                                                   const PhaseSplit& s) {
+  std::map<MemoryPhase, std::vector<GenerateVsForwardRound>> by;
+  std::string names;
+  for (const GenerateVsForwardRound& r : rounds) {
+    by[RoundPhase(r, s)].push_back(r);
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", MemoryPhaseName(RoundPhase(r, s)));
+  }
+  if (s.two_phases)
+    fmt::print(
+        "memory phases over all rounds' readings: two, slow {:.1f}..{:.1f} GB/s and fast {:.1f}..{:.1f} GB/s; "
+        "rounds: {}\n",
+        s.slow.min_gbs, s.slow.max_gbs, s.fast.min_gbs, s.fast.max_gbs, names);
+  else
+    fmt::print("memory phase over all rounds' readings: one ({:.1f}..{:.1f} GB/s)\n", s.slow.min_gbs, s.slow.max_gbs);
+  return by;
+}
+
+nlohmann::json PrintSummary(const std::vector<GenerateVsForwardRound>& rounds, const PhaseSplit& s) {
+  const auto by = ByPhase(rounds, s);
+  std::vector<std::pair<std::string, std::vector<GenerateVsForwardRound>>> cols = {
+      {fmt::format("all {} rounds", rounds.size()), rounds}};
+  for (const auto& [phase, rs] : by)
+    if (phase != MemoryPhase::kMixed)
+      cols.emplace_back(fmt::format("{} {} rounds", rs.size(), MemoryPhaseName(phase)), rs);
+  fmt::print("{:<28}", "");
+  for (const auto& col : cols) fmt::print(" {:>28}", col.first);
+  fmt::print("\n");
   nlohmann::json out = nlohmann::json::object();
   for (const Row& row : kRows) {
-    const Spread all = SpreadOf(rounds, row.f), one = SpreadOf(same, row.f);
-    auto cell = [](const Spread& s, size_t n) {
-      return n == 0 ? std::string("-") : fmt::format("{:.4g} ({:.4g}..{:.4g})", s.median, s.min, s.max);
-    };
-    fmt::print("{:<28} {:>28} {:>28}\n", row.name, cell(all, rounds.size()), cell(one, same.size()));
+    fmt::print("{:<28}", row.name);
+    for (const auto& col : cols) {
+      const Spread sp = SpreadOf(col.second, row.f);
+      fmt::print(" {:>28}", fmt::format("{:.4g} ({:.4g}..{:.4g})", sp.median, sp.min, sp.max));
+    }
+    fmt::print("\n");
+    const Spread all = SpreadOf(rounds, row.f);
     out[row.name] = {{"median", all.median}, {"min", all.min}, {"max", all.max}};
   }
   fmt::print(
       "median (range) over rounds; outside = generate's decode time per token less its Forward call (sampling, "
       "the logits check, statistics, output); its Forward: the mean of its calls, median: their median (as "
-      "T(1) is); same phase: generate's read probes before and after and "
-      "bench-forward's during within 15%\n");
+      "T(1) is); a phase's rounds: every probe reading of the round (generate's before and after, bench-forward's "
+      "around its repetitions) in that phase\n");
   return out;
 }
 
-void WriteJson(const BenchForwardArgs& a, const std::vector<GenerateVsForwardRound>& rounds,
+void WriteJson(const BenchForwardArgs& a, const std::vector<GenerateVsForwardRound>& rounds, const PhaseSplit& s,
                const nlohmann::json& summary) {
   nlohmann::json rs = nlohmann::json::array();
   for (const GenerateVsForwardRound& r : rounds)
@@ -173,13 +210,20 @@ void WriteJson(const BenchForwardArgs& a, const std::vector<GenerateVsForwardRou
                   {"t1_ms", r.t1_ms},
                   {"bench_bandwidth_during_gbs", r.bw_during},
                   {"bench_load_s", r.load_s},
-                  {"same_phase", r.SamePhase()}});
+                  {"bench_readings_gbs", r.bench_readings},
+                  {"phase", MemoryPhaseName(RoundPhase(r, s))}});
   const nlohmann::json ctx = {{"executable", "specsweep bench-forward --vs-generate"},
                               {"git_rev", GitRev()},
                               {"model", a.model},
                               {"tokens", a.vs_generate},
                               {"rounds", a.rounds},
-                              {"threads", a.threads}};
+                              {"threads", a.threads},
+                              {"schema_version", 2},  // 2: a phase per round from the classifier, not same_phase
+                              {"memory_phases",
+                               {{"two_phases", s.two_phases},
+                                {"split_gbs", s.split_gbs},
+                                {"slow", {{"min_gbs", s.slow.min_gbs}, {"max_gbs", s.slow.max_gbs}}},
+                                {"fast", {{"min_gbs", s.fast.min_gbs}, {"max_gbs", s.fast.max_gbs}}}}}};
   std::ofstream f(a.json);
   f << DumpJson({{"context", ctx}, {"rounds", rs}, {"summary", summary}}, 2) << "\n";
   if (!f) Fail("--json: {}: cannot write", a.json);
@@ -225,8 +269,14 @@ void RunGenerateVsForward(const BenchForwardArgs& a) {
   }
   for (const char* log : {"/generate.log", "/bench.log"}) std::remove((c.dir + log).c_str());
   rmdir(c.dir.c_str());
-  const nlohmann::json summary = PrintSummary(rounds);
-  if (!a.json.empty()) WriteJson(a, rounds, summary);
+  std::vector<double> readings;
+  for (const GenerateVsForwardRound& r : rounds) {
+    const std::vector<double> v = r.Readings();
+    readings.insert(readings.end(), v.begin(), v.end());
+  }
+  const PhaseSplit split = SplitPhases(readings);
+  const nlohmann::json summary = PrintSummary(rounds, split);
+  if (!a.json.empty()) WriteJson(a, rounds, split, summary);
 }
 
 }  // namespace specsweep
