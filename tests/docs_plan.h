@@ -49,6 +49,7 @@ struct Workspace {
   std::string source, dir;                      // the source tree (cwd of every command), the test's folder
   std::string models, shared;                   // the stand-in models folder, the shared models folder
   std::string fake_sbatch;                      // answers like `sbatch --parsable`
+  std::string fake_llama_bench;                 // answers like `llama-bench -o json`
   std::string text_file;                        // for `--file F`, the user's text
   std::string tour, quick, bench;               // results files made first (.json; .jsonl beside tour and bench)
   std::string shards;                           // quick.yaml's two shard results
@@ -135,6 +136,11 @@ inline Plan PlanCommand(Workspace& ws, const std::string& cmd) {
     } else if (a == "--file" && value && !std::filesystem::exists(std::filesystem::path(ws.source) / w[i + 1])) {
       p.args.insert(p.args.end(), {a, ws.text_file});  // the user's own text
       p.paths.push_back({w[++i], ws.text_file});
+    } else if (a == "--compare-llama-bench" && value) {  // LABEL=PATH: the user's llama.cpp build
+      const std::string& spec = w[++i];
+      const std::string label = spec.substr(0, spec.find('='));
+      p.args.insert(p.args.end(), {a, label + "=" + ws.fake_llama_bench});
+      p.paths.push_back({spec.substr(label.size() + 1), ws.fake_llama_bench});
     } else if (a == "--model" && value) {
       p.args.insert(p.args.end(), {a, ModelPath(ws, p, w[++i])});
     } else if (sub.empty() && (a == "--threads" || a == "-t") && value) {
@@ -162,7 +168,7 @@ inline Plan PlanCommand(Workspace& ws, const std::string& cmd) {
       auto it = std::find(p.args.begin(), p.args.end(), flag);
       if (it != p.args.end() && it + 1 != p.args.end())
         it[1] = "1";
-      else if (flag == "--reps" || has("--compare"))
+      else if (flag == "--reps" || has("--compare") || has("--compare-llama-bench"))
         p.args.insert(p.args.end(), {flag, "1"});
     }
     p.changed = "--reps 1";

@@ -113,6 +113,18 @@ Workspace& TheWorkspace() {
     w.fake_sbatch = w.dir + "/fake-sbatch.sh";
     testing::WriteFile(w.fake_sbatch, "#!/bin/sh\necho \"$((100 + $$ % 100));cluster\"\n");
     fs::permissions(w.fake_sbatch, fs::perms::owner_all);
+    w.fake_llama_bench = w.dir + "/llama-bench";  // a test per -p value and one for -n, 1 ms per token
+    testing::WriteFile(w.fake_llama_bench, R"(#!/bin/sh
+p=0; n=0
+while [ $# -gt 0 ]; do case "$1" in -p) p=$2; shift;; -n) n=$2; shift;; esac; shift; done
+out=''
+for x in $(echo $p | tr , ' '); do
+  [ "$x" -gt 0 ] && out="$out${out:+,}{\"n_prompt\": $x, \"n_gen\": 0, \"samples_ns\": [${x}000000]}"
+done
+[ "$n" -gt 0 ] && out="$out${out:+,}{\"n_prompt\": 0, \"n_gen\": $n, \"samples_ns\": [${n}000000]}"
+echo "[$out]"
+)");
+    fs::permissions(w.fake_llama_bench, fs::perms::owner_all);
     const std::string fix = w.dir + "/fixtures";
     fs::create_directories(fix);
     w.tour = fix + "/tour/tour.json", w.quick = fix + "/quick/quick.json";

@@ -85,7 +85,7 @@ TEST(LlamaBench, ComparedInRoundsOnTheSameFile) {
   const std::string fake = FakeLlamaBench(dir);
   const testing::CliResult r =
       testing::RunCli({"--threads", "1", "bench-forward", model, "--n", "1,2", "--reps", "2", "--ctx", "4", "--rounds",
-                       "2", "--compare-llama-bench", "llama=" + fake, "--json", dir + "/cmp.json"});
+                       "2", "--kv-type", "f16", "--compare-llama-bench", "llama=" + fake, "--json", dir + "/cmp.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_CONTAINS(r.out, "compare: 2 variants x 2 rounds");
   EXPECT_CONTAINS(r.out, "llama/specsweep");
@@ -96,7 +96,7 @@ TEST(LlamaBench, ComparedInRoundsOnTheSameFile) {
   const bool user_spin = std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr;
   for (; std::getline(calls, line); ++n) {
     EXPECT_EQ(line.substr(0, line.find(" spin=")),
-              "-m " + model + " -t 1 -d 4 -p 2 -n 8 -ctk f32 -ctv f32 -r 1 -o json");
+              "-m " + model + " -t 1 -d 4 -p 2 -n 8 -ctk f16 -ctv f16 -r 1 -o json");
     if (!user_spin) {
       EXPECT_CONTAINS(line, "spin=unset");  // specsweep's own default is not llama.cpp's
     }
@@ -123,16 +123,19 @@ TEST(LlamaBench, OptionsItCannotHonourAreUsageErrors) {
   const std::string dir = testing::TempDir(), model = dir + "/tiny.gguf";
   testing::WriteTinyGguf(model, 5);
   const std::string fake = FakeLlamaBench(dir);
-  const testing::CliResult q =
-      testing::RunCli({"bench-forward", model, "--quant", "q4_0", "--compare-llama-bench", "llama=" + fake});
+  const testing::CliResult q = testing::RunCli(
+      {"bench-forward", model, "--quant", "q4_0", "--kv-type", "f16", "--compare-llama-bench", "llama=" + fake});
   EXPECT_EQ(q.exit_code, 2);
   EXPECT_CONTAINS(q.err, "--compare-llama-bench: llama-bench times the file as it is");
+  const testing::CliResult kv = testing::RunCli({"bench-forward", model, "--compare-llama-bench", "llama=" + fake});
+  EXPECT_EQ(kv.exit_code, 2);
+  EXPECT_CONTAINS(kv.err, "give --kv-type f16 (llama-bench's KV cache types have no f32)");
   const testing::CliResult loop =
-      testing::RunCli({"bench-forward", model, "--loop", "--compare-llama-bench", "llama=" + fake});
+      testing::RunCli({"bench-forward", model, "--loop", "--kv-type", "f16", "--compare-llama-bench", "llama=" + fake});
   EXPECT_EQ(loop.exit_code, 2);
   EXPECT_CONTAINS(loop.err, "not with --loop");
-  const testing::CliResult missing =
-      testing::RunCli({"bench-forward", dir + "/nowhere.gguf", "--compare-llama-bench", "llama=" + fake});
+  const testing::CliResult missing = testing::RunCli(
+      {"bench-forward", dir + "/nowhere.gguf", "--kv-type", "f16", "--compare-llama-bench", "llama=" + fake});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_CONTAINS(missing.err, "llama-bench needs a .gguf file");
 }

@@ -113,7 +113,8 @@ void AddLlamaBenchVariants(const BenchForwardArgs& a, CompareArgs& c, LlamaBench
   const char* opt = "--compare-llama-bench";
   if (!a.quants.empty() && !(a.quants.size() == 1 && a.quants[0] == "none"))
     FailUsage("{}: llama-bench times the file as it is: give no --quant (or none), and a file per format", opt);
-  if (a.kv_types.size() != 1) FailUsage("{}: one --kv-type (llama-bench's -ctk and -ctv)", opt);
+  if (a.kv_types != std::vector<std::string>{"f16"})
+    FailUsage("{}: give --kv-type f16 (llama-bench's KV cache types have no f32)", opt);
   if (a.teams != BenchForwardArgs().teams) FailUsage("{}: not with --team (llama-bench has its own threads)", opt);
   if (a.loop) FailUsage("{}: not with --loop (llama-bench's tests run no sampler)", opt);
   plan.model_file = LlamaModelFile(a);

@@ -24,7 +24,7 @@ struct LlamaBenchPlan {
   int ctx = 64;            // --ctx: llama-bench's depth
   int reps = 10;           // repetitions per round: one llama-bench invocation each
   int threads = 1;
-  std::string kv_type = "f32";  // --kv-type: llama-bench's K and V cache types
+  std::string kv_type = "f16";  // --kv-type: llama-bench's K and V cache types (f16: it has no f32)
 };
 
 // llama-bench's arguments for one repetition: -r 1, JSON on stdout.
@@ -42,7 +42,7 @@ std::map<int, double> ReadLlamaBenchJson(const std::string& text, const LlamaBen
 ChildRun RunLlamaBenchRound(const std::string& binary, const LlamaBenchPlan& p, const std::vector<std::string>& env,
                             const std::string& dir, const std::string& label);
 // Checks that bench-forward's options fit llama-bench (the file as it is: no --quant but
-// none, one --kv-type, the default --team, no --loop, a GGUF file), fills `plan` from them
+// none, --kv-type f16, the default --team, no --loop, a GGUF file), fills `plan` from them
 // and adds the --compare-llama-bench variants to `c` after a bench-forward variant
 // "specsweep" (this build as is) unless --compare or --compare-bin gave one; `plan` must
 // outlive `c`. Throws a usage error naming the option.
