@@ -130,7 +130,10 @@ TEST(GenerateOverhead, RoundReadsBothChildren) {
   EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), two), MemoryPhase::kMixed);
   b["context"]["memory_phases"] = {{"readings_gbs", {33.5, 34.5}}};
   EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), two), MemoryPhase::kSlow);
-  EXPECT_EQ(RoundPhase(r, SplitPhases(std::vector<double>{33, 34, 35})), MemoryPhase::kOne);
+  const std::vector<double> spread = {26, 30, 34, 38, 42, 46, 50, 54, 58};  // no clear gap: one phase
+  EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), SplitPhases(spread)), MemoryPhase::kOne);  // 33..34.5
+  b["context"]["memory_phases"] = {{"readings_gbs", {33.5, 45.0}}};  // 45 / 33 >= 1.25: changed within the round
+  EXPECT_EQ(RoundPhase(ReadGenerateVsForward(g, b), SplitPhases(spread)), MemoryPhase::kMixed);
   nlohmann::json no_split = g;
   no_split["stats"].erase("per_token");
   EXPECT_THROW(ReadGenerateVsForward(no_split, b), Error);

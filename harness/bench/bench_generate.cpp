@@ -35,6 +35,8 @@ MemoryPhase RoundPhase(const GenerateVsForwardRound& r, const PhaseSplit& s) {
   const MemoryPhase first = PhaseOf(s, v.front());
   for (double x : v)
     if (PhaseOf(s, x) != first) return MemoryPhase::kMixed;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  if (first == MemoryPhase::kOne && *hi >= kPhaseGapRatio * *lo) return MemoryPhase::kMixed;
   return first;
 }
 
@@ -159,7 +161,14 @@ std::map<MemoryPhase, std::vector<GenerateVsForwardRound>> ByPhase(const std::ve
         "rounds: {}\n",
         s.slow.min_gbs, s.slow.max_gbs, s.fast.min_gbs, s.fast.max_gbs, names);
   else
-    fmt::print("memory phase over all rounds' readings: one ({:.1f}..{:.1f} GB/s)\n", s.slow.min_gbs, s.slow.max_gbs);
+    fmt::print("memory phase over all rounds' readings: one ({:.1f}..{:.1f} GB/s); rounds: {}\n", s.slow.min_gbs,
+               s.slow.max_gbs, names);
+  const auto mixed = by.find(MemoryPhase::kMixed);
+  if (mixed != by.end())
+    fmt::print(
+        "{} of {} rounds mixed: their readings fall in two phases or, with one phase, differ by {}x or more "
+        "(the bandwidth changed within the round); only the other rounds are compared per phase\n",
+        mixed->second.size(), rounds.size(), kPhaseGapRatio);
   return by;
 }
 
@@ -167,8 +176,8 @@ nlohmann::json PrintSummary(const std::vector<GenerateVsForwardRound>& rounds, c
   const auto by = ByPhase(rounds, s);
   std::vector<std::pair<std::string, std::vector<GenerateVsForwardRound>>> cols = {
       {fmt::format("all {} rounds", rounds.size()), rounds}};
-  for (const auto& [phase, rs] : by)
-    if (phase != MemoryPhase::kMixed)
+  for (const auto& [phase, rs] : by)  // a phase's rounds, unless they are all the rounds
+    if (phase != MemoryPhase::kMixed && rs.size() < rounds.size())
       cols.emplace_back(fmt::format("{} {} rounds", rs.size(), MemoryPhaseName(phase)), rs);
   fmt::print("{:<28}", "");
   for (const auto& col : cols) fmt::print(" {:>28}", col.first);
@@ -235,7 +244,8 @@ void CheckVsGenerate(const BenchForwardArgs& a) {
   if (a.reps < 1) FailUsage("--reps: {} must be at least 1", a.reps);
   if (a.quants.size() > 1) FailUsage("--vs-generate: one --quant at most (generate runs one format)");
   if (a.kv_types.size() != 1) FailUsage("--vs-generate: one --kv-type (generate runs one)");
-  if (!a.compare.empty() || !a.compare_bin.empty()) FailUsage("--vs-generate: not with --compare");
+  if (!a.compare.empty() || !a.compare_bin.empty() || !a.compare_llama_bench.empty())
+    FailUsage("--vs-generate: not with --compare");
 }
 
 }  // namespace

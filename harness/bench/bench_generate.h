@@ -29,7 +29,9 @@ struct GenerateVsForwardRound {
 };
 
 // The round's memory phase under the split of all rounds' readings (memory_phase.h): the
-// phase all its readings fall in, kMixed when they fall in two.
+// phase all its readings fall in; kMixed when they fall in two or, under one phase, when
+// they differ by kPhaseGapRatio or more (a round spans two processes and ~10 s: readings
+// spread without a clear gap still say the bandwidth changed within it).
 MemoryPhase RoundPhase(const GenerateVsForwardRound& r, const PhaseSplit& s);
 
 // The round's readings from generate's --json output and bench-forward's --json file.

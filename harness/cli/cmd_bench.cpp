@@ -63,7 +63,8 @@ const CommandRegistrar kRegister(62, [](CLI::App& app) {
                   "environment as you gave it, plus a --compare LABEL's settings), each repetition between two "
                   "read probes; ratios are to the first bench-forward variant (harness/bench/bench_llama.h)");
   cmd->add_option("--rounds", args->rounds,
-                  "--compare, --vs-generate: rounds (each runs every variant once, order alternating)");
+                  "--compare, --compare-llama-bench, --vs-generate: rounds (each runs every variant once, order "
+                  "alternating)");
   cmd->add_option("--vs-generate", args->vs_generate,
                   "N: generate's decode of N tokens (time per token: its Forward call and the time outside it) "
                   "against T(1) in decode-loop mode at generate's mean context position, as child processes in "
