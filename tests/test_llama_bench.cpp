@@ -50,6 +50,7 @@ TEST(LlamaBench, ReadsTimePerCallFromItsJson) {
   EXPECT_EQ(ctx.at("git_rev"), "abc1234 (build 7001)");
   EXPECT_EQ(ctx.at("kernel_isa"), "llama.cpp CPU");
   EXPECT_EQ(ctx.at("threads"), 2);
+  EXPECT_EQ(ctx.at("type_k"), "f32");
   EXPECT_CONTAINS(testing::ErrorOf([&] { ReadLlamaBenchJson("llama-bench: error", p, "llama", ctx); }),
                   "--compare-llama-bench: variant llama: not llama-bench's JSON");
   p.ns = {1, 2, 8};

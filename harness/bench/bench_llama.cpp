@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/bench/bench_compare.h"
+#include "harness/report/statistics.h"
 #include "models/loader.h"
 #include "quant/bandwidth.h"
 #include "base/error.h"
@@ -52,6 +53,7 @@ std::map<int, double> ReadLlamaBenchJson(const std::string& text, const LlamaBen
     for (const nlohmann::json& t : j) {
       const auto [n, t_ms] = TestTime(t);
       if (n > 0) ms[n] = t_ms;
+      if (!context.empty()) continue;  // the build and host fields: the same in every test
       context = {{"git_rev", fmt::format("{} (build {})", t.value("build_commit", "?"), t.value("build_number", 0))},
                  {"kernel_isa", "llama.cpp " + t.value("backends", std::string("?"))},
                  {"threads", t.value("n_threads", 0)},
@@ -83,11 +85,7 @@ ChildRun RunLlamaBenchRound(const std::string& binary, const LlamaBenchPlan& p, 
   }
   std::remove(out.c_str());
   std::remove(log.c_str());
-  for (auto& [key, ms] : r.rep_ms) {
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    r.ms[key] = sorted[sorted.size() / 2];
-  }
+  for (const auto& [key, ms] : r.rep_ms) r.ms[key] = Median(ms);
   return r;
 }
 
@@ -139,7 +137,6 @@ void MatchLlamaKeys(const ChildRun& bench_forward, ChildRun& llama) {
     const size_t at = key.rfind("/n:");
     const std::string own = "llama" + (at == std::string::npos ? key : key.substr(at));
     if (!llama.ms.count(own)) continue;
-    if (renamed.ms.count(key)) continue;
     renamed.ms[key] = llama.ms.at(own);
     renamed.rep_ms[key] = llama.rep_ms.at(own);
   }

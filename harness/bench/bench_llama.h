@@ -31,8 +31,8 @@ struct LlamaBenchPlan {
 std::vector<std::string> LlamaBenchArgs(const LlamaBenchPlan& p);
 
 // One invocation's output: n -> ms per call for every n of the plan, and its build and
-// host fields in `context`. Throws naming `label` when the text is not llama-bench's JSON
-// or lacks a test.
+// host fields in `context` unless `context` already holds them. Throws naming `label` when the text is not
+// llama-bench's JSON or lacks a test.
 std::map<int, double> ReadLlamaBenchJson(const std::string& text, const LlamaBenchPlan& p, const std::string& label,
                                          nlohmann::json& context);
 
