@@ -31,8 +31,8 @@ struct LlamaBenchPlan {
 std::vector<std::string> LlamaBenchArgs(const LlamaBenchPlan& p);
 
 // One invocation's output: n -> ms per call for every n of the plan, and its build and
-// host fields in `context` unless `context` already holds them. Throws naming `label` when the text is not
-// llama-bench's JSON or lacks a test.
+// host fields in `context` unless `context` already holds them. Throws naming `label`
+// when the text is not llama-bench's JSON or lacks a test.
 std::map<int, double> ReadLlamaBenchJson(const std::string& text, const LlamaBenchPlan& p, const std::string& label,
                                          nlohmann::json& context);
 
@@ -43,9 +43,10 @@ ChildRun RunLlamaBenchRound(const std::string& binary, const LlamaBenchPlan& p, 
                             const std::string& dir, const std::string& label);
 // Checks that bench-forward's options fit llama-bench (the file as it is: no --quant but
 // none, --kv-type f16, the default --team, no --loop, a GGUF file), fills `plan` from them
-// and adds the --compare-llama-bench variants to `c` after a bench-forward variant
-// "specsweep" (this build as is) unless --compare or --compare-bin gave one; `plan` must
-// outlive `c`. Throws a usage error naming the option.
+// and marks the --compare-llama-bench variants in `c` (a --compare LABEL of theirs sets
+// their environment), placed after the bench-forward variants, the first of which every
+// ratio is to: "specsweep", this build as is, when --compare and --compare-bin gave none.
+// `plan` must outlive `c`. Throws a usage error naming the option.
 void AddLlamaBenchVariants(const BenchForwardArgs& a, CompareArgs& c, LlamaBenchPlan& plan);
 
 // Renames a llama-bench run's keys to those of a bench-forward run of one format (by n).
