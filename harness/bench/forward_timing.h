@@ -2,6 +2,7 @@
 // variants, their timings and the machine's readings), forward_report.cpp prints and
 // writes them (the T(n) table, the phases, the cost ratios, the JSON).
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
