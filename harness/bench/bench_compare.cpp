@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -19,6 +18,7 @@
 
 #include "harness/bench/bench_llama.h"
 #include "harness/bench/compare_phases.h"
+#include "harness/measure/context.h"
 #include "harness/store/results.h"
 #include "harness/report/statistics.h"
 #include "base/build_info.h"
@@ -27,24 +27,6 @@
 extern char** environ;
 
 namespace specsweep {
-namespace {
-
-std::string CpuModel() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-std::string Now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
-  return buf;
-}
-
-}  // namespace
 
 std::string SelfExe() {
   char buf[4096];
@@ -344,9 +326,9 @@ void WriteCompareJson(const CompareArgs& a, const std::string& self, const std::
                         {"child_context", runs[i][0].context}});
   }
   nlohmann::json ctx = {{"schema_version", 2},  // 2: ratios per memory phase, memory_phases
-                        {"date", Now()},
+                        {"date", LocalIsoDate()},
                         {"executable", "specsweep bench-forward --compare"},
-                        {"cpu", CpuModel()},
+                        {"cpu", CpuModelName()},
                         {"num_cpus", std::thread::hardware_concurrency()},
                         {"git_rev", GitRev()},
                         {"compiler", CompilerId()},

@@ -152,8 +152,9 @@ std::map<MemoryPhase, std::vector<GenerateVsForwardRound>> ByPhase(const std::ve
   std::map<MemoryPhase, std::vector<GenerateVsForwardRound>> by;
   std::string names;
   for (const GenerateVsForwardRound& r : rounds) {
-    by[RoundPhase(r, s)].push_back(r);
-    names += fmt::format("{}{}", names.empty() ? "" : ", ", MemoryPhaseName(RoundPhase(r, s)));
+    const MemoryPhase p = RoundPhase(r, s);
+    by[p].push_back(r);
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", MemoryPhaseName(p));
   }
   if (s.two_phases)
     fmt::print(

@@ -1,7 +1,6 @@
 // bench-forward's output (forward_timing.h): the preamble, the T(n) table and its records,
 // the timings per memory phase, the cost ratios and the JSON file.
 #include <algorithm>
-#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -17,24 +16,6 @@
 
 namespace specsweep::forward_bench {
 namespace {
-
-std::string CpuName() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto p = line.find(':');
-      if (p != std::string::npos) return line.substr(p + 2);
-    }
-  return "unknown";
-}
-
-std::string IsoDate() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
-  return buf;
-}
 
 // Median, min and max of the per-repetition ratios num[i] / den[i].
 Spread PerRepRatio(const std::vector<double>& num, const std::vector<double>& den) {
@@ -276,9 +257,9 @@ void WriteJson(const Runtime& rt, const BenchForwardArgs& a, const LoadedModel& 
                const MachineReadings& m, const nlohmann::json& recs) {
   nlohmann::json ctx = {
       {"schema_version", 7},  // 7: per_repetition and phases per record, memory_phases in the context
-      {"date", IsoDate()},
+      {"date", LocalIsoDate()},
       {"executable", "specsweep bench-forward"},
-      {"cpu", CpuName()},
+      {"cpu", CpuModelName()},
       {"num_cpus", std::thread::hardware_concurrency()},
       {"threads", rt.threads},
       {"kernel_isa", rt.kernel_isa()},

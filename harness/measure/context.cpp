@@ -42,13 +42,19 @@ std::string CpuInfoField(const std::string& field) {
 }
 }  // namespace
 
+std::string CpuModelName() { return CpuInfoField("model name"); }
+
+std::string LocalIsoDate() {
+  const std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
+  return date;
+}
+
 json MachineContext(const Runtime& rt) {
   json c;
   c["schema_version"] = kResultsSchemaVersion;
-  std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
-  c["date"] = date;
+  c["date"] = LocalIsoDate();
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   c["host_name"] = host;
@@ -61,7 +67,7 @@ json MachineContext(const Runtime& rt) {
 #else
   c["library_build_type"] = "debug";
 #endif
-  c["cpu_model"] = CpuInfoField("model name");
+  c["cpu_model"] = CpuModelName();
   c["cpu_flags"] = CpuInfoField("flags");
   c["num_cpus"] = int(std::thread::hardware_concurrency());
   c["threads"] = rt.threads;

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "harness/store/results.h"
@@ -14,6 +16,10 @@ namespace specsweep {
 // the threads and kernels of `rt` (the runtime the run used), load average and the
 // runtime settings below.
 nlohmann::json MachineContext(const Runtime& rt);
+// /proc/cpuinfo's "model name" ("" when absent) and the local time as ISO 8601 with its
+// offset: the `cpu`/`cpu_model` and `date` of every context block.
+std::string CpuModelName();
+std::string LocalIsoDate();
 
 // Process settings that change timings: libgomp's wait settings and glibc's malloc
 // tunables (main() sets GOMP_SPINCOUNT and the huge-page tunable unless given), and the
